@@ -1,0 +1,170 @@
+#include "algorithms/algorithm.hpp"
+
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace fasim {
+
+const char* algo_name(Algo a) {
+    switch (a) {
+        case Algo::standard: return "standard";
+        case Algo::tiled: return "tiled";
+        case Algo::fa1: return "fa1";
+        case Algo::fa2: return "fa2";
+    }
+    return "?";
+}
+
+const char* algo_title(Algo a) {
+    switch (a) {
+        case Algo::standard: return "Standard attention (Algorithm 0: S and P through HBM)";
+        case Algo::tiled: return "Tiled fused attention without online softmax (two passes over K)";
+        case Algo::fa1: return "FlashAttention-1 (Algorithm 1: K/V outer loop, split-K warps)";
+        case Algo::fa2: return "FlashAttention-2 (Q outer loop, split-Q warps, O written once)";
+    }
+    return "?";
+}
+
+std::optional<Algo> parse_algo(const std::string& s) {
+    for (Algo a : kAllAlgos)
+        if (s == algo_name(a)) return a;
+    return std::nullopt;
+}
+
+std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc,
+                               const TileConfig& cfg) {
+    const std::int64_t d = p.d, e = p.elem_bytes(), W = cfg.warps;
+    switch (algo) {
+        case Algo::fa2:
+        case Algo::tiled:  // Q_i, K_j, V_j
+            return (Br + 2 * Bc) * d * e;
+        case Algo::fa1:  // K_j, V_j, Q_i, O_i, l_i, m_i, plus every warp's partial P·V (fp32) at the exchange
+            return 2 * Bc * d * e + 2 * Br * d * e + 2 * Br * 4 + W * Br * d * 4;
+        case Algo::standard: {
+            const std::int64_t gemm = cfg.matmul == MatmulMode::tiled ? (cfg.gemm_m + cfg.gemm_n) * cfg.gemm_k * e : 0;
+            return std::max(gemm, cfg.softmax_chunk * e);
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+void check_tile_arg(const char* flag, std::int64_t v) {
+    if (v < 1 || v > 4096)
+        throw usage_error(std::string("--") + flag + " " + std::to_string(v) + " is out of range",
+                          std::string(flag) + " must be 1..4096 rows",
+                          "pass a tile size such as 64 or 128, or omit it for the paper default");
+}
+
+std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
+
+}  // namespace
+
+TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+    TileConfig c;
+    c.matmul = req.matmul;
+    const std::int64_t d = p.d, e = p.elem_bytes(), limit = gpu.smem_per_block_bytes;
+    if (req.Br) check_tile_arg("Br", *req.Br);
+    if (req.Bc) check_tile_arg("Bc", *req.Bc);
+    auto fits = [&](std::int64_t Br, std::int64_t Bc) { return smem_bytes_needed(algo, p, Br, Bc, c) <= limit; };
+    auto reject_user_tiles = [&](std::int64_t Br, std::int64_t Bc) {
+        throw usage_error("--Br " + std::to_string(Br) + " --Bc " + std::to_string(Bc) + " need " +
+                              bytes_text(smem_bytes_needed(algo, p, Br, Bc, c)) + " of shared memory per block for " +
+                              algo_name(algo) + " (d=" + std::to_string(d) + ", " + dtype_name(p.dtype) + ")",
+                          gpu.name + " allows at most " + bytes_text(limit) + " per block",
+                          "choose smaller --Br/--Bc, or omit them to use the largest paper-default tiles that fit");
+    };
+
+    switch (algo) {
+        case Algo::standard: {
+            if (req.Br || req.Bc) c.reasons.push_back("--Br/--Bc do not apply to standard attention (GEMM tiles are fixed)");
+            if (c.matmul == MatmulMode::naive) {
+                c.gemm_m = c.gemm_n = 16;
+                c.reasons.push_back("naive GEMMs: 16x16 outputs per block, each thread reads its own operands from global memory");
+            } else {
+                c.reasons.push_back("tiled GEMMs: 64x64 output tile per block, k-step 32, operand tiles in shared memory");
+            }
+            c.softmax_chunk = p.Nk;
+            if (p.Nk * e > limit) {
+                c.softmax_chunk = 1;
+                while (c.softmax_chunk * 2 * e <= limit) c.softmax_chunk *= 2;
+                c.reasons.push_back("a row of S (" + bytes_text(p.Nk * e) + ") exceeds shared memory (" + bytes_text(limit) +
+                                    "): softmax reads S twice in chunks of " + std::to_string(c.softmax_chunk));
+            } else {
+                c.reasons.push_back("softmax stages one row of S (" + bytes_text(p.Nk * e) + ") in shared memory");
+            }
+            c.Br = c.gemm_m;
+            c.Bc = c.gemm_n;
+            break;
+        }
+        case Algo::fa1: {
+            c.M_elements = limit / e;
+            const std::int64_t paper_bc = ceil_div(c.M_elements, 4 * d);
+            std::int64_t Bc = paper_bc, Br = std::min(paper_bc, d);
+            c.reasons.push_back("M = " + bytes_text(limit) + " shared memory per block / " + std::to_string(e) + " B = " +
+                                std::to_string(c.M_elements) + " elements");
+            c.reasons.push_back("Bc = ceil(M/4d) = " + std::to_string(paper_bc) + ", Br = min(ceil(M/4d), d) = " +
+                                std::to_string(Br) + " (Algorithm 1, line 1)");
+            if (req.Br || req.Bc) {
+                Br = req.Br.value_or(Br);
+                Bc = req.Bc.value_or(Bc);
+                if (!fits(Br, Bc)) reject_user_tiles(Br, Bc);
+                c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+            } else if (!fits(Br, Bc)) {
+                const std::int64_t need = smem_bytes_needed(algo, p, Br, Bc, c);
+                while (Bc > 1 && !fits(Br, Bc)) --Bc;
+                while (Br > 1 && !fits(Br, Bc)) --Br;
+                c.reasons.push_back("those tiles plus the split-K exchange buffer need " + bytes_text(need) + " > " +
+                                    bytes_text(limit) + ": lowered to Br = " + std::to_string(Br) + ", Bc = " +
+                                    std::to_string(Bc) + ", the largest that fit");
+            }
+            c.Br = Br;
+            c.Bc = Bc;
+            break;
+        }
+        case Algo::fa2:
+        case Algo::tiled: {
+            std::int64_t Br = d <= 64 ? 128 : (d <= 128 ? 128 : 64);
+            std::int64_t Bc = d <= 64 ? 128 : 64;
+            c.reasons.push_back("flash-attention 2 forward defaults for d=" + std::to_string(d) + ": Br = " +
+                                std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+            if (req.Br || req.Bc) {
+                Br = req.Br.value_or(Br);
+                Bc = req.Bc.value_or(Bc);
+                if (!fits(Br, Bc)) reject_user_tiles(Br, Bc);
+                c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+            } else if (!fits(Br, Bc)) {
+                const std::int64_t need = smem_bytes_needed(algo, p, Br, Bc, c);
+                while (!fits(Br, Bc) && (Bc > 16 || Br > 16)) {
+                    if (Bc >= Br && Bc > 16) Bc /= 2;
+                    else Br /= 2;
+                }
+                c.reasons.push_back("Q, K, V tiles need " + bytes_text(need) + " > " + bytes_text(limit) +
+                                    " of shared memory: halved to Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+            }
+            c.Br = Br;
+            c.Bc = Bc;
+            break;
+        }
+    }
+    c.smem_bytes = smem_bytes_needed(algo, p, c.Br, c.Bc, c);
+    if (c.smem_bytes > limit)
+        throw usage_error(std::string(algo_name(algo)) + " with d=" + std::to_string(d) + " " + dtype_name(p.dtype) +
+                              " needs " + bytes_text(c.smem_bytes) + " of shared memory per block even with the smallest tiles",
+                          gpu.name + " allows " + bytes_text(limit),
+                          "use a smaller --d or a 2-byte --dtype");
+    return c;
+}
+
+void run_algorithm(Algo algo, Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    switch (algo) {
+        case Algo::standard: return standard_attention(x, p, cfg);
+        case Algo::tiled: return tiled_attention(x, p, cfg);
+        case Algo::fa1: return flash_attention_1(x, p, cfg);
+        case Algo::fa2: return flash_attention_2(x, p, cfg);
+    }
+}
+
+}  // namespace fasim

@@ -1,0 +1,64 @@
+// The four forward algorithms, their tile sizes, and the entry point that runs
+// one of them on any executor.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_spec.hpp"
+#include "problem/attention_problem.hpp"
+#include "tile/tile_program.hpp"
+
+namespace fasim {
+
+enum class Algo { standard, tiled, fa1, fa2 };
+inline constexpr Algo kAllAlgos[] = {Algo::standard, Algo::tiled, Algo::fa1, Algo::fa2};
+
+const char* algo_name(Algo a);           // "standard", "tiled", "fa1", "fa2"
+const char* algo_title(Algo a);          // "Standard attention (Algorithm 0)" ...
+std::optional<Algo> parse_algo(const std::string& s);
+
+// Standard attention's two matrix products: SRAM-tiled (default) or naive (every
+// thread reads its operands from global memory: what a first CUDA attempt does).
+enum class MatmulMode { tiled, naive };
+
+struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul)
+    std::optional<std::int64_t> Br, Bc;
+    MatmulMode matmul = MatmulMode::tiled;
+};
+
+// Tile sizes a program runs with, and why they were chosen.
+struct TileConfig {
+    std::int64_t Br = 0, Bc = 0;         // Q-tile rows, K/V-tile rows
+    std::int64_t M_elements = 0;         // FA1's SRAM size M, in elements
+    MatmulMode matmul = MatmulMode::tiled;
+    std::int64_t gemm_m = 64, gemm_n = 64, gemm_k = 32;  // standard's tiled GEMM (naive: 16x16 outputs)
+    std::int64_t softmax_chunk = 0;      // standard's softmax: columns of S staged at once (Nk if a row fits)
+    std::int64_t smem_bytes = 0;         // shared memory one block needs (formula)
+    int warps = 4;
+    std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
+};
+
+// Paper defaults, or the user's --Br/--Bc; always checked against the GPU's
+// shared memory (UsageError naming the sizes, the limit and a fix).
+TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req);
+
+// Shared memory a block of `algo` holds at its peak with these tiles. The counting
+// executor measures the same peak while running; a test checks they agree.
+std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc,
+                               const TileConfig& cfg);
+
+// Runs the algorithm's tile program on an executor.
+void run_algorithm(Algo algo, Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+
+// The programs themselves (one file each).
+void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace fasim

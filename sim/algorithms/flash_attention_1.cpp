@@ -1,0 +1,93 @@
+// FlashAttention forward (Dao et al., 2022, Algorithm 1), as a tile program.
+//
+// Line numbers refer to Algorithm 1 of the paper.
+//  - Tiles: Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d) (line 1), M = SRAM per block in elements.
+//  - O, ℓ, m live in HBM (line 2: an init kernel writes O = 0, ℓ = 0, m = −inf).
+//  - Outer loop over K/V tiles (line 5), inner loop over Q tiles (line 7): every
+//    inner step reads Q_i, O_i, ℓ_i, m_i from HBM and writes O_i, ℓ_i, m_i back
+//    (lines 8, 12, 13). That round trip is the Tc·(2Nd + 2N) term of its traffic.
+//  - One thread block per batch·head. Its 4 warps split K and V ("split-K"): each
+//    warp sees a quarter of the keys, so row maxima, row sums and the partial P·V
+//    products are exchanged through shared memory with barriers.
+//  - O_i is normalised on every step (divided by ℓ_new, multiplied back by ℓ_i on
+//    the next): the extra non-matmul work FlashAttention-2 removes.
+#include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
+
+namespace fasim {
+
+void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
+    const double scale = p.softmax_scale();
+
+    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
+    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
+    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
+    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
+    const GlobalTensor l{TensorName::l, BH, 1, N, 4, 1, Br};
+    const GlobalTensor m{TensorName::m, BH, 1, N, 4, 1, Br};
+    for (const auto* t : {&Q, &K, &V, &O, &l, &m}) x.declare(*t);
+
+    // Line 2: initialise O = 0, ℓ = 0, m = −inf in HBM.
+    const KernelDesc init{"fa1_init", "line 2: write O = 0, l = 0, m = -inf to HBM", Tr, BH, cfg.warps};
+    x.launch(init, [&](Block& b, std::int64_t bh, std::int64_t i) {
+        const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
+        b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O, bh).rows(q0, rows));
+        b.store(b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i"), view(l, bh).tile(0, 1, q0, rows));
+        b.store(b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i"), view(m, bh).tile(0, 1, q0, rows));
+    });
+
+    const KernelDesc kernel{"fa1_forward", "one block per batch*head; outer loop K/V tiles, inner loop Q tiles",
+                            1, BH, cfg.warps};
+    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t) {
+        for (std::int64_t j = 0; j < Tc; ++j) {                               // line 5
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 6
+            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            for (std::int64_t i = 0; i < Tr; ++i) {                           // line 7
+                const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
+                if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
+                Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 8
+                Tile Oi = b.load(view(O, bh).rows(q0, rows), Space::Shared, "O_i");
+                Tile li = b.load(view(l, bh).tile(0, 1, q0, rows), Space::Shared, "l_i");
+                Tile mi = b.load(view(m, bh).tile(0, 1, q0, rows), Space::Shared, "m_i");
+
+                Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");  // line 9
+                b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Cols);
+                if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+
+                Tile m_tilde = b.row_max(S, scale, "m~_ij");                   // line 10
+                b.reduce_across_warps(m_tilde, Reduce::Max);
+                b.exp_rows(S, scale, m_tilde);                                  // S becomes P~_ij
+                Tile l_tilde = b.row_sum(S, "l~_ij");
+                b.reduce_across_warps(l_tilde, Reduce::Sum);
+
+                Tile m_new = b.alloc(rows, 1, Space::Registers, Fill::Zero, "m_new");  // line 11
+                b.vec_max(m_new, mi, m_tilde);
+                Tile a = b.alloc(rows, 1, Space::Registers, Fill::Zero, "e^(m_i-m_new)");
+                b.vec_exp_diff(a, mi, m_new);
+                Tile c = b.alloc(rows, 1, Space::Registers, Fill::Zero, "e^(m~-m_new)");
+                b.vec_exp_diff(c, m_tilde, m_new);
+                Tile old_weight = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i*e^(m_i-m_new)");
+                b.vec_mul(old_weight, a, li);
+                Tile l_new = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_new");
+                b.vec_mul_add(l_new, c, l_tilde, old_weight);
+
+                b.round_to_storage(S);                                          // line 12
+                Tile PV = b.alloc(rows, d, Space::Registers, Fill::Zero, "P~V_j");
+                b.matmul(PV, S, Vj, /*transpose_b=*/false, /*accumulate=*/false, Split::Inner);
+                b.reduce_across_warps(PV, Reduce::Sum);
+                b.scale_rows(Oi, old_weight);
+                b.scale_rows(PV, c);
+                b.add(Oi, PV);
+                b.divide_rows(Oi, l_new);
+                b.store(Oi, view(O, bh).rows(q0, rows));
+                b.store(l_new, view(l, bh).tile(0, 1, q0, rows));               // line 13
+                b.store(m_new, view(m, bh).tile(0, 1, q0, rows));
+            }
+        }
+    });
+}
+
+}  // namespace fasim

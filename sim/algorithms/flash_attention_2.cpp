@@ -1,0 +1,67 @@
+// FlashAttention-2 forward (Dao, 2023, Algorithm 1), as a tile program.
+//
+// What it changes over FlashAttention-1:
+//  - loop order reversed: the outer loop is over Q tiles, and each Q tile is its
+//    own thread block, so the grid is batch·heads·Tr (parallel over sequence);
+//  - O stays in registers, unnormalised, for the whole inner loop: it is rescaled
+//    by exp(m_old − m_new) only, divided by ℓ once at the end, and written once;
+//  - only logsumexp (LSE) is saved for the backward pass, not m and ℓ;
+//  - the 4 warps split Q (each owns Br/4 rows): no exchange between warps.
+// Global traffic: reads Q once and K, V once per Q tile; writes O and LSE once.
+#include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
+
+namespace fasim {
+
+void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br);
+    const double scale = p.softmax_scale();
+
+    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
+    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
+    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
+    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
+    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br};
+    for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
+
+    const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
+                            Tr, BH, cfg.warps};
+    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
+        const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
+        Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
+        Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
+        Tile mi = b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i");
+        Tile li = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i");
+
+        const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
+        for (std::int64_t j = kv.begin; j < kv.end; ++j) {
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
+            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+
+            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
+            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
+            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+
+            Tile m_new = b.row_max(S, scale, "m_new");
+            b.vec_max(m_new, m_new, mi);
+            Tile alpha = b.alloc(rows, 1, Space::Registers, Fill::Zero, "alpha");
+            b.vec_exp_diff(alpha, mi, m_new);       // rescale factor for the old O and ℓ
+            b.exp_rows(S, scale, m_new);            // S becomes P̃ = exp(scale·S − m_new)
+            Tile rowsum = b.row_sum(S, "rowsum");
+            b.vec_mul_add(li, alpha, li, rowsum);   // ℓ = α·ℓ + rowsum(P̃)
+            b.scale_rows(Oi, alpha);                // O = diag(α)·O   (no division here)
+            b.round_to_storage(S);
+            b.matmul(Oi, S, Vj, /*transpose_b=*/false, /*accumulate=*/true, Split::Rows);
+            mi = std::move(m_new);
+        }
+        b.divide_rows(Oi, li);                      // the only division, once per row
+        Tile lse = b.alloc(rows, 1, Space::Registers, Fill::Zero, "LSE_i");
+        b.vec_lse(lse, mi, li);
+        b.store(Oi, view(O, bh).rows(q0, rows));
+        b.store(lse, view(LSE, bh).tile(0, 1, q0, rows));
+    });
+}
+
+}  // namespace fasim

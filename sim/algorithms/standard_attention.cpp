@@ -1,0 +1,142 @@
+// Standard attention (FlashAttention paper, Algorithm 0), as a tile program.
+//
+//   1. S = scale·Q·Kᵀ  — a matrix product; S is written to HBM   (kernel gemm_qk)
+//   2. P = softmax(S)  — S read back, P written to HBM           (kernel softmax)
+//   3. O = P·V         — P read back, O written                  (kernel gemm_pv)
+// The N×Nk matrices S and P crossing HBM four times are its Θ(N²) traffic.
+//
+// The two products are SRAM-tiled GEMMs (64×64 output tile per block, operand
+// tiles of k-step 32 through shared memory), or with --matmul naive, GEMMs whose
+// threads each read their own operands from global memory (no SRAM reuse). A
+// tiled GEMM re-reads operand panels from global memory (once per output tile
+// column/row); the papers' formula counts each operand once, which is what DRAM
+// sees when L2 serves those re-reads.
+#include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
+
+namespace fasim {
+
+namespace {
+
+struct GemmShape {
+    TensorView A, B;     // C = A·B, or A·Bᵀ when b_transposed (B stored as n×k)
+    bool b_transposed;
+    std::int64_t K;      // reduction length
+};
+
+Region a_tile(const GemmShape& g, std::int64_t m0, std::int64_t mr, std::int64_t k0, std::int64_t kc) {
+    return g.A.tile(m0, mr, k0, kc);
+}
+Region b_tile(const GemmShape& g, std::int64_t n0, std::int64_t nc, std::int64_t k0, std::int64_t kc) {
+    return g.b_transposed ? g.B.tile(n0, nc, k0, kc) : g.B.tile(k0, kc, n0, nc);
+}
+
+// One output tile C[m0:m0+mr, n0:n0+nc] of a GEMM, accumulated over k-steps.
+Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::int64_t m0, std::int64_t mr,
+                      std::int64_t n0, std::int64_t nc) {
+    Tile C = b.alloc(mr, nc, Space::Registers, Fill::Zero, "C");
+    for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
+        const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
+        if (cfg.matmul == MatmulMode::tiled) {
+            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Shared, "A tile");
+            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
+            b.barrier();  // tiles complete before any warp reads them
+            b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
+            b.barrier();  // all warps done before the next k-step overwrites them
+        } else {
+            // Naive: each of the nc thread columns reads the A rows itself, and each
+            // of the mr thread rows reads the B columns itself, straight from global.
+            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (thread column 0)");
+            for (std::int64_t t = 1; t < nc; ++t) b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (again)");
+            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B cols (thread row 0)");
+            for (std::int64_t t = 1; t < mr; ++t) b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B cols (again)");
+            b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
+        }
+    }
+    return C;
+}
+
+}  // namespace
+
+void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;
+
+    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Tm, Tk};
+    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Tn, Tk};
+    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Tk, Tn};
+    const GlobalTensor S{TensorName::S, BH, N, Nk, e, 1, Tk};
+    const GlobalTensor P{TensorName::P, BH, N, Nk, e, 1, Tk};
+    const GlobalTensor O{TensorName::O, BH, N, d, e, Tm, Tn};
+    for (const auto* t : {&Q, &K, &V, &S, &P, &O}) x.declare(*t);
+
+    constexpr std::int64_t gemm_warps = 8;  // 256 threads per GEMM block, tiled or naive
+
+    // 1. S = scale·Q·Kᵀ, written to HBM.
+    const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
+    const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
+                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps)};
+    x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
+        const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
+        const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
+        Tile C = gemm_output_tile(b, {view(Q, bh), view(K, bh), true, d}, cfg, m0, mr, n0, nc);
+        b.multiply(C, p.softmax_scale());
+        b.store(C, view(S, bh).tile(m0, mr, n0, nc));
+    });
+
+    // 2. P = softmax(S) row by row: S read from HBM, P written to HBM.
+    const std::int64_t chunk = cfg.softmax_chunk;
+    const KernelDesc softmax{"softmax", chunk >= Nk ? "one block per row: read S once, write P"
+                                                    : "one block per row (row exceeds SRAM): read S twice, write P",
+                             N, BH, cfg.warps};
+    x.launch(softmax, [&](Block& b, std::int64_t bh, std::int64_t row) {
+        if (chunk >= Nk) {
+            Tile s = b.load(view(S, bh).tile(row, 1, 0, Nk), Space::Shared, "S row");
+            if (p.causal) b.mask(s, {row, 0, N, Nk, true});
+            Tile m = b.row_max(s, 1.0, "row max");
+            b.exp_rows(s, 1.0, m);
+            Tile l = b.row_sum(s, "row sum");
+            b.divide_rows(s, l);
+            b.store(s, view(P, bh).tile(row, 1, 0, Nk));
+            return;
+        }
+        // The row does not fit in shared memory: pass 1 keeps a running max and sum
+        // over chunks, pass 2 reads the chunks again and writes P.
+        Tile m = b.alloc(1, 1, Space::Registers, Fill::NegInf, "row max");
+        Tile l = b.alloc(1, 1, Space::Registers, Fill::Zero, "row sum");
+        for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
+            const std::int64_t cols = std::min(chunk, Nk - c0);
+            Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 1)");
+            if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
+            Tile m_new = b.row_max(s, 1.0, "m_new");
+            b.vec_max(m_new, m_new, m);
+            Tile alpha = b.alloc(1, 1, Space::Registers, Fill::Zero, "alpha");
+            b.vec_exp_diff(alpha, m, m_new);
+            b.exp_rows(s, 1.0, m_new);
+            Tile rs = b.row_sum(s, "chunk sum");
+            b.vec_mul_add(l, alpha, l, rs);
+            m = std::move(m_new);
+        }
+        for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
+            const std::int64_t cols = std::min(chunk, Nk - c0);
+            Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 2)");
+            if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
+            b.exp_rows(s, 1.0, m);
+            b.divide_rows(s, l);
+            b.store(s, view(P, bh).tile(row, 1, c0, cols));
+        }
+    });
+
+    // 3. O = P·V, P read from HBM.
+    const std::int64_t o_tiles_n = ceil_div(d, Tn);
+    const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Tm) * o_tiles_n, BH,
+                             static_cast<int>(gemm_warps)};
+    x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
+        const std::int64_t m0 = (t / o_tiles_n) * Tm, n0 = (t % o_tiles_n) * Tn;
+        const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, d - n0);
+        Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, Nk}, cfg, m0, mr, n0, nc);
+        b.store(C, view(O, bh).tile(m0, mr, n0, nc));
+    });
+}
+
+}  // namespace fasim

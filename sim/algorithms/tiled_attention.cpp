@@ -1,0 +1,73 @@
+// Tiled, fused attention *without* online softmax, as a tile program.
+//
+// Like FlashAttention-2 it gives each Q tile its own thread block and never
+// writes S or P to global memory. But it does not rescale O on the fly, so it
+// must know each row's max and sum before it can form P: it streams K twice.
+//   pass 1: over K tiles, keep the running row max m and sum ℓ (the sum is
+//           rescaled when m grows — a scalar per row, not the O tile);
+//   pass 2: over K and V tiles, P = exp(scale·S − m)/ℓ is final, O += P·V.
+// Compared with fa2 it reads K once more and recomputes Q·Kᵀ: exactly what
+// online softmax (rescaling O) buys.
+#include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
+
+namespace fasim {
+
+void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br);
+    const double scale = p.softmax_scale();
+
+    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
+    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
+    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
+    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
+    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br};
+    for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
+
+    const KernelDesc kernel{"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",
+                            Tr, BH, cfg.warps};
+    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
+        const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
+        Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
+        Tile mi = b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i");
+        Tile li = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i");
+        const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
+
+        for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 1)");
+            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
+            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
+            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+            Tile m_new = b.row_max(S, scale, "m_new");
+            b.vec_max(m_new, m_new, mi);
+            Tile alpha = b.alloc(rows, 1, Space::Registers, Fill::Zero, "alpha");
+            b.vec_exp_diff(alpha, mi, m_new);
+            b.exp_rows(S, scale, m_new);
+            Tile rowsum = b.row_sum(S, "rowsum");
+            b.vec_mul_add(li, alpha, li, rowsum);  // only the scalar ℓ is rescaled
+            mi = std::move(m_new);
+        }
+
+        Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
+        for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 2: final P, then P·V
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 2)");
+            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
+            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
+            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+            b.exp_rows(S, scale, mi);
+            b.divide_rows(S, li);                  // P is final: no later rescaling
+            b.round_to_storage(S);
+            b.matmul(Oi, S, Vj, /*transpose_b=*/false, /*accumulate=*/true, Split::Rows);
+        }
+        Tile lse = b.alloc(rows, 1, Space::Registers, Fill::Zero, "LSE_i");
+        b.vec_lse(lse, mi, li);
+        b.store(Oi, view(O, bh).rows(q0, rows));
+        b.store(lse, view(LSE, bh).tile(0, 1, q0, rows));
+    });
+}
+
+}  // namespace fasim

@@ -1,0 +1,145 @@
+#include "cli/cli_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+
+#include "common/errors.hpp"
+#include "gpu/gpu_catalog.hpp"
+
+namespace fasim {
+
+namespace {
+
+const char* kExamples = R"(Examples:
+  fa-sim --algo fa2 --N 4096                 the flagship report (A100-SXM4-40GB)
+  fa-sim --algo all --N 16384 --gpu H100-SXM side by side, ratios vs standard
+  fa-sim --algo all --sweep N=512:65536 --csv   traffic and time vs N, for scripts
+  fa-sim --algo fa2 --causal --json          machine-readable (docs/output-schema.md)
+  fa-sim --list-gpus                         presets and where their numbers come from
+  fa-sim --gpu-file my-gpu.json              any other GPU (docs/gpu-file.md))";
+
+std::string trim(const std::string& s) {
+    std::size_t a = 0, b = s.size();
+    while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+    return s.substr(a, b - a);
+}
+
+}  // namespace
+
+std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
+                           const std::string& fix) {
+    const std::string t = trim(text);
+    const std::string allowed = flag.substr(2) + " must be a whole number " + std::to_string(lo) + ".." + std::to_string(hi);
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+        v = std::stoll(t, &used, 10);
+    } catch (const std::out_of_range&) {
+        throw usage_error(flag + " " + t + " is too large", allowed, fix);
+    } catch (const std::exception&) {
+        throw usage_error(flag + " '" + t + "' is not a whole number", allowed, fix);
+    }
+    if (used != t.size()) throw usage_error(flag + " '" + t + "' is not a whole number", allowed, fix);
+    if (v < lo || v > hi) throw usage_error(flag + " " + t + " is out of range", allowed, fix);
+    return v;
+}
+
+std::vector<std::int64_t> parse_sweep(const std::string& spec) {
+    const std::string fix = "write it as --sweep N=512:65536 (powers of two, smallest first)";
+    const auto eq = spec.find('='), colon = spec.find(':');
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq)
+        throw usage_error("--sweep '" + spec + "' is not of the form N=FROM:TO", "the sweep parameter is N", fix);
+    if (trim(spec.substr(0, eq)) != "N")
+        throw usage_error("--sweep parameter '" + spec.substr(0, eq) + "' is not supported", "only N can be swept", fix);
+    const std::int64_t lo = parse_integer("--sweep FROM", spec.substr(eq + 1, colon - eq - 1), 1, ProblemLimits::max_seq, fix);
+    const std::int64_t hi = parse_integer("--sweep TO", spec.substr(colon + 1), 1, ProblemLimits::max_seq, fix);
+    auto pow2 = [](std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+    if (!pow2(lo) || !pow2(hi))
+        throw usage_error("--sweep " + spec + " has an end that is not a power of two", "FROM and TO must be powers of two", fix);
+    if (lo > hi) throw usage_error("--sweep " + spec + " runs backwards", "FROM must be at most TO", fix);
+    std::vector<std::int64_t> ns;
+    for (std::int64_t n = lo; n <= hi; n *= 2) ns.push_back(n);
+    return ns;
+}
+
+CliOptions parse_cli(int argc, const char* const* argv) {
+    CliOptions o;
+    CLI::App app{"fa-sim: an educational GPU memory simulator for attention.\n"
+                 "Counts the bytes standard, tiled, FlashAttention-1 and FlashAttention-2 attention move through\n"
+                 "HBM, L2, DRAM and shared memory, their FLOPs, occupancy and waves, and predicts their runtime.",
+                 "fa-sim"};
+    app.footer(kExamples);
+    std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
+    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep;
+    app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
+    app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
+    app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
+    app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)");
+    app.add_option("--heads", heads, "attention heads, 1..1024 (default 16)");
+    app.add_option("--batch", batch, "batch size, 1..1024; batch*heads <= 1024 (default 1)");
+    app.add_option("--dtype", dtype, "storage precision: fp32, fp16 or bf16 (default fp16)");
+    app.add_flag("--causal", o.problem.causal, "causal mask (bottom-right aligned)");
+    app.add_option("--gpu", gpu_name, "GPU preset (default " + default_gpu_name() + "; see --list-gpus)");
+    app.add_option("--gpu-file", gpu_file, "describe another GPU in a JSON file (docs/gpu-file.md)");
+    app.add_option("--Br", br, "Q-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
+    app.add_option("--Bc", bc, "K/V-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
+    app.add_option("--matmul", matmul, "standard attention's matrix products: tiled (default) or naive");
+    bool cuda_cores = false;
+    app.add_flag("--cuda-cores", cuda_cores,
+                 "model every matrix product on the CUDA cores (no tensor cores), like fa-sim's own kernels");
+    app.add_flag("--json", o.json, "print JSON (schema: docs/output-schema.md)");
+    app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
+    app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");
+    app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        o.help = true;
+        o.help_text = app.help();
+        return o;
+    } catch (const CLI::ParseError& e) {
+        throw usage_error(std::string(e.what()), "see the options in fa-sim --help", "correct the command line");
+    }
+    o.model.tensor_cores = !cuda_cores;
+
+    if (algo == "all") {
+        o.all = true;
+        o.algos.assign(std::begin(kAllAlgos), std::end(kAllAlgos));
+    } else if (auto a = parse_algo(algo)) {
+        o.algos = {*a};
+    } else {
+        throw usage_error("--algo '" + algo + "' is not an algorithm", "choose standard, tiled, fa1, fa2 or all",
+                          "e.g. --algo fa2");
+    }
+
+    AttentionProblem& p = o.problem;
+    p.N = parse_integer("--N", n, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 1048576 (2^20)");
+    p.Nk = nk.empty() ? p.N
+                      : parse_integer("--Nk", nk, 1, ProblemLimits::max_seq,
+                                      "pass a key length between 1 and 1048576, or omit --Nk for self-attention");
+    p.d = parse_integer("--d", d, 1, 1024, "pick one of " + supported_head_dims_text());
+    p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
+    p.batch = parse_integer("--batch", batch, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
+    if (auto t = parse_dtype(dtype)) p.dtype = *t;
+    else throw usage_error("--dtype '" + dtype + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
+    validate(p);
+
+    if (!gpu_name.empty() && !gpu_file.empty())
+        throw usage_error("--gpu " + gpu_name + " and --gpu-file " + gpu_file + " were both given",
+                          "one GPU per run", "pass only one of them");
+    o.gpu = !gpu_file.empty() ? load_gpu_file(gpu_file) : find_gpu_preset(gpu_name.empty() ? default_gpu_name() : gpu_name);
+
+    if (!br.empty()) o.tiles.Br = parse_integer("--Br", br, 1, 4096, "pass a tile size such as 64 or 128");
+    if (!bc.empty()) o.tiles.Bc = parse_integer("--Bc", bc, 1, 4096, "pass a tile size such as 64 or 128");
+    if (matmul == "tiled") o.tiles.matmul = MatmulMode::tiled;
+    else if (matmul == "naive") o.tiles.matmul = MatmulMode::naive;
+    else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled or naive", "e.g. --matmul naive");
+
+    if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
+    if (o.json && o.csv) throw usage_error("--json and --csv were both given", "one output format per run", "pass only one");
+    return o;
+}
+
+}  // namespace fasim

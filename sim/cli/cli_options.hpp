@@ -1,0 +1,39 @@
+// fa-sim's command line: parsing and validation, separate from running so tests
+// can check every error message.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "gpu/gpu_spec.hpp"
+#include "model/runtime_model.hpp"
+#include "problem/attention_problem.hpp"
+
+namespace fasim {
+
+struct CliOptions {
+    std::vector<Algo> algos{Algo::fa2};
+    bool all = false;
+    AttentionProblem problem;
+    GpuSpec gpu;
+    TileRequest tiles;
+    ModelOptions model;
+    bool json = false, csv = false, list_gpus = false;
+    std::vector<std::int64_t> sweep_n;       // --sweep N=a:b (powers of two)
+    bool help = false;
+    std::string help_text;
+};
+
+// Parses argv. Throws UsageError (exit code 2) with one line naming the value,
+// the allowed range and a fix. Sets help=true (and help_text) for --help.
+CliOptions parse_cli(int argc, const char* const* argv);
+
+// "--N" "4096" -> 4096, with the range in the error message.
+std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
+                           const std::string& fix);
+std::vector<std::int64_t> parse_sweep(const std::string& spec);
+
+}  // namespace fasim

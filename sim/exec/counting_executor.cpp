@@ -1,0 +1,232 @@
+#include "exec/counting_executor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "common/errors.hpp"
+#include "exec/op_costs.hpp"
+#include "machine/sectors.hpp"
+
+namespace fasim {
+
+namespace {
+
+constexpr int kAddressingRegisters = 32;  // indices, pointers, loop counters per thread
+
+struct TileInfo {
+    std::int64_t rows = 0, cols = 0, elem_bytes = 0;
+    Space space = Space::Registers;
+    bool live = false;
+    std::int64_t bytes() const { return rows * cols * elem_bytes; }
+};
+
+// One thread block, counting. With record == nullptr it only measures resources
+// (the probe run that sizes occupancy before the real run).
+class CountingBlock final : public Block {
+public:
+    CountingBlock(int warps, KernelRecord* record, L2Model* l2) : warps_(warps), rec_(record), l2_(l2) {}
+
+    BlockWork work;
+    std::int64_t smem_peak = 0, reg_peak = 0;
+
+    Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill, std::string_view) override {
+        return make(rows, cols, 4, space);
+    }
+
+    Tile load(const Region& r, Space to, std::string_view) override {
+        const GlobalTensor& t = *r.tensor;
+        const std::int64_t bytes = r.bytes();
+        if (rec_) {
+            const auto i = static_cast<std::size_t>(index_of(t.name));
+            const std::int64_t sectors = sector_bytes(r);
+            rec_->hbm.read[i] += bytes;
+            rec_->l2.read[i] += sectors;
+            rec_->dram.read[i] += l2_->read(r);
+            work.l2_bytes += sectors;
+        }
+        if (to == Space::Shared) smem_write(bytes);
+        return t.rows == 1 ? make(r.ncols, 1, t.elem_bytes, to) : make(r.nrows, r.ncols, t.elem_bytes, to);
+    }
+
+    void store(const Tile& tile, const Region& r) override {
+        if (tile.elements() != r.elements())
+            throw std::logic_error("store: tile of " + std::to_string(tile.elements()) + " elements into a region of " +
+                                   std::to_string(r.elements()));
+        if (rec_) {
+            const auto i = static_cast<std::size_t>(index_of(r.tensor->name));
+            const std::int64_t sectors = sector_bytes(r);
+            rec_->hbm.write[i] += r.bytes();
+            rec_->l2.write[i] += sectors;
+            rec_->dram.write[i] += l2_->write(r);
+            work.l2_bytes += sectors;
+        }
+        if (tile.space() == Space::Shared) smem_read(tile.bytes());
+    }
+
+    void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) override {
+        const std::int64_t m = A.rows(), k = A.cols();
+        const std::int64_t n = transpose_b ? B.rows() : B.cols();
+        const std::int64_t kb = transpose_b ? B.cols() : B.rows();
+        if (kb != k || C.rows() != m || C.cols() != n)
+            throw std::logic_error("matmul: shapes do not agree");
+        work.matmul_flops += op_cost::matmul_flops(m, n, k);
+        // Shared-memory reads: a warp reads the part of each operand its share needs.
+        const std::int64_t W = warps_;
+        if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1));
+        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1));
+        if (C.space() == Space::Shared) {
+            if (accumulate) smem_read(C.bytes());
+            smem_write(C.bytes());
+        }
+    }
+
+    void mask(Tile& S, const MaskSpec&) override { elementwise(op_cost::mask(S.elements()), {&S}, &S); }
+    Tile row_max(const Tile& S, double, std::string_view) override {
+        elementwise(op_cost::row_max(S.elements()), {&S}, nullptr);
+        return make(S.rows(), 1, 4, Space::Registers);
+    }
+    Tile row_sum(const Tile& P, std::string_view) override {
+        elementwise(op_cost::row_sum(P.elements()), {&P}, nullptr);
+        return make(P.rows(), 1, 4, Space::Registers);
+    }
+    void exp_rows(Tile& S, double, const Tile& m) override { elementwise(op_cost::exp_rows(S.elements()), {&S, &m}, &S); }
+    void multiply(Tile& X, double) override { elementwise(op_cost::multiply(X.elements()), {&X}, &X); }
+    void scale_rows(Tile& X, const Tile& v) override { elementwise(op_cost::scale_rows(X.elements()), {&X, &v}, &X); }
+    void divide_rows(Tile& X, const Tile& v) override { elementwise(op_cost::divide_rows(X.elements()), {&X, &v}, &X); }
+    void add(Tile& X, const Tile& Y) override { elementwise(op_cost::add(X.elements()), {&X, &Y}, &X); }
+    void vec_max(Tile& o, const Tile& a, const Tile& b) override { elementwise(op_cost::vec_max(o.elements()), {&a, &b}, &o); }
+    void vec_exp_diff(Tile& o, const Tile& a, const Tile& b) override {
+        elementwise(op_cost::vec_exp_diff(o.elements()), {&a, &b}, &o);
+    }
+    void vec_mul(Tile& o, const Tile& a, const Tile& b) override { elementwise(op_cost::vec_mul(o.elements()), {&a, &b}, &o); }
+    void vec_mul_add(Tile& o, const Tile& a, const Tile& x, const Tile& y) override {
+        elementwise(op_cost::vec_mul_add(o.elements()), {&a, &x, &y}, &o);
+    }
+    void vec_lse(Tile& o, const Tile& m, const Tile& l) override { elementwise(op_cost::vec_lse(o.elements()), {&m, &l}, &o); }
+    void round_to_storage(Tile&) override {}
+
+    void reduce_across_warps(Tile& X, Reduce) override {
+        const std::int64_t W = warps_, scratch = W * X.bytes();
+        smem_peak = std::max(smem_peak, smem_live_ + scratch);  // every warp's partial, side by side
+        smem_write(scratch);
+        smem_read(scratch);
+        work.barriers += 2;
+        add_cost(op_cost::reduce_across_warps(X.elements(), warps_));
+    }
+    void barrier() override { ++work.barriers; }
+
+    void release(int id) override {
+        TileInfo& t = tiles_[static_cast<std::size_t>(id)];
+        if (t.space == Space::Shared) smem_live_ -= t.bytes();
+        else reg_live_ -= t.bytes();
+        t.live = false;
+        free_.push_back(id);
+    }
+
+private:
+    Tile make(std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space) {
+        int id;
+        if (!free_.empty()) {
+            id = free_.back();
+            free_.pop_back();
+        } else {
+            id = static_cast<int>(tiles_.size());
+            tiles_.emplace_back();
+        }
+        TileInfo& t = tiles_[static_cast<std::size_t>(id)];
+        t = TileInfo{rows, cols, elem_bytes, space, true};
+        if (space == Space::Shared) smem_peak = std::max(smem_peak, smem_live_ += t.bytes());
+        else reg_peak = std::max(reg_peak, reg_live_ += t.bytes());
+        return Tile(this, id, rows, cols, elem_bytes, space);
+    }
+    void smem_read(std::int64_t bytes) {
+        work.smem_bytes += bytes;
+        if (rec_) rec_->smem_read += bytes;
+    }
+    void smem_write(std::int64_t bytes) {
+        work.smem_bytes += bytes;
+        if (rec_) rec_->smem_write += bytes;
+    }
+    void add_cost(op_cost::Cost c) {
+        work.nonmatmul_flops += c.flops;
+        work.sfu_ops += c.sfu;
+    }
+    // Operands in shared memory are read, a result in shared memory is written.
+    void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output) {
+        add_cost(c);
+        for (const Tile* t : inputs)
+            if (t->space() == Space::Shared) smem_read(t->bytes());
+        if (output && output->space() == Space::Shared) smem_write(output->bytes());
+    }
+
+    int warps_;
+    KernelRecord* rec_;
+    L2Model* l2_;
+    std::vector<TileInfo> tiles_;
+    std::vector<int> free_;
+    std::int64_t smem_live_ = 0, reg_live_ = 0;
+};
+
+}  // namespace
+
+CountingExecutor::CountingExecutor(const GpuSpec& gpu) : gpu_(gpu), l2_(gpu.l2_bytes) {}
+CountingExecutor::~CountingExecutor() = default;
+
+void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
+    KernelRecord rec;
+    rec.desc = kernel;
+    const int threads = kernel.warps * 32;
+
+    // Probe one block for its shared memory and registers: they decide occupancy,
+    // and occupancy decides which blocks share the chip (and L2) at a time.
+    {
+        CountingBlock probe(kernel.warps, nullptr, nullptr);
+        body(probe, 0, 0);
+        rec.smem_bytes_per_block = probe.smem_peak;
+        rec.register_bytes_per_block = probe.reg_peak;
+    }
+    if (rec.smem_bytes_per_block > gpu_.smem_per_block_bytes)
+        throw usage_error("kernel '" + kernel.name + "' needs " + std::to_string(rec.smem_bytes_per_block) +
+                              " B of shared memory per block",
+                          gpu_.name + " allows at most " + std::to_string(gpu_.smem_per_block_bytes) + " B per block",
+                          "choose smaller tiles with --Br/--Bc, a smaller --d, or a 2-byte --dtype");
+    const std::int64_t tile_regs = (rec.register_bytes_per_block / 4 + threads - 1) / threads;
+    rec.register_spill = tile_regs + kAddressingRegisters > gpu_.max_registers_per_thread;
+    rec.registers_per_thread =
+        static_cast<int>(std::min<std::int64_t>(tile_regs + kAddressingRegisters, gpu_.max_registers_per_thread));
+    rec.occupancy = compute_occupancy(gpu_, kernel.warps, rec.smem_bytes_per_block, rec.registers_per_thread);
+    if (rec.occupancy.blocks_per_sm < 1)
+        throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,
+                          "a block needs at most the SM's shared memory, registers and warps",
+                          "choose smaller tiles with --Br/--Bc");
+
+    l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
+    for (std::int64_t i = 0; i < kernel.blocks_per_head; ++i) {
+        l2_.begin_block(i);
+        CountingBlock block(kernel.warps, &rec, &l2_);
+        body(block, 0, i);
+        rec.matmul_flops += block.work.matmul_flops;
+        rec.nonmatmul_flops += block.work.nonmatmul_flops;
+        rec.sfu_ops += block.work.sfu_ops;
+        rec.barriers += block.work.barriers;
+        if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
+        else rec.block_work.emplace_back(block.work, 1);
+    }
+
+    l2_.end_kernel(kernel.heads);
+    // Every head does the same: scale the one simulated head to all of them.
+    const std::int64_t H = kernel.heads;
+    rec.hbm = rec.hbm.scaled(H);
+    rec.l2 = rec.l2.scaled(H);
+    rec.dram = rec.dram.scaled(H);
+    rec.smem_read *= H;
+    rec.smem_write *= H;
+    rec.matmul_flops *= H;
+    rec.nonmatmul_flops *= H;
+    rec.sfu_ops *= H;
+    rec.barriers *= H;
+    kernels_.push_back(std::move(rec));
+}
+
+}  // namespace fasim

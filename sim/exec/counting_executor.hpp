@@ -1,0 +1,34 @@
+// The counting executor: runs a tile program with shapes only and counts every
+// byte at every level, every FLOP and every barrier. This is what fa-sim runs.
+//
+// Heads are identical and independent, so it runs the blocks of one head and
+// multiplies by the number of heads; the L2 model accounts for the other heads'
+// blocks that share the chip at the same time.
+#pragma once
+
+#include <vector>
+
+#include "exec/kernel_record.hpp"
+#include "gpu/gpu_spec.hpp"
+#include "machine/l2_model.hpp"
+#include "tile/tile_program.hpp"
+
+namespace fasim {
+
+class CountingExecutor final : public Executor {
+public:
+    explicit CountingExecutor(const GpuSpec& gpu);
+    ~CountingExecutor() override;
+
+    void declare(const GlobalTensor&) override {}
+    void launch(const KernelDesc& kernel, const BlockBody& body) override;
+
+    const std::vector<KernelRecord>& kernels() const { return kernels_; }
+
+private:
+    GpuSpec gpu_;
+    L2Model l2_;
+    std::vector<KernelRecord> kernels_;
+};
+
+}  // namespace fasim

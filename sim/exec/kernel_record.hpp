@@ -1,0 +1,54 @@
+// What running a tile program on the counting executor produced: per kernel,
+// bytes per memory level and tensor, on-chip traffic, FLOPs, resources, and the
+// per-block work the runtime model schedules.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "machine/occupancy.hpp"
+#include "tile/tile_program.hpp"
+
+namespace fasim {
+
+// Bytes read and written at one level, per tensor.
+struct LevelTraffic {
+    std::array<std::int64_t, kTensorCount> read{}, write{};
+
+    std::int64_t read_bytes() const;
+    std::int64_t write_bytes() const;
+    std::int64_t total() const { return read_bytes() + write_bytes(); }
+    LevelTraffic& operator+=(const LevelTraffic& o);
+    LevelTraffic scaled(std::int64_t factor) const;
+};
+
+// The work of one thread block (what the runtime model needs to time it).
+struct BlockWork {
+    std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
+    std::int64_t smem_bytes = 0;   // read + written
+    std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
+    std::int64_t barriers = 0;
+    bool operator==(const BlockWork&) const = default;
+};
+
+struct KernelRecord {
+    KernelDesc desc;
+    std::int64_t smem_bytes_per_block = 0;   // measured peak while running
+    std::int64_t register_bytes_per_block = 0;
+    int registers_per_thread = 0;            // estimate: tiles + 32 for addressing, capped at 255
+    bool register_spill = false;             // tiles alone need more than 255 per thread
+    Occupancy occupancy;
+
+    LevelTraffic hbm;   // global loads/stores the algorithm issues (the papers' "HBM accesses")
+    LevelTraffic l2;    // the same requests in 32-byte sectors, as L2 sees them
+    LevelTraffic dram;  // what reaches DRAM after the L2 model
+    std::int64_t smem_read = 0, smem_write = 0;
+    std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
+
+    // Work of each block of one head, in launch order, run-length encoded.
+    std::vector<std::pair<BlockWork, std::int64_t>> block_work;
+};
+
+}  // namespace fasim

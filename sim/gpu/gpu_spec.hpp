@@ -1,0 +1,67 @@
+// What the simulator needs to know about one GPU: sizes of each memory level,
+// their bandwidths, the SM limits that decide occupancy, and the arithmetic rates.
+// Presets live as JSON files in sim/gpu/presets/ (each number with its source);
+// a user can describe any other GPU in the same format (--gpu-file).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dtype.hpp"
+
+namespace fasim {
+
+struct GpuSpec {
+    std::string name;         // e.g. "A100-SXM4-40GB"
+    std::string description;  // one line for --list-gpus
+    std::string architecture; // "Ampere", "Hopper", "Turing", "Ada"
+    int compute_capability = 0;  // 80 for sm_80
+
+    // Streaming multiprocessors and their occupancy limits.
+    int sm_count = 0;
+    int max_warps_per_sm = 0;
+    int max_blocks_per_sm = 0;
+    int registers_per_sm = 0;         // 32-bit registers
+    int max_registers_per_thread = 0; // 255 on all supported GPUs
+    std::int64_t smem_per_sm_bytes = 0;     // shared-memory carve-out maximum per SM
+    std::int64_t smem_per_block_bytes = 0;  // opt-in maximum for one thread block
+    double clock_hz = 0;                    // boost clock used for the rates below
+
+    // Memory levels.
+    std::int64_t hbm_bytes = 0;        // device memory capacity
+    double hbm_bandwidth = 0;          // bytes/s, datasheet
+    std::int64_t l2_bytes = 0;
+    double l2_bandwidth = 0;           // bytes/s, SM<->L2 aggregate
+    double smem_bandwidth_per_sm = 0;  // bytes/s per SM (bytes/clk/SM x clock)
+
+    // Arithmetic rates, FLOP/s (dense, no sparsity).
+    double tensor_fp16_flops = 0;  // fp16 inputs, fp32 accumulate
+    double tensor_bf16_flops = 0;  // 0 where the GPU has no bf16 tensor cores (T4)
+    double tensor_tf32_flops = 0;
+    double fp32_flops = 0;         // FMA counted as 2 FLOPs
+    double sfu_ops = 0;            // special-function (exp) results per second
+
+    double launch_overhead_s = 0;  // per kernel launch
+
+    // Ceilings measured on a real card (0 = not measured). Where present, the runtime
+    // model uses them instead of the datasheet numbers, and the report says so.
+    struct Measured {
+        double hbm_bandwidth = 0;      // device-to-device copy, read+write bytes / s
+        double tensor_fp16_flops = 0;
+        double tensor_bf16_flops = 0;
+        double fp32_flops = 0;
+        std::string source;            // command, driver, date
+    } measured;
+
+    // Where each number came from (field name -> source text), shown by --list-gpus.
+    std::vector<std::pair<std::string, std::string>> sources;
+
+    // Rates the runtime model uses: the measured ceiling where known, else the datasheet.
+    // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.
+    double matmul_flops(DType dtype) const;
+    double effective_fp32_flops() const;
+    double effective_hbm_bandwidth() const;
+};
+
+}  // namespace fasim

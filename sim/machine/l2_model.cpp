@@ -1,0 +1,105 @@
+#include "machine/l2_model.hpp"
+
+#include <algorithm>
+
+namespace fasim {
+
+void L2Model::begin_kernel(std::int64_t slots, std::int64_t grid, std::int64_t blocks_per_head) {
+    slots_ = std::max<std::int64_t>(1, slots);
+    grid_ = grid;
+    blocks_per_head_ = blocks_per_head;
+    wave_base_ = next_wave_base_;
+    next_wave_base_ = wave_base_ + static_cast<std::int32_t>((grid + slots_ - 1) / slots_);
+    kernel_inserted_ = kernel_inserted_scaled_ = 0;
+}
+
+void L2Model::end_kernel(std::int64_t heads) {
+    clock_ += std::max<std::int64_t>(0, kernel_inserted_ * heads - kernel_inserted_scaled_);
+}
+
+void L2Model::insert(std::int64_t bytes) {
+    clock_ += bytes * scale_;
+    kernel_inserted_ += bytes;
+    kernel_inserted_scaled_ += bytes * scale_;
+}
+
+void L2Model::begin_block(std::int64_t index) {
+    const std::int64_t w = index / slots_;
+    wave_ = wave_base_ + static_cast<std::int32_t>(w);
+    block_ = static_cast<std::int32_t>(index);
+    const std::int64_t chip = std::min(slots_, grid_ - w * slots_);
+    const std::int64_t mine = std::min(slots_, blocks_per_head_ - w * slots_);
+    scale_ = std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
+}
+
+L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
+    TensorState& s = tensors_[static_cast<std::size_t>(index_of(t.name))];
+    if (!s.initialised) {
+        s.initialised = true;
+        s.grid_rows = (t.rows + t.region_rows - 1) / t.region_rows;
+        s.grid_cols = (t.cols + t.region_cols - 1) / t.region_cols;
+        s.tracked = s.grid_rows * s.grid_cols <= kMaxTrackedRegions;
+        if (s.tracked) s.entries.assign(static_cast<std::size_t>(s.grid_rows * s.grid_cols), Entry{});
+    }
+    return s;
+}
+
+// Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
+template <class Visit>
+void L2Model::for_each_entry(const Region& r, Visit&& visit) {
+    const GlobalTensor& t = *r.tensor;
+    TensorState& s = state_for(t);
+    if (!s.tracked) {
+        visit(static_cast<Entry*>(nullptr), r.bytes());
+        return;
+    }
+    const std::int64_t rr = t.region_rows, rc = t.region_cols;
+    for (std::int64_t gr = r.row0 / rr; gr * rr < r.row0 + r.nrows; ++gr) {
+        const std::int64_t rows = std::min((gr + 1) * rr, r.row0 + r.nrows) - std::max(gr * rr, r.row0);
+        for (std::int64_t gc = r.col0 / rc; gc * rc < r.col0 + r.ncols; ++gc) {
+            const std::int64_t cols = std::min((gc + 1) * rc, r.col0 + r.ncols) - std::max(gc * rc, r.col0);
+            visit(&s.entries[static_cast<std::size_t>(gr * s.grid_cols + gc)], rows * cols * t.elem_bytes);
+        }
+    }
+}
+
+bool L2Model::resident(const Entry& e) const {
+    if (e.clock < 0) return false;                             // never fetched
+    if (e.wave == wave_ && e.block != block_) return true;     // a concurrent block fetched it
+    return clock_ - e.clock <= capacity_;                      // not yet pushed out
+}
+
+void L2Model::touch(Entry& e) {
+    e.clock = clock_;
+    e.wave = wave_;
+    e.block = block_;
+}
+
+std::int64_t L2Model::read(const Region& r) {
+    std::int64_t dram = 0;
+    for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
+        if (e == nullptr || !resident(*e)) {
+            dram += bytes;
+            insert(bytes);
+            if (e) e->dirty = false;
+        }
+        if (e) touch(*e);
+    });
+    return dram;
+}
+
+std::int64_t L2Model::write(const Region& r) {
+    std::int64_t dram = 0;
+    for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
+        const bool hit = e != nullptr && resident(*e);
+        if (!hit) insert(bytes);
+        if (!(hit && e->dirty)) dram += bytes;  // a resident dirty line is written back once
+        if (e) {
+            touch(*e);
+            e->dirty = true;
+        }
+    });
+    return dram;
+}
+
+}  // namespace fasim

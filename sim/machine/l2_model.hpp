@@ -1,0 +1,75 @@
+// Which global loads and stores reach DRAM, given an L2 cache in between.
+//
+// The model follows what the hardware counters show (DESIGN.md):
+//  1. Blocks that run at the same time share what they read: a tile another block
+//     of the same wave already fetched is served by L2, however large the tensor.
+//     (8 blocks re-reading one 96 MiB buffer together read it from DRAM once.)
+//  2. Otherwise data survives in L2 until about L2-capacity bytes of other data
+//     have been brought in after its last use (an LRU-like reuse distance).
+//  3. A store allocates its line in L2; re-storing a line still resident and
+//     dirty costs no second DRAM write (write-back).
+//
+// Residency is tracked per tile of each tensor's access grid (GlobalTensor::
+// region_rows × region_cols), for one representative head: heads are identical
+// and disjoint, so the chip-wide rate at which data enters L2 is the head's own
+// rate times (blocks running at once) / (blocks of this head running at once).
+// Tensors whose grid would exceed kMaxTrackedRegions per head are far larger than
+// any L2 and are treated as streaming (every access goes to DRAM).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "tile/tensors.hpp"
+
+namespace fasim {
+
+class L2Model {
+public:
+    static constexpr std::int64_t kMaxTrackedRegions = std::int64_t{1} << 21;
+
+    explicit L2Model(std::int64_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+    // A kernel of `grid` blocks, `blocks_per_head` of which belong to the head we
+    // simulate (launched first), running `slots` blocks at a time.
+    void begin_kernel(std::int64_t slots, std::int64_t grid, std::int64_t blocks_per_head);
+    void begin_block(std::int64_t index);
+    // After the simulated head's blocks: the other heads' blocks of this kernel
+    // bring their own data in before the next kernel starts.
+    void end_kernel(std::int64_t heads);
+
+    // Bytes this access moves to or from DRAM.
+    std::int64_t read(const Region& r);
+    std::int64_t write(const Region& r);
+
+private:
+    struct Entry {
+        std::int64_t clock = -1;  // chip-wide insertion clock at last use; -1: never touched
+        std::int32_t wave = -1;   // global wave index of last use
+        std::int32_t block = -1;  // block position (within its kernel) of last use
+        bool dirty = false;
+    };
+    struct TensorState {
+        bool initialised = false, tracked = false;
+        std::int64_t grid_rows = 0, grid_cols = 0;
+        std::vector<Entry> entries;
+    };
+
+    TensorState& state_for(const GlobalTensor& t);
+    template <class Visit> void for_each_entry(const Region& r, Visit&& visit);
+    bool resident(const Entry& e) const;
+    void insert(std::int64_t bytes);
+    void touch(Entry& e);
+
+    std::int64_t capacity_;
+    std::int64_t clock_ = 0;        // bytes inserted into L2 chip-wide (scaled)
+    std::int64_t slots_ = 1, grid_ = 1, blocks_per_head_ = 1;
+    std::int32_t wave_base_ = 0, next_wave_base_ = 0;
+    std::int32_t wave_ = 0, block_ = 0;
+    std::int64_t scale_ = 1;        // chip-wide blocks / this head's blocks in the current wave
+    std::int64_t kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
+    std::array<TensorState, kTensorCount> tensors_{};
+};
+
+}  // namespace fasim

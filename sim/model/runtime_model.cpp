@@ -1,0 +1,123 @@
+#include "model/runtime_model.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace fasim {
+
+namespace {
+
+struct SmRates {
+    double matmul, fp32, sfu, smem, l2;  // per SM, per second
+};
+
+struct BlockTerms {
+    double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0;
+    double duration(int blocks_per_sm) const {
+        const double compute = matmul + nonmatmul + sfu;
+        return std::max({compute, smem, l2}) * blocks_per_sm;  // resident blocks share the SM
+    }
+};
+
+BlockTerms terms(const BlockWork& w, const SmRates& r) {
+    return {static_cast<double>(w.matmul_flops) / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
+            static_cast<double>(w.sfu_ops) / r.sfu, static_cast<double>(w.smem_bytes) / r.smem,
+            static_cast<double>(w.l2_bytes) / r.l2};
+}
+
+}  // namespace
+
+KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype, const ModelOptions& options,
+                         std::size_t timeline_blocks) {
+    KernelTiming t;
+    t.name = k.desc.name;
+    t.grid = k.desc.grid();
+    const int bps = std::max(1, k.occupancy.blocks_per_sm);
+    t.concurrent_blocks = static_cast<std::int64_t>(gpu.sm_count) * bps;
+    t.waves = static_cast<double>(t.grid) / static_cast<double>(t.concurrent_blocks);
+    t.idle_sms = static_cast<int>(std::max<std::int64_t>(0, gpu.sm_count - t.grid));
+
+    const double sms = gpu.sm_count;
+    const double mm_rate = options.tensor_cores ? gpu.matmul_flops(dtype) : gpu.effective_fp32_flops();
+    const SmRates r{mm_rate / sms, gpu.effective_fp32_flops() / sms, gpu.sfu_ops / sms, gpu.smem_bandwidth_per_sm,
+                    gpu.l2_bandwidth / sms};
+
+    // Greedy list scheduling over the slots, in launch order (head-major).
+    const std::int64_t slots = t.concurrent_blocks;
+    double makespan = 0, busy = 0;
+    std::vector<double> busiest_sm_terms(5, 0.0);
+    if (k.block_work.size() == 1) {
+        // All blocks alike: whole waves.
+        const BlockTerms bt = terms(k.block_work.front().first, r);
+        const double dur = bt.duration(bps);
+        const std::int64_t waves = (t.grid + slots - 1) / slots;
+        makespan = static_cast<double>(waves) * dur;
+        busy = static_cast<double>(t.grid) * dur / bps;
+        const double per_sm = static_cast<double>((t.grid + gpu.sm_count - 1) / gpu.sm_count);
+        busiest_sm_terms = {bt.matmul * per_sm, bt.nonmatmul * per_sm, bt.sfu * per_sm, bt.smem * per_sm, bt.l2 * per_sm};
+        for (std::int64_t b = 0; b < std::min<std::int64_t>(t.grid, static_cast<std::int64_t>(timeline_blocks)); ++b) {
+            const std::int64_t s = b % slots, w = b / slots;
+            t.timeline.push_back({b, static_cast<int>(s % gpu.sm_count), static_cast<int>(s / gpu.sm_count),
+                                  static_cast<double>(w) * dur, static_cast<double>(w + 1) * dur});
+        }
+    } else {
+        using Slot = std::pair<double, std::int64_t>;  // (free at, slot index)
+        std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_slots;
+        for (std::int64_t s = 0; s < slots; ++s) free_slots.push({0.0, s});
+        std::vector<std::vector<double>> sm_terms(static_cast<std::size_t>(gpu.sm_count), std::vector<double>(5, 0.0));
+        std::int64_t position = 0;
+        for (std::int64_t h = 0; h < k.desc.heads; ++h) {
+            for (const auto& [work, count] : k.block_work) {
+                const BlockTerms bt = terms(work, r);
+                const double dur = bt.duration(bps);
+                for (std::int64_t c = 0; c < count; ++c, ++position) {
+                    auto [at, s] = free_slots.top();
+                    free_slots.pop();
+                    const double end = at + dur;
+                    makespan = std::max(makespan, end);
+                    busy += dur / bps;
+                    auto& st = sm_terms[static_cast<std::size_t>(s % gpu.sm_count)];
+                    st[0] += bt.matmul; st[1] += bt.nonmatmul; st[2] += bt.sfu; st[3] += bt.smem; st[4] += bt.l2;
+                    if (t.timeline.size() < timeline_blocks)
+                        t.timeline.push_back({position, static_cast<int>(s % gpu.sm_count),
+                                              static_cast<int>(s / gpu.sm_count), at, end});
+                    free_slots.push({end, s});
+                }
+            }
+        }
+        busiest_sm_terms = *std::max_element(sm_terms.begin(), sm_terms.end(), [](const auto& a, const auto& b) {
+            return std::max({a[0] + a[1] + a[2], a[3], a[4]}) < std::max({b[0] + b[1] + b[2], b[3], b[4]});
+        });
+    }
+    t.matmul_s = busiest_sm_terms[0];
+    t.nonmatmul_s = busiest_sm_terms[1];
+    t.sfu_s = busiest_sm_terms[2];
+    t.smem_s = busiest_sm_terms[3];
+    t.l2_per_sm_s = busiest_sm_terms[4];
+    t.schedule_s = makespan;
+    t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
+
+    t.dram_s = static_cast<double>(k.dram.total()) / gpu.effective_hbm_bandwidth();
+    t.l2_s = static_cast<double>(k.l2.total()) / gpu.l2_bandwidth;
+    t.launch_s = gpu.launch_overhead_s;
+    const double body = std::max({t.schedule_s, t.dram_s, t.l2_s});
+    t.total_s = t.launch_s + body;
+
+    if (body == t.dram_s) t.bound = "DRAM bandwidth";
+    else if (body == t.l2_s) t.bound = "L2 bandwidth";
+    else {
+        const double compute = t.matmul_s + t.nonmatmul_s + t.sfu_s;
+        std::string what;
+        if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
+            if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = options.tensor_cores && dtype != DType::fp32 ? "tensor cores" : "FP32 matmul";
+            else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
+        } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
+        else what = "L2 bandwidth per SM";
+        t.bound = what;
+        if (t.sm_busy_fraction < 0.75) t.bound += " (with " + std::to_string(static_cast<int>((1 - t.sm_busy_fraction) * 100 + 0.5)) + "% of SM time idle)";
+    }
+    return t;
+}
+
+}  // namespace fasim

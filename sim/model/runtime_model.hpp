@@ -1,0 +1,58 @@
+// Predicted runtime of one kernel from what the counting executor measured.
+//
+// Each thread block's duration on its SM comes from its own work: matmul FLOPs
+// over the tensor-core (or CUDA-core) rate, non-matmul FLOPs over the FP32 rate,
+// exp/log over the SFU rate (these three share the block's warps, so they add),
+// shared-memory bytes over the SM's shared-memory bandwidth, and its L2 requests
+// over the SM's share of L2 bandwidth; the slowest of those is the block's time.
+// Blocks resident on one SM share its rates. A greedy block scheduler (the GPU's)
+// places blocks on free slots in launch order: that gives waves, the tail, and
+// idle SMs. The chip-wide DRAM and L2 bandwidths bound the kernel from below.
+//   kernel time = launch overhead + max(schedule makespan, DRAM bytes / HBM bandwidth,
+//                                       L2 bytes / L2 bandwidth)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/kernel_record.hpp"
+#include "gpu/gpu_spec.hpp"
+
+namespace fasim {
+
+struct ModelOptions {
+    // fp16/bf16 products on tensor cores (as FlashAttention does). false: every
+    // product on the CUDA cores at the FP32 rate (fa-sim's own first CUDA kernels).
+    bool tensor_cores = true;
+};
+
+struct ScheduledBlock {
+    std::int64_t block = 0;  // launch position (head-major)
+    int sm = 0;
+    int slot = 0;            // which of the SM's resident-block slots
+    double start_s = 0, end_s = 0;
+};
+
+struct KernelTiming {
+    std::string name;
+    std::int64_t grid = 0;
+    std::int64_t concurrent_blocks = 0;  // SMs x blocks per SM
+    double waves = 0;                    // grid / concurrent blocks
+    int idle_sms = 0;                    // SMs with no block at all (grid < SMs)
+    double sm_busy_fraction = 0;         // SM-time spent on blocks / (SMs x makespan)
+
+    // Block-level terms, summed over the busiest SM's blocks (seconds).
+    double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;
+    double schedule_s = 0;     // makespan of the greedy schedule
+    double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds
+    double launch_s = 0;
+    double total_s = 0;
+    std::string bound;         // what decides total_s
+    std::vector<ScheduledBlock> timeline;  // the first blocks scheduled (for plots)
+};
+
+KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype, const ModelOptions& options,
+                         std::size_t timeline_blocks = 0);
+
+}  // namespace fasim

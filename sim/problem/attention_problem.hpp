@@ -1,0 +1,41 @@
+// One attention problem: the shapes, the storage precision and the mask.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dtype.hpp"
+
+namespace fasim {
+
+struct AttentionProblem {
+    std::int64_t batch = 1;
+    std::int64_t heads = 16;
+    std::int64_t N = 4096;   // query length
+    std::int64_t Nk = 4096;  // key length (N for self-attention)
+    std::int64_t d = 64;     // head dimension
+    DType dtype = DType::fp16;
+    bool causal = false;
+
+    std::int64_t batch_heads() const { return batch * heads; }
+    std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
+    double softmax_scale() const;  // 1/sqrt(d)
+    std::string describe() const;  // "B=1 H=16 N=4096 Nk=4096 d=64 fp16 non-causal"
+};
+
+// Limits the simulator accepts; validate() throws UsageError naming value, range and fix.
+struct ProblemLimits {
+    static constexpr std::int64_t max_seq = std::int64_t{1} << 20;   // 1,048,576
+    static constexpr std::int64_t max_batch_heads = 1024;
+    static constexpr std::int64_t max_batch = 1024;
+    static constexpr std::int64_t max_heads = 1024;
+};
+
+// Head dimensions the product supports (the flash-attention family's set plus
+// a few non-powers of two that the reference and kernels handle).
+bool supported_head_dim(std::int64_t d);
+std::string supported_head_dims_text();
+
+void validate(const AttentionProblem& p);
+
+}  // namespace fasim

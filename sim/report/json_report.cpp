@@ -1,0 +1,164 @@
+// JSON and CSV output. The schema is versioned (kSchemaVersion) and documented in
+// docs/output-schema.md; keys are only ever added within a version.
+#include <sstream>
+
+#include "report/report.hpp"
+
+namespace fasim {
+
+namespace {
+
+using nlohmann::json;
+
+json level_json(const LevelTraffic& t) {
+    json by_tensor = json::object();
+    for (TensorName name : kAllTensors) {
+        const auto i = static_cast<std::size_t>(index_of(name));
+        if (t.read[i] == 0 && t.write[i] == 0) continue;
+        by_tensor[std::string(tensor_label(name))] = {{"read_bytes", t.read[i]}, {"write_bytes", t.write[i]}};
+    }
+    return {{"read_bytes", t.read_bytes()}, {"write_bytes", t.write_bytes()}, {"by_tensor", by_tensor}};
+}
+
+json kernel_json(const KernelRecord& k, const KernelTiming& t) {
+    return {{"name", k.desc.name},
+            {"role", k.desc.role},
+            {"grid", k.desc.grid()},
+            {"blocks_per_head", k.desc.blocks_per_head},
+            {"warps_per_block", k.desc.warps},
+            {"smem_bytes_per_block", k.smem_bytes_per_block},
+            {"registers_per_thread", k.registers_per_thread},
+            {"register_spill", k.register_spill},
+            {"blocks_per_sm", k.occupancy.blocks_per_sm},
+            {"occupancy_limiter", k.occupancy.limiter},
+            {"warp_occupancy", k.occupancy.warp_occupancy},
+            {"concurrent_blocks", t.concurrent_blocks},
+            {"waves", t.waves},
+            {"idle_sms", t.idle_sms},
+            {"sm_busy_fraction", t.sm_busy_fraction},
+            {"hbm", level_json(k.hbm)},
+            {"l2", level_json(k.l2)},
+            {"dram", level_json(k.dram)},
+            {"smem", {{"read_bytes", k.smem_read}, {"write_bytes", k.smem_write}}},
+            {"flops", {{"matmul", k.matmul_flops}, {"nonmatmul", k.nonmatmul_flops}, {"sfu_ops", k.sfu_ops}}},
+            {"barriers", k.barriers},
+            {"time",
+             {{"matmul_s", t.matmul_s},
+              {"nonmatmul_s", t.nonmatmul_s},
+              {"sfu_s", t.sfu_s},
+              {"smem_s", t.smem_s},
+              {"l2_per_sm_s", t.l2_per_sm_s},
+              {"schedule_s", t.schedule_s},
+              {"dram_s", t.dram_s},
+              {"l2_s", t.l2_s},
+              {"launch_s", t.launch_s},
+              {"predicted_s", t.total_s},
+              {"bound", t.bound}}}};
+}
+
+}  // namespace
+
+json gpu_json(const GpuSpec& g) {
+    return {{"name", g.name},
+            {"sm_count", g.sm_count},
+            {"smem_per_block_bytes", g.smem_per_block_bytes},
+            {"smem_per_sm_bytes", g.smem_per_sm_bytes},
+            {"l2_bytes", g.l2_bytes},
+            {"hbm_bytes", g.hbm_bytes},
+            {"hbm_bandwidth_bytes_per_s", g.effective_hbm_bandwidth()},
+            {"l2_bandwidth_bytes_per_s", g.l2_bandwidth},
+            {"fp32_flops_per_s", g.effective_fp32_flops()},
+            {"tensor_fp16_flops_per_s", g.matmul_flops(DType::fp16)},
+            {"tensor_bf16_flops_per_s", g.matmul_flops(DType::bf16)}};
+}
+
+json problem_json(const AttentionProblem& p) {
+    return {{"batch", p.batch}, {"heads", p.heads}, {"N", p.N},       {"Nk", p.Nk},
+            {"d", p.d},         {"dtype", dtype_name(p.dtype)}, {"causal", p.causal}};
+}
+
+json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
+    json kernels = json::array();
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) kernels.push_back(kernel_json(r.kernels[i], r.timing[i]));
+    json j = {{"algo", algo_name(r.algo)},
+              {"title", algo_title(r.algo)},
+              {"tiles",
+               {{"Br", r.tiles.Br},
+                {"Bc", r.tiles.Bc},
+                {"M_elements", r.tiles.M_elements},
+                {"matmul", r.tiles.matmul == MatmulMode::tiled ? "tiled" : "naive"},
+                {"smem_bytes_per_block", r.tiles.smem_bytes},
+                {"reasons", r.tiles.reasons}}},
+              {"hbm", level_json(r.hbm)},
+              {"l2", level_json(r.l2)},
+              {"dram", level_json(r.dram)},
+              {"smem", {{"read_bytes", r.smem_read}, {"write_bytes", r.smem_write}}},
+              {"flops",
+               {{"matmul", r.matmul_flops},
+                {"nonmatmul", r.nonmatmul_flops},
+                {"sfu_ops", r.sfu_ops},
+                {"ideal_matmul", r.ideal_matmul_flops}}},
+              {"barriers", r.barriers},
+              {"arithmetic_intensity", r.arithmetic_intensity()},
+              {"memory", {{"global_bytes", r.global_bytes}, {"fits_in_hbm", r.fits_in_hbm}}},
+              {"time", {{"predicted_s", r.time_s}, {"matmul_flops_per_s", r.achieved_flops()}}},
+              {"kernels", kernels}};
+    if (standard && standard != &r) {
+        auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+        j["vs_standard"] = {{"hbm_bytes_ratio", ratio(static_cast<double>(r.hbm.total()), static_cast<double>(standard->hbm.total()))},
+                            {"dram_bytes_ratio", ratio(static_cast<double>(r.dram.total()), static_cast<double>(standard->dram.total()))},
+                            {"speedup", ratio(standard->time_s, r.time_s)}};
+    }
+    return j;
+}
+
+json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu) {
+    const AlgorithmResult* standard = nullptr;
+    for (const auto& r : rs)
+        if (r.algo == Algo::standard) standard = &r;
+    json algos = json::array();
+    for (const auto& r : rs) algos.push_back(algorithm_json(r, standard));
+    return {{"schema_version", kSchemaVersion},
+            {"gpu", gpu_json(gpu)},
+            {"problem", rs.empty() ? json::object() : problem_json(rs.front().problem)},
+            {"algorithms", algos}};
+}
+
+json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu) {
+    json values = json::array(), runs = json::array();
+    for (const auto& rs : by_n) {
+        if (rs.empty()) continue;
+        values.push_back(rs.front().problem.N);
+        json run = report_json(rs, gpu);
+        run.erase("gpu");
+        run.erase("schema_version");
+        runs.push_back(run);
+    }
+    return {{"schema_version", kSchemaVersion},
+            {"gpu", gpu_json(gpu)},
+            {"sweep", {{"parameter", "N"}, {"values", values}}},
+            {"runs", runs}};
+}
+
+std::string csv_header() {
+    return "schema_version,gpu,algo,batch,heads,N,Nk,d,dtype,causal,Br,Bc,hbm_read_bytes,hbm_write_bytes,"
+           "l2_read_bytes,l2_write_bytes,dram_read_bytes,dram_write_bytes,smem_read_bytes,smem_write_bytes,"
+           "matmul_flops,nonmatmul_flops,sfu_ops,predicted_s,bound";
+}
+
+std::string csv_row(const AlgorithmResult& r) {
+    const AttentionProblem& p = r.problem;
+    const KernelTiming& longest = r.longest_kernel();
+    const std::string bound = longest.name + ": " + longest.bound;
+    std::ostringstream s;
+    s.precision(9);
+    s << kSchemaVersion << ',' << r.gpu_name << ',' << algo_name(r.algo) << ',' << p.batch << ',' << p.heads << ','
+      << p.N << ',' << p.Nk << ',' << p.d << ',' << dtype_name(p.dtype) << ',' << (p.causal ? 1 : 0) << ','
+      << r.tiles.Br << ',' << r.tiles.Bc << ',' << r.hbm.read_bytes() << ',' << r.hbm.write_bytes() << ','
+      << r.l2.read_bytes() << ',' << r.l2.write_bytes() << ',' << r.dram.read_bytes() << ',' << r.dram.write_bytes()
+      << ',' << r.smem_read << ',' << r.smem_write << ',' << r.matmul_flops << ',' << r.nonmatmul_flops << ','
+      << r.sfu_ops << ',' << r.time_s << ",\"" << bound << '"';
+    return s.str();
+}
+
+}  // namespace fasim

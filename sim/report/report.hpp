@@ -1,0 +1,39 @@
+// fa-sim's outputs: the terminal report, the side-by-side comparison, sweeps,
+// and the machine-readable JSON and CSV (schema in docs/output-schema.md).
+#pragma once
+
+#include <iosfwd>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/gpu_spec.hpp"
+#include "model/simulation.hpp"
+
+namespace fasim {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct ReportStyle {
+    bool unicode = true;  // Unicode bars and symbols; plain ASCII when not a terminal
+    int width = 80;
+};
+
+void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gpu, const ReportStyle& style);
+void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu,
+                      const ReportStyle& style);
+void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu,
+                 const ReportStyle& style);
+
+nlohmann::json gpu_json(const GpuSpec& gpu);
+nlohmann::json problem_json(const AttentionProblem& p);
+nlohmann::json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard);
+// One document: {"schema_version", "gpu", "problem", "algorithms": [...]}.
+nlohmann::json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu);
+// {"schema_version", "gpu", "sweep": {"parameter": "N", "values": [...]}, "runs": [report per N]}
+nlohmann::json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu);
+
+std::string csv_header();
+std::string csv_row(const AlgorithmResult& r);
+
+}  // namespace fasim

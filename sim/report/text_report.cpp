@@ -1,0 +1,204 @@
+// The terminal report: what a student reads after `fa-sim --algo fa2 --N 4096`.
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "report/report.hpp"
+#include "report/traffic_chart.hpp"
+#include "report/units.hpp"
+
+namespace fasim {
+
+namespace {
+
+std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string rpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+
+// Wraps `text` at `width`, indenting continuation lines.
+void wrapped(std::ostream& out, const std::string& first_prefix, const std::string& text, int width) {
+    const std::string indent(first_prefix.size(), ' ');
+    std::istringstream words(text);
+    std::string word, line = first_prefix;
+    bool empty = true;
+    while (words >> word) {
+        if (!empty && line.size() + 1 + word.size() > static_cast<std::size_t>(width)) {
+            out << line << '\n';
+            line = indent;
+            empty = true;
+        }
+        line += (empty ? "" : " ") + word;
+        empty = false;
+    }
+    out << line << '\n';
+}
+
+const char* dot(const ReportStyle& s) { return s.unicode ? " \u00b7 " : " - "; }
+
+void gpu_lines(std::ostream& out, const GpuSpec& g, const ReportStyle& st) {
+    std::string line = g.name + dot(st) + std::to_string(g.sm_count) + " SMs" + dot(st) + units::capacity(static_cast<double>(g.hbm_bytes)) +
+                       " HBM at " + units::rate(g.effective_hbm_bandwidth(), "B/s") + dot(st) +
+                       units::capacity(static_cast<double>(g.l2_bytes)) + " L2" + dot(st) +
+                       units::capacity(static_cast<double>(g.smem_per_block_bytes)) + " shared memory per block";
+    wrapped(out, "GPU      ", line, st.width);
+}
+
+void traffic_table(std::ostream& out, const AlgorithmResult& r) {
+    out << "Memory traffic" << std::string(14, ' ') << rpad("read", 10) << rpad("write", 11) << rpad("total", 11) << '\n';
+    auto row = [&](const std::string& label, double rd, double wr) {
+        out << "  " << pad(label, 26) << rpad(units::bytes(rd), 10) << rpad(units::bytes(wr), 11)
+            << rpad(units::bytes(rd + wr), 11) << '\n';
+    };
+    row("HBM (papers' sense)", static_cast<double>(r.hbm.read_bytes()), static_cast<double>(r.hbm.write_bytes()));
+    row("L2 (32-byte sectors)", static_cast<double>(r.l2.read_bytes()), static_cast<double>(r.l2.write_bytes()));
+    row("DRAM (after L2)", static_cast<double>(r.dram.read_bytes()), static_cast<double>(r.dram.write_bytes()));
+    row("shared memory", static_cast<double>(r.smem_read), static_cast<double>(r.smem_write));
+}
+
+void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& t, const GpuSpec& gpu, const ReportStyle& st) {
+    out << "Kernel " << k.desc.name << ": " << k.desc.role << '\n';
+    out << "  grid       " << k.desc.grid() << " blocks (" << k.desc.heads << " heads x " << k.desc.blocks_per_head
+        << " per head), " << k.desc.warps << " warps each\n";
+    out << "  occupancy  " << k.occupancy.blocks_per_sm << " blocks/SM (limited by " << k.occupancy.limiter << "), "
+        << units::capacity(static_cast<double>(k.smem_bytes_per_block)) << " shared memory and ~" << k.registers_per_thread
+        << " registers/thread per block" << (k.register_spill ? " (tiles exceed 255 registers: spills)" : "") << '\n';
+    out << "  waves      " << units::fixed(t.waves, 2) << " (" << t.concurrent_blocks << " blocks at a time)";
+    if (t.idle_sms > 0)
+        out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << t.grid << " blocks";
+    out << '\n';
+}
+
+void time_table(std::ostream& out, const AlgorithmResult& r) {
+    out << "  " << pad("kernel (ms)", 15) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
+        << rpad("L2/SM", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
+    auto ms = [](double s) { return units::fixed(s * 1e3, s * 1e3 >= 10 ? 1 : 3); };
+    for (const auto& t : r.timing) {
+        out << "  " << pad(t.name, 15) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
+            << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
+            << rpad(ms(t.l2_s), 7) << rpad(ms(t.total_s), 8) << '\n';
+        out << "  " << std::string(15, ' ') << "bound: " << t.bound << '\n';
+    }
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gpu, const ReportStyle& st) {
+    const AttentionProblem& p = r.problem;
+    out << "fa-sim" << dot(st) << algo_title(r.algo) << "\n\n";
+    gpu_lines(out, gpu, st);
+    out << "Problem  " << p.describe() << "\n\n";
+
+    out << "Tiles    Br=" << r.tiles.Br << ", Bc=" << r.tiles.Bc << dot(st)
+        << units::capacity(static_cast<double>(r.tiles.smem_bytes)) << " shared memory per block\n";
+    for (const auto& why : r.tiles.reasons) wrapped(out, "         ", why, st.width);
+    out << '\n';
+
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) kernel_lines(out, r.kernels[i], r.timing[i], gpu, st);
+    out << '\n';
+
+    traffic_table(out, r);
+    out << '\n';
+    print_traffic_chart(out, r, st);
+    if (!r.fits_in_hbm)
+        out << "  Warning: the tensors need " << units::capacity(static_cast<double>(r.global_bytes)) << ", more than the "
+            << units::capacity(static_cast<double>(gpu.hbm_bytes)) << " of HBM: this run could not happen on " << gpu.name << ".\n";
+    out << '\n';
+
+    out << "Work\n";
+    out << "  matmul FLOPs      " << units::flops(static_cast<double>(r.matmul_flops));
+    if (p.causal)
+        out << " (causal ideal " << units::flops(static_cast<double>(r.ideal_matmul_flops)) << "; whole tiles are computed)";
+    else
+        out << " (= 4*B*H*N*Nk*d)";
+    out << '\n';
+    out << "  non-matmul FLOPs  " << units::flops(static_cast<double>(r.nonmatmul_flops)) << " (of which exp/log "
+        << units::count(static_cast<double>(r.sfu_ops)) << " on the SFUs)\n";
+    const double ridge = gpu.matmul_flops(p.dtype) / gpu.effective_hbm_bandwidth();
+    out << "  intensity         " << units::fixed(r.arithmetic_intensity(), 1) << " FLOP per HBM byte (ridge point of "
+        << gpu.name << " at " << dtype_name(p.dtype) << ": " << units::fixed(ridge, 0) << ")\n\n";
+
+    out << "Predicted time      " << units::seconds(r.time_s) << dot(st)
+        << units::rate(r.achieved_flops(), "FLOP/s") << " of matmul" << dot(st) << "bound by " << r.longest_kernel().bound
+        << '\n';
+    time_table(out, r);
+}
+
+void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu, const ReportStyle& st) {
+    if (rs.empty()) return;
+    const AttentionProblem& p = rs.front().problem;
+    out << "fa-sim" << dot(st) << "standard vs tiled vs FlashAttention-1 vs FlashAttention-2\n\n";
+    gpu_lines(out, gpu, st);
+    out << "Problem  " << p.describe() << "\n\n";
+    const AlgorithmResult* standard = nullptr;
+    for (const auto& r : rs)
+        if (r.algo == Algo::standard) standard = &r;
+
+    const std::size_t label_w = 22, col_w = 13;
+    auto header = [&] {
+        out << pad("", label_w);
+        for (const auto& r : rs) out << rpad(algo_name(r.algo), col_w);
+        out << '\n';
+    };
+    auto row = [&](const std::string& label, auto&& cell) {
+        out << pad(label, label_w);
+        for (const auto& r : rs) out << rpad(cell(r), col_w);
+        out << '\n';
+    };
+    auto vs_standard = [&](const std::string& label, auto&& value) {
+        if (!standard) return;
+        row(label, [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
+    };
+    header();
+    row("tiles Br x Bc", [](const AlgorithmResult& r) { return std::to_string(r.tiles.Br) + "x" + std::to_string(r.tiles.Bc); });
+    row("HBM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
+    vs_standard("  vs standard", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
+    row("L2 requests", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.l2.total())); });
+    row("DRAM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.dram.total())); });
+    vs_standard("  vs standard", [](const AlgorithmResult& r) { return static_cast<double>(r.dram.total()); });
+    row("shared memory", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.smem_read + r.smem_write)); });
+    row("matmul FLOPs", [](const AlgorithmResult& r) { return units::flops(static_cast<double>(r.matmul_flops)); });
+    row("non-matmul FLOPs", [](const AlgorithmResult& r) { return units::flops(static_cast<double>(r.nonmatmul_flops)); });
+    row("kernels", [](const AlgorithmResult& r) { return std::to_string(r.kernels.size()); });
+    row("largest grid", [](const AlgorithmResult& r) {
+        std::int64_t g = 0;
+        for (const auto& k : r.kernels) g = std::max(g, k.desc.grid());
+        return std::to_string(g);
+    });
+    row("idle SMs (main kernel)", [](const AlgorithmResult& r) { return std::to_string(r.longest_kernel().idle_sms); });
+    row("predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
+    vs_standard("  speedup vs standard", [](const AlgorithmResult& r) { return 1.0 / r.time_s; });
+    out << "\nWhat bounds each (its longest kernel):\n";
+    for (const auto& r : rs) out << "  " << pad(algo_name(r.algo), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
+    for (const auto& r : rs)
+        if (!r.fits_in_hbm)
+            out << "Warning: " << algo_name(r.algo) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
+                << " of global memory, more than " << gpu.name << "'s " << units::capacity(static_cast<double>(gpu.hbm_bytes)) << ".\n";
+}
+
+void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu,
+                 const ReportStyle& st) {
+    if (by_n.empty() || by_n.front().empty()) return;
+    const AttentionProblem& p = by_n.front().front().problem;
+    out << "fa-sim" << dot(st) << "sweep over N" << dot(st) << gpu.name << dot(st) << "B=" << p.batch << " H=" << p.heads
+        << " d=" << p.d << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
+    auto table = [&](const std::string& title, auto&& cell) {
+        out << title << '\n' << rpad("N", 8);
+        for (const auto& r : by_n.front()) out << rpad(algo_name(r.algo), 12);
+        out << '\n';
+        for (const auto& rs : by_n) {
+            out << rpad(std::to_string(rs.front().problem.N), 8);
+            for (const auto& r : rs) out << rpad(cell(r) + (r.fits_in_hbm ? "" : "*"), 12);
+            out << '\n';
+        }
+        out << '\n';
+    };
+    table("HBM traffic, papers' sense (read+write)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
+    table("DRAM traffic after L2 (read+write)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.dram.total())); });
+    table("Predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
+    bool any = false;
+    for (const auto& rs : by_n)
+        for (const auto& r : rs) any |= !r.fits_in_hbm;
+    if (any) out << "* the tensors exceed " << gpu.name << "'s " << units::capacity(static_cast<double>(gpu.hbm_bytes)) << " of HBM\n";
+}
+
+}  // namespace fasim

@@ -1,0 +1,30 @@
+#include "report/traffic_chart.hpp"
+
+#include <ostream>
+
+#include "plot/terminal_bars.hpp"
+#include "report/report.hpp"
+#include "report/units.hpp"
+
+namespace fasim {
+
+void print_traffic_chart(std::ostream& out, const AlgorithmResult& r, const ReportStyle& style) {
+    std::vector<plot::TerminalBar> bars;
+    for (TensorName t : kAllTensors) {
+        const auto i = static_cast<std::size_t>(index_of(t));
+        const double hbm = static_cast<double>(r.hbm.read[i] + r.hbm.write[i]);
+        const double dram = static_cast<double>(r.dram.read[i] + r.dram.write[i]);
+        if (hbm == 0) continue;
+        std::string name(tensor_label(t));
+        name.resize(4, ' ');
+        bars.emplace_back(name + "HBM ", hbm, units::bytes(hbm));
+        bars.emplace_back("    DRAM", dram, units::bytes(dram));
+    }
+    plot::TerminalBarsOptions opts;
+    opts.width = style.width;
+    opts.unicode = style.unicode;
+    opts.title = "Traffic per tensor (read+write): HBM as the algorithm requests it, DRAM after L2";
+    out << plot::terminal_bars(bars, opts);
+}
+
+}  // namespace fasim

@@ -1,0 +1,61 @@
+// The global-memory tensors an attention tile program reads and writes, and the
+// rectangular regions of them that one load or store moves.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace fasim {
+
+// Every tensor the forward programs touch, named as in the papers. Traffic is
+// reported per tensor, so a student sees which one dominates.
+enum class TensorName : std::uint8_t { Q, K, V, O, S, P, m, l, LSE };
+inline constexpr int kTensorCount = 9;
+inline constexpr std::array<TensorName, kTensorCount> kAllTensors = {
+    TensorName::Q, TensorName::K, TensorName::V, TensorName::O, TensorName::S,
+    TensorName::P, TensorName::m, TensorName::l, TensorName::LSE};
+
+constexpr std::string_view tensor_label(TensorName t) {
+    constexpr std::array<std::string_view, kTensorCount> labels = {"Q", "K", "V", "O", "S", "P", "m", "l", "LSE"};
+    return labels[static_cast<std::size_t>(t)];
+}
+constexpr int index_of(TensorName t) { return static_cast<int>(t); }
+
+// A tensor in global memory: [heads][rows][cols], row-major, elem_bytes each.
+// region_rows x region_cols is the tile grid this program accesses it on; the L2
+// model tracks residency per tile of that grid.
+struct GlobalTensor {
+    TensorName name{};
+    std::int64_t heads = 0, rows = 0, cols = 0;
+    std::int64_t elem_bytes = 0;
+    std::int64_t region_rows = 1, region_cols = 1;
+
+    std::int64_t bytes_per_head() const { return rows * cols * elem_bytes; }
+};
+
+// rows [row0, row0+nrows) x cols [col0, col0+ncols) of one head of a tensor.
+struct Region {
+    const GlobalTensor* tensor = nullptr;
+    std::int64_t head = 0;
+    std::int64_t row0 = 0, nrows = 0;
+    std::int64_t col0 = 0, ncols = 0;
+
+    std::int64_t elements() const { return nrows * ncols; }
+    std::int64_t bytes() const { return elements() * tensor->elem_bytes; }
+};
+
+// Fluent helper so programs read like the papers: view(K, bh).rows(j*Bc, Bc)
+struct TensorView {
+    const GlobalTensor* tensor;
+    std::int64_t head;
+    Region rows(std::int64_t row0, std::int64_t nrows) const {
+        return Region{tensor, head, row0, nrows, 0, tensor->cols};
+    }
+    Region tile(std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols) const {
+        return Region{tensor, head, row0, nrows, col0, ncols};
+    }
+};
+inline TensorView view(const GlobalTensor& t, std::int64_t head) { return TensorView{&t, head}; }
+
+}  // namespace fasim

@@ -1,0 +1,154 @@
+// The interface every attention algorithm is written against, once.
+//
+// A tile program declares its global tensors, then launches kernels. Each kernel
+// runs a body once per thread block; the body moves tiles between global memory
+// and the block's on-chip memory (shared memory or registers) and computes on
+// them with the few operations attention needs. An Executor decides what those
+// operations *do*:
+//   - the counting executor only counts bytes, FLOPs and barriers (fast; fa-sim),
+//   - the functional executor carries real numbers (Eigen) through the same steps,
+//   - an Observer sees every step (lesson traces).
+// No algorithm's loop nest exists anywhere else.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tile/tensors.hpp"
+
+namespace fasim {
+
+// Where a tile lives on chip.
+enum class Space : std::uint8_t { Shared, Registers };
+
+// How the warps of a block divide a product C = A·B (A: m×k, B: k×n).
+//   Rows  each warp owns m/W rows of C   (FA2's split-Q: no exchange needed)
+//   Cols  each warp owns n/W columns of C (FA1's split-K for S = Q·Kᵀ: keys split)
+//   Inner each warp owns k/W of the sum   (FA1's split-K for P·V: partial O per warp,
+//         to be summed with reduce_across_warps)
+enum class Split : std::uint8_t { Rows, Cols, Inner };
+
+enum class Fill : std::uint8_t { Zero, NegInf };
+enum class Reduce : std::uint8_t { Max, Sum };
+
+class Block;
+
+// A handle to an on-chip tile. Move-only; its storage is released when it dies,
+// so the executor can track the shared memory a block holds at its peak.
+class Tile {
+public:
+    Tile() = default;
+    Tile(Block* owner, int id, std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space)
+        : owner_(owner), id_(id), rows_(rows), cols_(cols), elem_bytes_(elem_bytes), space_(space) {}
+    Tile(Tile&& o) noexcept { *this = std::move(o); }
+    Tile& operator=(Tile&& o) noexcept;
+    Tile(const Tile&) = delete;
+    Tile& operator=(const Tile&) = delete;
+    ~Tile();
+
+    int id() const { return id_; }
+    std::int64_t rows() const { return rows_; }
+    std::int64_t cols() const { return cols_; }
+    std::int64_t elements() const { return rows_ * cols_; }
+    std::int64_t elem_bytes() const { return elem_bytes_; }
+    std::int64_t bytes() const { return elements() * elem_bytes_; }
+    Space space() const { return space_; }
+
+private:
+    Block* owner_ = nullptr;
+    int id_ = -1;
+    std::int64_t rows_ = 0, cols_ = 0, elem_bytes_ = 0;
+    Space space_ = Space::Registers;
+};
+
+// The mask a tile of S needs: its top-left element is S[q0][k0]. Elements beyond
+// the sequence ends (ragged tiles) and, when causal, above the bottom-right-
+// aligned diagonal (key j visible to query i iff j <= i + Nk - N) become -inf.
+struct MaskSpec {
+    std::int64_t q0 = 0, k0 = 0;
+    std::int64_t N = 0, Nk = 0;
+    bool causal = false;
+};
+
+// What one thread block can do. Public methods are the tile program's vocabulary;
+// each forwards to the executor's implementation. FLOP conventions (per element)
+// are documented in docs/flop-accounting.md and implemented in one place
+// (exec/op_costs.hpp) that both executors use.
+class Block {
+public:
+    virtual ~Block() = default;
+
+    // Memory movement.
+    virtual Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill fill, std::string_view label) = 0;
+    virtual Tile load(const Region& from, Space to, std::string_view label) = 0;
+    virtual void store(const Tile& tile, const Region& to) = 0;
+
+    // C (+)= A · B, or A · Bᵀ when transpose_b. Accumulation in fp32.
+    virtual void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) = 0;
+
+    // Softmax building blocks on a score tile S (rows = queries) and on row
+    // statistics (rows × 1 tiles; m is kept in units of scale·S).
+    virtual void mask(Tile& S, const MaskSpec& spec) = 0;
+    virtual Tile row_max(const Tile& S, double scale, std::string_view label) = 0;   // max_j scale·S[i][j]
+    virtual Tile row_sum(const Tile& P, std::string_view label) = 0;                 // Σ_j P[i][j]
+    virtual void exp_rows(Tile& S, double scale, const Tile& m) = 0;                 // S becomes P = exp(scale·S − m_i), in place
+    virtual void multiply(Tile& X, double s) = 0;                                     // X = s·X
+    virtual void scale_rows(Tile& X, const Tile& v) = 0;                              // X = diag(v) X
+    virtual void divide_rows(Tile& X, const Tile& v) = 0;                             // X = diag(v)⁻¹ X (v=0 → 0)
+    virtual void add(Tile& X, const Tile& Y) = 0;                                     // X += Y
+    virtual void vec_max(Tile& out, const Tile& a, const Tile& b) = 0;                // max(a, b)
+    virtual void vec_exp_diff(Tile& out, const Tile& a, const Tile& b) = 0;           // exp(a − b); −inf−(−inf) → 1
+    virtual void vec_mul(Tile& out, const Tile& a, const Tile& b) = 0;                // a·b
+    virtual void vec_mul_add(Tile& out, const Tile& a, const Tile& x, const Tile& y) = 0;  // a·x + y
+    virtual void vec_lse(Tile& out, const Tile& m, const Tile& l) = 0;                // m + log(l); l=0 → −inf
+
+    // P is rounded to the storage dtype before P·V (what a tensor-core kernel feeds).
+    virtual void round_to_storage(Tile& X) = 0;
+
+    // Split-K exchange: each warp holds a partial X (a max or a sum over its share);
+    // they meet in shared memory, separated by barriers, and every warp gets the total.
+    virtual void reduce_across_warps(Tile& X, Reduce kind) = 0;
+    virtual void barrier() = 0;
+
+    // Tile bookkeeping (called by Tile's destructor).
+    virtual void release(int tile_id) = 0;
+};
+
+inline Tile& Tile::operator=(Tile&& o) noexcept {
+    if (this != &o) {
+        if (owner_) owner_->release(id_);
+        owner_ = o.owner_; id_ = o.id_; rows_ = o.rows_; cols_ = o.cols_;
+        elem_bytes_ = o.elem_bytes_; space_ = o.space_;
+        o.owner_ = nullptr; o.id_ = -1;
+    }
+    return *this;
+}
+inline Tile::~Tile() {
+    if (owner_) owner_->release(id_);
+}
+
+// One kernel launch: blocks_per_head thread blocks for each of `heads` heads,
+// launched in order (block index fastest, then head) as CUDA would for
+// grid = (blocks_per_head, heads).
+struct KernelDesc {
+    std::string name;          // e.g. "fa2_forward"
+    std::string role;          // one line: what this kernel does
+    std::int64_t blocks_per_head = 1;
+    std::int64_t heads = 1;
+    int warps = 4;
+    std::int64_t grid() const { return blocks_per_head * heads; }
+};
+
+using BlockBody = std::function<void(Block& block, std::int64_t head, std::int64_t index)>;
+
+class Executor {
+public:
+    virtual ~Executor() = default;
+    // Makes a global tensor known (the functional executor binds or allocates its data).
+    virtual void declare(const GlobalTensor& tensor) = 0;
+    virtual void launch(const KernelDesc& kernel, const BlockBody& body) = 0;
+};
+
+}  // namespace fasim
