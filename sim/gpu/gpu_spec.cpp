@@ -1,0 +1,42 @@
+// Rates the runtime model uses: a ceiling measured on a real card where the preset
+// has one, else the datasheet number. See gpu_spec.hpp.
+#include "gpu_spec.hpp"
+
+namespace fasim {
+
+namespace {
+
+// The measured value where present (> 0), else the datasheet value.
+double prefer_measured(double measured_value, double datasheet_value) {
+    return measured_value > 0 ? measured_value : datasheet_value;
+}
+
+}  // namespace
+
+double GpuSpec::effective_fp32_flops() const {
+    return prefer_measured(measured.fp32_flops, fp32_flops);
+}
+
+double GpuSpec::effective_hbm_bandwidth() const {
+    return prefer_measured(measured.hbm_bandwidth, hbm_bandwidth);
+}
+
+double GpuSpec::matmul_flops(DType dtype) const {
+    switch (dtype) {
+        case DType::fp16:
+            if (measured.tensor_fp16_flops > 0) return measured.tensor_fp16_flops;
+            // A GPU without fp16 tensor cores multiplies on the CUDA cores.
+            return tensor_fp16_flops > 0 ? tensor_fp16_flops : effective_fp32_flops();
+        case DType::bf16:
+            if (measured.tensor_bf16_flops > 0) return measured.tensor_bf16_flops;
+            // No bf16 tensor cores (T4, sm_75): bf16 operands are converted to fp32 and
+            // multiplied on the CUDA cores, at the fp32 rate.
+            return tensor_bf16_flops > 0 ? tensor_bf16_flops : effective_fp32_flops();
+        case DType::fp32:
+            // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.
+            return effective_fp32_flops();
+    }
+    return effective_fp32_flops();
+}
+
+}  // namespace fasim
