@@ -1,0 +1,110 @@
+// fa-sim's command line: every bad input gets one line naming the value, the
+// allowed range and a fix, and exit code 2; good input gets the report.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+using namespace fasim::test;
+
+namespace {
+
+void expect_usage_error(const std::string& args, const std::string& names_value) {
+    CAPTURE(args);
+    const auto r = run_command(fa_sim(args));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("fa-sim: error: ", 0) == 0);
+    CHECK(r.err.find(names_value) != std::string::npos);
+    CHECK(r.err.find("Fix:") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
+TEST_CASE("bad sizes name the value, the range and a fix", "[cli][errors]") {
+    expect_usage_error("--N 0", "--N 0 is out of range");
+    expect_usage_error("--N -5", "--N -5");
+    expect_usage_error("--N abc", "'abc' is not a whole number");
+    expect_usage_error("--N 2097152", "1..1048576");  // N^2 beyond what 64-bit counters were sized for
+    expect_usage_error("--N 99999999999999999999", "too large");
+    expect_usage_error("--Nk 0", "--Nk 0");
+    expect_usage_error("--d 65", "--d 65 is not a supported head dimension");
+    expect_usage_error("--heads 0", "--heads 0");
+    expect_usage_error("--batch 2000", "--batch 2000");
+    expect_usage_error("--batch 64 --heads 32", "2048 is too many");
+}
+
+TEST_CASE("bad choices name the value and the choices", "[cli][errors]") {
+    expect_usage_error("--dtype fp8", "--dtype 'fp8'");
+    expect_usage_error("--algo fa3", "--algo 'fa3'");
+    expect_usage_error("--matmul fast", "--matmul 'fast'");
+    expect_usage_error("--gpu B200", "B200");
+    expect_usage_error("--gpu A100-SXM4-40GB --gpu-file x.json", "both given");
+    expect_usage_error("--json --csv", "both given");
+    expect_usage_error("--no-such-flag", "no-such-flag");
+}
+
+TEST_CASE("tiles that do not fit in shared memory are refused, never clamped", "[cli][errors]") {
+    expect_usage_error("--Br 100000", "--Br 100000");
+    expect_usage_error("--Br 0", "--Br 0");
+    expect_usage_error("--algo fa2 --Br 1024 --Bc 1024", "--Br 1024 --Bc 1024 need");
+    expect_usage_error("--algo fa1 --Br 512 --Bc 2048 --d 128", "allows at most");
+}
+
+TEST_CASE("a bad sweep says how to write one", "[cli][errors]") {
+    expect_usage_error("--sweep N=500:1000", "not a power of two");
+    expect_usage_error("--sweep N=1024:512", "runs backwards");
+    expect_usage_error("--sweep d=16:64", "not supported");
+    expect_usage_error("--sweep 512-1024", "not of the form");
+}
+
+TEST_CASE("GPU files: missing and malformed files are named", "[cli][errors]") {
+    expect_usage_error("--gpu-file /nonexistent/gpu.json", "/nonexistent/gpu.json");
+    const std::string bad = "/tmp/fasim_bad_gpu.json";
+    std::ofstream(bad) << "{ \"format\": \"fa-sim-gpu/1\", \"name\": ";
+    expect_usage_error("--gpu-file " + bad, bad);
+}
+
+TEST_CASE("the flagship command prints the report", "[cli]") {
+    const auto r = run_command(fa_sim("--algo fa2 --N 4096"));
+    REQUIRE(r.exit_code == 0);
+    for (const char* s : {"FlashAttention-2", "A100-SXM4-40GB", "Br=128, Bc=128", "grid       512 blocks", "HBM (papers' sense)",
+                          "DRAM (after L2)", "L2 (32-byte sectors)", "shared memory", "matmul FLOPs", "non-matmul FLOPs",
+                          "intensity", "Predicted time", "bound"})
+        CHECK(r.out.find(s) != std::string::npos);
+}
+
+TEST_CASE("algo all shows the idle SMs of FA1 at B*H=16 on an A100", "[cli]") {
+    const auto r = run_command(fa_sim("--algo all --N 4096"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("speedup vs standard") != std::string::npos);
+    CHECK(r.out.find("idle SMs (main kernel)            0            0           92            0") != std::string::npos);
+}
+
+TEST_CASE("json output carries the versioned schema's required keys for each algorithm", "[cli][json]") {
+    const auto r = run_command(fa_sim("--algo all --N 1024 --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("schema_version") == 1);
+    REQUIRE(j.at("algorithms").size() == 4);
+    for (const auto& a : j.at("algorithms")) {
+        for (const char* level : {"hbm", "dram", "l2"}) {
+            CHECK(a.at(level).at("read_bytes").get<long long>() > 0);
+            CHECK(a.at(level).at("write_bytes").get<long long>() > 0);
+        }
+        CHECK(a.at("smem").at("read_bytes").get<long long>() > 0);
+        CHECK(a.at("flops").at("matmul").get<long long>() > 0);
+        CHECK(a.at("flops").at("nonmatmul").get<long long>() > 0);
+        CHECK(a.at("time").at("predicted_s").get<double>() > 0);
+    }
+}
+
+TEST_CASE("csv output gives one row per algorithm and N, deterministically", "[cli][csv]") {
+    const auto a = run_command(fa_sim("--algo all --sweep N=512:2048 --csv"));
+    const auto b = run_command(fa_sim("--algo all --sweep N=512:2048 --csv"));
+    REQUIRE(a.exit_code == 0);
+    CHECK(a.out == b.out);
+    CHECK(std::count(a.out.begin(), a.out.end(), '\n') == 1 + 3 * 4);
+}
