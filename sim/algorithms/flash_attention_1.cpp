@@ -25,8 +25,8 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
     const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
     const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor l{TensorName::l, BH, 1, N, 4, 1, Br};
-    const GlobalTensor m{TensorName::m, BH, 1, N, 4, 1, Br};
+    const GlobalTensor l{TensorName::l, BH, 1, N, 4, 1, Br, true};
+    const GlobalTensor m{TensorName::m, BH, 1, N, 4, 1, Br, true};
     for (const auto* t : {&Q, &K, &V, &O, &l, &m}) x.declare(*t);
 
     // Line 2: initialise O = 0, ℓ = 0, m = −inf in HBM.

@@ -22,7 +22,7 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
     const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
     const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br};
+    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br, true};
     for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
 
     const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",

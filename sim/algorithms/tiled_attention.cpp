@@ -22,7 +22,7 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
     const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
     const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br};
+    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br, true};
     for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
 
     const KernelDesc kernel{"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",

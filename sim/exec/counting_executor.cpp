@@ -46,7 +46,7 @@ public:
             work.l2_bytes += sectors;
         }
         if (to == Space::Shared) smem_write(bytes);
-        return t.rows == 1 ? make(r.ncols, 1, t.elem_bytes, to) : make(r.nrows, r.ncols, t.elem_bytes, to);
+        return t.row_statistic ? make(r.ncols, 1, t.elem_bytes, to) : make(r.nrows, r.ncols, t.elem_bytes, to);
     }
 
     void store(const Tile& tile, const Region& r) override {

@@ -30,6 +30,9 @@ struct GlobalTensor {
     std::int64_t heads = 0, rows = 0, cols = 0;
     std::int64_t elem_bytes = 0;
     std::int64_t region_rows = 1, region_cols = 1;
+    // Row statistics (m, ℓ, LSE) are stored as one row of N per head but held on
+    // chip as a column, one value per query row.
+    bool row_statistic = false;
 
     std::int64_t bytes_per_head() const { return rows * cols * elem_bytes; }
 };
