@@ -6,6 +6,7 @@
 #include "cli/cli_options.hpp"
 #include "common/errors.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "model/sweep.hpp"
 #include "report/report.hpp"
 #include "report/units.hpp"
 
@@ -46,13 +47,8 @@ int run(int argc, char** argv) {
     };
 
     if (!o.sweep_n.empty()) {
-        std::vector<std::vector<AlgorithmResult>> by_n;
-        for (std::int64_t n : o.sweep_n) {
-            AttentionProblem p = o.problem;
-            if (p.Nk == p.N) p.Nk = n;
-            p.N = n;
-            by_n.push_back(run_all(p));
-        }
+        SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0};
+        const auto by_n = run_sweep(req, o.gpu);
         if (o.json) std::cout << sweep_json(by_n, o.gpu).dump(2) << '\n';
         else if (o.csv) {
             std::cout << csv_header() << '\n';

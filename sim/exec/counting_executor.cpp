@@ -21,14 +21,31 @@ struct TileInfo {
     std::int64_t bytes() const { return rows * cols * elem_bytes; }
 };
 
-// One thread block, counting. With record == nullptr it only measures resources
-// (the probe run that sizes occupancy before the real run).
+// A thread block, counting; one object serves every block of a launch.
+// Occupancy (and so which blocks share L2 at a time) is known only after the
+// first block has shown its shared memory and registers, so that block's global
+// accesses are recorded and replayed into the L2 model afterwards.
 class CountingBlock final : public Block {
 public:
     CountingBlock(int warps, KernelRecord* record, L2Model* l2) : warps_(warps), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
+
+    void start_block(bool record_accesses) {
+        work = BlockWork{};
+        recording_ = record_accesses;
+    }
+    // The first block's accesses, in order, once the L2 model is configured.
+    void replay_recorded() {
+        for (const auto& [region, is_write] : recorded_) {
+            const auto i = static_cast<std::size_t>(index_of(region.tensor->name));
+            if (is_write) rec_->dram.write[i] += l2_->write(region);
+            else rec_->dram.read[i] += l2_->read(region);
+        }
+        recorded_.clear();
+        recorded_.shrink_to_fit();
+    }
 
     Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill, std::string_view) override {
         return make(rows, cols, 4, space);
@@ -42,7 +59,8 @@ public:
             const std::int64_t sectors = sector_bytes(r);
             rec_->hbm.read[i] += bytes;
             rec_->l2.read[i] += sectors;
-            rec_->dram.read[i] += l2_->read(r);
+            if (recording_) recorded_.emplace_back(r, false);
+            else rec_->dram.read[i] += l2_->read(r);
             work.l2_bytes += sectors;
         }
         if (to == Space::Shared) smem_write(bytes);
@@ -58,7 +76,8 @@ public:
             const std::int64_t sectors = sector_bytes(r);
             rec_->hbm.write[i] += r.bytes();
             rec_->l2.write[i] += sectors;
-            rec_->dram.write[i] += l2_->write(r);
+            if (recording_) recorded_.emplace_back(r, true);
+            else rec_->dram.write[i] += l2_->write(r);
             work.l2_bytes += sectors;
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
@@ -166,6 +185,8 @@ private:
     std::vector<TileInfo> tiles_;
     std::vector<int> free_;
     std::int64_t smem_live_ = 0, reg_live_ = 0;
+    bool recording_ = false;
+    std::vector<std::pair<Region, bool>> recorded_;  // (region, is_write) of the first block
 };
 
 }  // namespace
@@ -177,15 +198,23 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     KernelRecord rec;
     rec.desc = kernel;
     const int threads = kernel.warps * 32;
+    CountingBlock block(kernel.warps, &rec, &l2_);
 
-    // Probe one block for its shared memory and registers: they decide occupancy,
-    // and occupancy decides which blocks share the chip (and L2) at a time.
-    {
-        CountingBlock probe(kernel.warps, nullptr, nullptr);
-        body(probe, 0, 0);
-        rec.smem_bytes_per_block = probe.smem_peak;
-        rec.register_bytes_per_block = probe.reg_peak;
-    }
+    auto finish_block = [&] {
+        rec.matmul_flops += block.work.matmul_flops;
+        rec.nonmatmul_flops += block.work.nonmatmul_flops;
+        rec.sfu_ops += block.work.sfu_ops;
+        rec.barriers += block.work.barriers;
+        if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
+        else rec.block_work.emplace_back(block.work, 1);
+    };
+
+    // The first block shows the shared memory and registers a block holds at its peak.
+    block.start_block(/*record_accesses=*/true);
+    body(block, 0, 0);
+    finish_block();
+    rec.smem_bytes_per_block = block.smem_peak;
+    rec.register_bytes_per_block = block.reg_peak;
     if (rec.smem_bytes_per_block > gpu_.smem_per_block_bytes)
         throw usage_error("kernel '" + kernel.name + "' needs " + std::to_string(rec.smem_bytes_per_block) +
                               " B of shared memory per block",
@@ -201,20 +230,18 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                           "a block needs at most the SM's shared memory, registers and warps",
                           "choose smaller tiles with --Br/--Bc");
 
+    // Now the L2 model knows which blocks run together.
     l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
-    for (std::int64_t i = 0; i < kernel.blocks_per_head; ++i) {
+    l2_.begin_block(0);
+    block.replay_recorded();
+    for (std::int64_t i = 1; i < kernel.blocks_per_head; ++i) {
         l2_.begin_block(i);
-        CountingBlock block(kernel.warps, &rec, &l2_);
+        block.start_block(/*record_accesses=*/false);
         body(block, 0, i);
-        rec.matmul_flops += block.work.matmul_flops;
-        rec.nonmatmul_flops += block.work.nonmatmul_flops;
-        rec.sfu_ops += block.work.sfu_ops;
-        rec.barriers += block.work.barriers;
-        if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
-        else rec.block_work.emplace_back(block.work, 1);
+        finish_block();
     }
-
     l2_.end_kernel(kernel.heads);
+
     // Every head does the same: scale the one simulated head to all of them.
     const std::int64_t H = kernel.heads;
     rec.hbm = rec.hbm.scaled(H);

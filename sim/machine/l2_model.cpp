@@ -38,7 +38,9 @@ L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
         s.initialised = true;
         s.grid_rows = (t.rows + t.region_rows - 1) / t.region_rows;
         s.grid_cols = (t.cols + t.region_cols - 1) / t.region_cols;
-        s.tracked = s.grid_rows * s.grid_cols <= kMaxTrackedRegions;
+        const std::int64_t regions = s.grid_rows * s.grid_cols;
+        const bool streamed = regions > kFineGrid && t.bytes_per_head() > 2 * capacity_;
+        s.tracked = regions <= kMaxTrackedRegions && !streamed;
         if (s.tracked) s.entries.assign(static_cast<std::size_t>(s.grid_rows * s.grid_cols), Entry{});
     }
     return s;

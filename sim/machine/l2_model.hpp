@@ -13,8 +13,10 @@
 // region_rows × region_cols), for one representative head: heads are identical
 // and disjoint, so the chip-wide rate at which data enters L2 is the head's own
 // rate times (blocks running at once) / (blocks of this head running at once).
-// Tensors whose grid would exceed kMaxTrackedRegions per head are far larger than
-// any L2 and are treated as streaming (every access goes to DRAM).
+// A finely tracked tensor (more than kFineGrid tiles per head) that is also more
+// than twice the L2 size per head is streamed: written or read in order, it is
+// evicted before any re-read, as LRU would do, so every access goes to DRAM.
+// (That is S and P of standard attention at long sequences.)
 #pragma once
 
 #include <array>
@@ -27,7 +29,8 @@ namespace fasim {
 
 class L2Model {
 public:
-    static constexpr std::int64_t kMaxTrackedRegions = std::int64_t{1} << 21;
+    static constexpr std::int64_t kFineGrid = std::int64_t{1} << 18;
+    static constexpr std::int64_t kMaxTrackedRegions = std::int64_t{1} << 22;
 
     explicit L2Model(std::int64_t capacity_bytes) : capacity_(capacity_bytes) {}
 

@@ -1,0 +1,68 @@
+// Speed of the counting simulator (issue targets: one configuration in under
+// 10 ms of process time; all four algorithms over N = 512..65536 in under 1 s).
+// Prints a table; bench/run.sh records it with the machine and date.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <vector>
+
+#include "gpu/gpu_catalog.hpp"
+#include "model/simulation.hpp"
+#include "model/sweep.hpp"
+
+using namespace fasim;
+
+namespace {
+
+struct Sample {
+    double cpu_s, wall_s;
+};
+
+Sample measure(const std::function<void()>& f) {
+    const std::clock_t c0 = std::clock();
+    const auto w0 = std::chrono::steady_clock::now();
+    f();
+    const auto w1 = std::chrono::steady_clock::now();
+    return {static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC, std::chrono::duration<double>(w1 - w0).count()};
+}
+
+Sample median(std::vector<Sample> v) {
+    auto mid = [&](auto key) {
+        std::sort(v.begin(), v.end(), [&](const Sample& a, const Sample& b) { return key(a) < key(b); });
+        return key(v[v.size() / 2]);
+    };
+    return {mid([](const Sample& s) { return s.cpu_s; }), mid([](const Sample& s) { return s.wall_s; })};
+}
+
+}  // namespace
+
+int main() {
+    const GpuSpec gpu = find_gpu_preset(default_gpu_name());
+    AttentionProblem p;  // defaults: B=1 H=16 N=4096 d=64 fp16
+    std::printf("%-52s %12s %12s %10s\n", "case", "cpu (ms)", "wall (ms)", "target");
+
+    for (Algo a : kAllAlgos) {
+        std::vector<Sample> s;
+        for (int i = 0; i < 21; ++i) s.push_back(measure([&] { simulate(a, p, gpu); }));
+        const Sample m = median(s);
+        std::printf("one configuration: %-8s N=4096 (median of 21)     %12.2f %12.2f %10s\n", algo_name(a), m.cpu_s * 1e3,
+                    m.wall_s * 1e3, a == Algo::fa2 ? "< 10 ms" : "");
+    }
+
+    SweepRequest req;
+    req.algos.assign(std::begin(kAllAlgos), std::end(kAllAlgos));
+    req.base = p;
+    for (std::int64_t n = 512; n <= 65536; n *= 2) req.ns.push_back(n);
+    for (unsigned threads : {1u, 0u}) {
+        req.threads = threads;
+        std::vector<Sample> s;
+        for (int i = 0; i < 5; ++i) s.push_back(measure([&] { run_sweep(req, gpu); }));
+        const Sample m = median(s);
+        std::printf("sweep: 4 algorithms x N=512..65536, %s   %12.1f %12.1f %10s\n",
+                    threads == 1 ? "1 thread (median of 5) " : "all cores (median of 5)", m.cpu_s * 1e3, m.wall_s * 1e3,
+                    threads == 0 ? "< 1000 ms" : "");
+    }
+    return 0;
+}
