@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <limits>
 
 #include "common/errors.hpp"
 #include "gpu/gpu_catalog.hpp"
@@ -13,6 +14,7 @@ namespace {
 const char* kExamples = R"(Examples:
   fa-sim --algo fa2 --N 4096                 the flagship report (A100-SXM4-40GB)
   fa-sim --algo all --N 16384 --gpu H100-SXM side by side, ratios vs standard
+  fa-sim --algo fa1 --N 8 --d 4 --trace     Algorithm 1 step by step on a tiny problem
   fa-sim --algo all --sweep N=512:65536 --csv   traffic and time vs N, for scripts
   fa-sim --algo fa2 --causal --json          machine-readable (docs/output-schema.md)
   fa-sim --list-gpus                         presets and where their numbers come from
@@ -71,7 +73,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                  "fa-sim"};
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
-    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep;
+    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep, seed = "1";
     app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
@@ -92,6 +94,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
     app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");
     app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
+    app.add_flag("--trace", o.trace,
+                 "run the tile program on real numbers and print every step, then compare with exact attention "
+                 "(tiny problems: N, Nk <= 64; --heads defaults to 1 with --trace)");
+    app.add_option("--seed", seed, "seed of the random Q, K, V for --trace (default 1)");
 
     try {
         app.parse(argc, argv);
@@ -120,6 +126,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                       : parse_integer("--Nk", nk, 1, ProblemLimits::max_seq,
                                       "pass a key length between 1 and 1048576, or omit --Nk for self-attention");
     p.d = parse_integer("--d", d, 1, 1024, "pick one of " + supported_head_dims_text());
+    if (o.trace && app.count("--heads") == 0) heads = "1";  // documented in --help
     p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
     p.batch = parse_integer("--batch", batch, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
     if (auto t = parse_dtype(dtype)) p.dtype = *t;
@@ -138,6 +145,16 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled or naive", "e.g. --matmul naive");
 
     if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
+    o.seed = static_cast<std::uint64_t>(parse_integer("--seed", seed, 0, std::numeric_limits<std::int64_t>::max(), "pass a whole number"));
+    if (o.trace) {
+        if (o.all || o.algos.size() != 1 || !o.sweep_n.empty() || o.json || o.csv)
+            throw usage_error("--trace was combined with --algo all, --sweep, --json or --csv",
+                              "--trace follows one algorithm on one problem", "pick one --algo and drop the others");
+        if (p.N > 64 || p.Nk > 64 || p.batch_heads() > 4)
+            throw usage_error("--trace with N=" + std::to_string(p.N) + ", Nk=" + std::to_string(p.Nk) + ", batch*heads=" +
+                                  std::to_string(p.batch_heads()) + " would print too many steps",
+                              "--trace needs N, Nk <= 64 and batch*heads <= 4", "e.g. --N 8 --d 4 --heads 1");
+    }
     if (o.json && o.csv) throw usage_error("--json and --csv were both given", "one output format per run", "pass only one");
     return o;
 }

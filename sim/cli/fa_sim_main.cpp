@@ -5,7 +5,10 @@
 
 #include "cli/cli_options.hpp"
 #include "common/errors.hpp"
+#include "exec/functional_executor.hpp"
+#include "exec/trace_printer.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "inputs.hpp"
 #include "model/sweep.hpp"
 #include "report/report.hpp"
 #include "report/units.hpp"
@@ -27,6 +30,43 @@ void list_gpus() {
     }
 }
 
+// --trace: the tile program on real numbers, every step printed, then the answer
+// checked against exact attention in float64.
+int trace(const CliOptions& o) {
+    const AttentionProblem& p = o.problem;
+    const Algo algo = o.algos.front();
+    // Unless told otherwise, two tiles per sequence, so the online-softmax updates show.
+    TileRequest request = o.tiles;
+    const bool default_tiles = !request.Br && !request.Bc && algo != Algo::standard;
+    if (default_tiles) request.Br = request.Bc = std::max<std::int64_t>(1, (std::max(p.N, p.Nk) + 1) / 2);
+    const TileConfig tiles = choose_tiles(algo, p, o.gpu, request);
+    std::vector<reference::Matrix> Q, K, V;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        auto in = reference::random_qkv(p.N, p.Nk, p.d, o.seed + static_cast<std::uint64_t>(h), p.dtype);
+        Q.push_back(in.Q);
+        K.push_back(in.K);
+        V.push_back(in.V);
+    }
+    std::cout << "fa-sim trace: " << algo_title(algo) << "\n" << p.describe() << ", Br=" << tiles.Br << ", Bc=" << tiles.Bc
+              << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
+              << "\nQ, K, V ~ N(0,1), seed " << o.seed << "; values shown for the first 4 rows\n\n";
+    TracePrinter printer(std::cout);
+    const FunctionalRun run = run_functional(algo, p, o.gpu, tiles, Q, K, V, &printer);
+    reference::AttentionOptions options;
+    options.causal = p.causal;
+    std::cout << '\n';
+    bool all_pass = true;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        const auto hh = static_cast<std::size_t>(h);
+        const auto check = reference::check_tolerance(run.O[hh], Q[hh], K[hh], V[hh], options, p.dtype);
+        all_pass &= check.pass;
+        std::cout << "head " << h << ": max |O - O_exact| = " << check.error << " (allowed " << check.bound << ", naive "
+                  << dtype_name(p.dtype) << " attention: " << check.naive_error << ") -> "
+                  << (check.pass ? "equals exact attention" : "DIFFERS from exact attention") << '\n';
+    }
+    return all_pass ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
     const CliOptions o = parse_cli(argc, argv);
     if (o.help) {
@@ -37,6 +77,7 @@ int run(int argc, char** argv) {
         list_gpus();
         return 0;
     }
+    if (o.trace) return trace(o);
     ReportStyle style;
     style.unicode = isatty(fileno(stdout)) != 0;
 

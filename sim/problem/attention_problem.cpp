@@ -8,7 +8,8 @@
 namespace fasim {
 
 namespace {
-constexpr std::int64_t kHeadDims[] = {16, 32, 48, 64, 80, 96, 128, 160, 192, 256};
+// 4 and 8 are for tiny teaching traces; the rest are the flash-attention family's head sizes.
+constexpr std::int64_t kHeadDims[] = {4, 8, 16, 32, 48, 64, 80, 96, 128, 160, 192, 256};
 }
 
 double AttentionProblem::softmax_scale() const { return 1.0 / std::sqrt(static_cast<double>(d)); }

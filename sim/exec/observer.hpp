@@ -1,0 +1,39 @@
+// Watching a tile program run, step by step: what a lesson prints. The functional
+// executor calls the observer after every operation, with the values it produced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "precision.hpp"
+#include "tile/tile_program.hpp"
+
+namespace fasim {
+
+enum class StepKind {
+    kernel_begin, block_begin, alloc, load, store, matmul, mask, row_max, row_sum, exp_rows, multiply,
+    scale_rows, divide_rows, add, vec_max, vec_exp_diff, vec_mul, vec_mul_add, vec_lse, round_to_storage,
+    reduce_across_warps, barrier
+};
+const char* step_name(StepKind k);
+
+struct Step {
+    StepKind kind{};
+    const KernelDesc* kernel = nullptr;
+    std::int64_t head = 0, block = 0;
+    std::string_view result;                  // label of the tile written (or loaded/stored)
+    std::vector<std::string_view> operands;   // labels of the tiles read
+    const Region* region = nullptr;           // load/store: which part of which tensor
+    const reference::MatrixF* values = nullptr;  // the result's values after the step
+    bool accumulate = false, transpose_b = false;  // matmul: C += A·B, and whether B is transposed
+};
+
+class Observer {
+public:
+    virtual ~Observer() = default;
+    virtual void on_step(const Step& step) = 0;
+};
+
+}  // namespace fasim
