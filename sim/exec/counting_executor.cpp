@@ -13,6 +13,7 @@ namespace fasim {
 namespace {
 
 constexpr int kAddressingRegisters = 32;  // indices, pointers, loop counters per thread
+constexpr std::int64_t kExchangeRows = 16;  // rows of the split-K exchange buffer
 
 struct TileInfo {
     std::int64_t rows = 0, cols = 0, elem_bytes = 0;
@@ -125,12 +126,16 @@ public:
     void vec_lse(Tile& o, const Tile& m, const Tile& l) override { elementwise(op_cost::vec_lse(o.elements()), {&m, &l}, &o); }
     void round_to_storage(Tile&) override {}
 
+    // Every warp writes its partial into shared memory and the block sums them. The
+    // buffer holds kExchangeRows rows of every warp's partial and is reused row chunk
+    // by row chunk: all of X crosses shared memory, but only that much space is held.
     void reduce_across_warps(Tile& X, Reduce) override {
-        const std::int64_t W = warps_, scratch = W * X.bytes();
-        smem_peak = std::max(smem_peak, smem_live_ + scratch);  // every warp's partial, side by side
-        smem_write(scratch);
-        smem_read(scratch);
-        work.barriers += 2;
+        const std::int64_t W = warps_, traffic = W * X.bytes();
+        const std::int64_t buffer = W * std::min(X.rows(), kExchangeRows) * X.cols() * 4;
+        smem_peak = std::max(smem_peak, smem_live_ + buffer);
+        smem_write(traffic);
+        smem_read(traffic);
+        work.barriers += 2 * ((X.rows() + kExchangeRows - 1) / kExchangeRows);
         add_cost(op_cost::reduce_across_warps(X.elements(), warps_));
     }
     void barrier() override { ++work.barriers; }

@@ -66,9 +66,9 @@ void L2Model::for_each_entry(const Region& r, Visit&& visit) {
 }
 
 bool L2Model::resident(const Entry& e) const {
-    if (e.clock < 0) return false;                             // never fetched
-    if (e.wave == wave_ && e.block != block_) return true;     // a concurrent block fetched it
-    return clock_ - e.clock <= capacity_;                      // not yet pushed out
+    if (e.clock < 0) return false;          // never fetched
+    if (concurrent_hit(e)) return true;     // a concurrent block fetched it
+    return clock_ - e.clock <= capacity_;   // fewer than an L2's worth of bytes touched since
 }
 
 void L2Model::touch(Entry& e) {
@@ -77,14 +77,21 @@ void L2Model::touch(Entry& e) {
     e.block = block_;
 }
 
+// Bytes touched since a tile's last use decide whether it is still resident: a miss
+// brings bytes in, and a hit on data this head used earlier re-touches them (both
+// push other data towards eviction). A hit on what a concurrent block of the same
+// wave just fetched is the same bytes, shared: it does not age anything.
+bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
+
 std::int64_t L2Model::read(const Region& r) {
     std::int64_t dram = 0;
     for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
-        if (e == nullptr || !resident(*e)) {
+        const bool hit = e != nullptr && resident(*e);
+        if (!hit) {
             dram += bytes;
-            insert(bytes);
             if (e) e->dirty = false;
         }
+        if (!(e && concurrent_hit(*e))) insert(bytes);
         if (e) touch(*e);
     });
     return dram;
@@ -94,7 +101,7 @@ std::int64_t L2Model::write(const Region& r) {
     std::int64_t dram = 0;
     for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
         const bool hit = e != nullptr && resident(*e);
-        if (!hit) insert(bytes);
+        if (!(e && concurrent_hit(*e))) insert(bytes);
         if (!(hit && e->dirty)) dram += bytes;  // a resident dirty line is written back once
         if (e) {
             touch(*e);

@@ -5,7 +5,8 @@
 //     of the same wave already fetched is served by L2, however large the tensor.
 //     (8 blocks re-reading one 96 MiB buffer together read it from DRAM once.)
 //  2. Otherwise data survives in L2 until about L2-capacity bytes of other data
-//     have been brought in after its last use (an LRU-like reuse distance).
+//     have been touched after its last use (an LRU reuse distance; touches that
+//     are shared by concurrent blocks count once).
 //  3. A store allocates its line in L2; re-storing a line still resident and
 //     dirty costs no second DRAM write (write-back).
 //
@@ -62,11 +63,12 @@ private:
     TensorState& state_for(const GlobalTensor& t);
     template <class Visit> void for_each_entry(const Region& r, Visit&& visit);
     bool resident(const Entry& e) const;
+    bool concurrent_hit(const Entry& e) const;
     void insert(std::int64_t bytes);
     void touch(Entry& e);
 
     std::int64_t capacity_;
-    std::int64_t clock_ = 0;        // bytes inserted into L2 chip-wide (scaled)
+    std::int64_t clock_ = 0;        // bytes touched chip-wide (scaled): the LRU reuse clock
     std::int64_t slots_ = 1, grid_ = 1, blocks_per_head_ = 1;
     std::int32_t wave_base_ = 0, next_wave_base_ = 0;
     std::int32_t wave_ = 0, block_ = 0;

@@ -1,0 +1,415 @@
+// cuda-check: runs every CUDA attention kernel on fresh random inputs and compares it with the
+// float64 reference, using the project's tolerance rule (reference/TOLERANCES.md: check_tolerance for
+// O, check_lse for LSE). fp32 must in addition have a relative error ||O - O_exact|| / ||O_exact||
+// of at most 1e-4.
+//
+//   cuda-check                     the full grid: N in {1, 37, 128, 300, 1024}, Nk = N and Nk != N,
+//                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm
+//   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
+//   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
+//
+// Every output buffer is poisoned (all bits set: NaN in every dtype) before each run, so an element
+// a kernel fails to write shows up as NaN and fails. Prints one row per (problem, algorithm), then
+// the failures and an "N passed, M failed" line. Exit codes: 0 all passed, 1 a failure, 2 usage
+// error, 77 no CUDA device (CTest reads 77 as skipped).
+#include <cuda_runtime_api.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attention_kernels.hpp"
+#include "attention_reference.hpp"
+#include "common/check.hpp"
+#include "inputs.hpp"
+#include "precision.hpp"
+
+namespace {
+
+using fasim::CudaAlgo;
+using fasim::CudaProblem;
+using fasim::DType;
+namespace ref = fasim::reference;
+
+struct Case {
+    CudaProblem problem;
+    std::uint64_t seed = 0;
+};
+
+struct AlgoRun {
+    CudaAlgo algo{};
+    std::string error;         // non-empty: the run threw
+    std::string tiles;         // "Br x Bc" of the main kernel
+    std::vector<double> O;     // [BH][N][d]
+    std::vector<double> lse;   // [BH][N], empty when the algorithm has none
+};
+
+struct Row {
+    CudaAlgo algo{};
+    std::string tiles;
+    double error = 0, bound = 0, naive_error = 0, rel = 0;
+    double lse_ratio = -1;  // worst LSE error / tolerance; -1: no LSE
+    bool pass = false;
+    std::string note;
+};
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Storage bits of a matrix already representable in the dtype, appended to `out`.
+void append_storage(const ref::Matrix& A, DType dtype, std::vector<unsigned char>& out) {
+    for (Eigen::Index i = 0; i < A.rows(); ++i) {
+        for (Eigen::Index j = 0; j < A.cols(); ++j) {
+            const float f = static_cast<float>(A(i, j));
+            if (dtype == DType::fp32) {
+                unsigned char b[4];
+                std::memcpy(b, &f, 4);
+                out.insert(out.end(), b, b + 4);
+            } else {
+                const std::uint16_t h = dtype == DType::fp16 ? ref::float_to_fp16_bits(f) : ref::float_to_bf16_bits(f);
+                unsigned char b[2];
+                std::memcpy(b, &h, 2);
+                out.insert(out.end(), b, b + 2);
+            }
+        }
+    }
+}
+
+std::vector<double> from_storage(const std::vector<unsigned char>& bytes, DType dtype) {
+    const std::size_t e = static_cast<std::size_t>(fasim::dtype_bytes(dtype));
+    std::vector<double> out(bytes.size() / e);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (dtype == DType::fp32) {
+            float f;
+            std::memcpy(&f, &bytes[i * 4], 4);
+            out[i] = f;
+        } else {
+            std::uint16_t h;
+            std::memcpy(&h, &bytes[i * 2], 2);
+            out[i] = dtype == DType::fp16 ? ref::fp16_bits_to_float(h) : ref::bf16_bits_to_float(h);
+        }
+    }
+    return out;
+}
+
+std::vector<float> download_floats(const fasim::DeviceBuffer& buf, std::size_t n) {
+    std::vector<float> v(n);
+    CUDA_CHECK(cudaMemcpy(v.data(), buf.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    return v;
+}
+
+void poison(const fasim::DeviceBuffer& b) {
+    if (b) CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes()));
+}
+
+std::vector<ref::QKV> make_inputs(const Case& c) {
+    const CudaProblem& p = c.problem;
+    std::vector<ref::QKV> heads;
+    for (int h = 0; h < p.B * p.H; ++h) {
+        heads.push_back(ref::random_qkv(p.N, p.Nk, p.d, mix(c.seed + static_cast<std::uint64_t>(h)), p.dtype));
+    }
+    return heads;
+}
+
+AlgoRun run_on_gpu(CudaAlgo algo, const CudaProblem& p, const std::vector<unsigned char>& q,
+                   const std::vector<unsigned char>& k, const std::vector<unsigned char>& v, cudaStream_t stream) {
+    AlgoRun r;
+    r.algo = algo;
+    try {
+        fasim::validate_problem(p);
+    } catch (const std::invalid_argument& e) {  // a problem this algorithm cannot run: a failed row
+        r.error = e.what();
+        return r;
+    }
+    fasim::DeviceTensors t = fasim::allocate_tensors(p, algo);
+    CUDA_CHECK(cudaMemcpy(t.Q.get(), q.data(), q.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t.K.get(), k.data(), k.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t.V.get(), v.data(), v.size(), cudaMemcpyHostToDevice));
+    for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.m, &t.l, &t.S, &t.P}) poison(*b);
+    fasim::CudaLaunchInfo info;
+    try {
+        info = fasim::run_attention(algo, p, t, stream);
+    } catch (const std::invalid_argument& e) {  // refused before launching (tile does not fit, ...)
+        r.error = e.what();
+        return r;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaGetLastError());
+    for (const auto& kl : info.kernels) {
+        if (kl.name.rfind("fa", 0) == 0 || kl.name.rfind("tiled", 0) == 0) {
+            if (kl.Br > 0) r.tiles = std::to_string(kl.Br) + "x" + std::to_string(kl.Bc);
+        }
+    }
+    std::vector<unsigned char> o_bytes(t.O.bytes());
+    CUDA_CHECK(cudaMemcpy(o_bytes.data(), t.O.get(), o_bytes.size(), cudaMemcpyDeviceToHost));
+    r.O = from_storage(o_bytes, p.dtype);
+    const std::size_t rows = static_cast<std::size_t>(p.B) * p.H * p.N;
+    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2) {
+        const std::vector<float> lse = download_floats(t.LSE, rows);
+        r.lse.assign(lse.begin(), lse.end());
+    } else if (algo == CudaAlgo::fa1) {
+        const std::vector<float> m = download_floats(t.m, rows);
+        const std::vector<float> l = download_floats(t.l, rows);
+        r.lse.resize(rows);
+        for (std::size_t i = 0; i < rows; ++i) {
+            // l = 0 (a row that saw no key): LSE = -inf; NaN (unwritten) propagates.
+            r.lse[i] = l[i] == 0.f ? -std::numeric_limits<double>::infinity()
+                                   : static_cast<double>(m[i]) + std::log(static_cast<double>(l[i]));
+        }
+    }
+    return r;
+}
+
+std::vector<Row> check_case(const Case& c, const std::vector<ref::QKV>& heads, const std::vector<AlgoRun>& runs) {
+    const CudaProblem& p = c.problem;
+    ref::AttentionOptions opt;
+    opt.causal = p.causal;
+    std::vector<ref::AttentionResult> exact;
+    std::vector<ref::Matrix> naive;
+    std::vector<double> es;
+    for (const ref::QKV& x : heads) {
+        exact.push_back(ref::exact_attention(x.Q, x.K, x.V, opt));
+        naive.push_back(ref::naive_attention_in_precision(x.Q, x.K, x.V, opt, p.dtype));
+        es.push_back(ref::logit_rounding_term(x.Q, x.K, x.V, opt, exact.back()));
+    }
+    std::vector<Row> rows;
+    for (const AlgoRun& run : runs) {
+        Row row;
+        row.algo = run.algo;
+        row.tiles = run.tiles;
+        if (!run.error.empty()) {
+            row.note = run.error;
+            rows.push_back(row);
+            continue;
+        }
+        row.pass = true;
+        double worst = -1, diff2 = 0, ref2 = 0;
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            ref::Matrix O(p.N, p.d);
+            for (int i = 0; i < p.N; ++i) {
+                for (int j = 0; j < p.d; ++j) {
+                    O(i, j) = run.O[(h * static_cast<std::size_t>(p.N) + i) * p.d + j];
+                }
+            }
+            const ref::ToleranceCheck tc = ref::check_tolerance(O, exact[h].O, naive[h], es[h], p.dtype);
+            double ratio = tc.bound > 0 ? tc.error / tc.bound : (tc.error > 0 ? INFINITY : 0.0);
+            if (std::isnan(ratio)) ratio = INFINITY;
+            if (ratio > worst) {  // report the worst head
+                worst = ratio;
+                row.error = tc.error;
+                row.bound = tc.bound;
+                row.naive_error = tc.naive_error;
+            }
+            if (!tc.pass) {
+                row.pass = false;
+                row.note = "O out of tolerance in head " + std::to_string(h);
+            }
+            diff2 += (O - exact[h].O).squaredNorm();
+            ref2 += exact[h].O.squaredNorm();
+            if (!run.lse.empty()) {
+                ref::Vector lse(p.N);
+                for (int i = 0; i < p.N; ++i) lse(i) = run.lse[h * static_cast<std::size_t>(p.N) + i];
+                const ref::LseCheck lc = ref::check_lse(lse, heads[h].Q, heads[h].K, opt, exact[h]);
+                row.lse_ratio = std::max(row.lse_ratio, std::isnan(lc.worst_ratio) ? INFINITY : lc.worst_ratio);
+                if (!lc.pass) {
+                    row.pass = false;
+                    if (row.note.empty()) {
+                        row.note = "LSE out of tolerance in head " + std::to_string(h) + " row " +
+                                   std::to_string(lc.first_bad_row);
+                    }
+                }
+            }
+        }
+        row.rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+        if (std::isnan(row.rel)) row.rel = INFINITY;
+        if (p.dtype == DType::fp32 && !(row.rel <= 1e-4)) {
+            row.pass = false;
+            if (row.note.empty()) row.note = "fp32 relative error above 1e-4";
+        }
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, const std::vector<DType>& dtypes) {
+    std::vector<CudaProblem> problems;
+    if (small) {
+        problems.push_back({1, 2, 37, 82, 64, DType::fp16, true});
+        problems.push_back({1, 2, 70, 37, 128, DType::fp32, true});
+        problems.push_back({1, 2, 128, 128, 64, DType::bf16, false});
+        problems.push_back({2, 1, 20, 150, 32, DType::bf16, true});  // d = 32, two K/V tiles for fa2
+    } else {
+        for (int N : {1, 37, 128, 300, 1024}) {
+            const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
+            for (int Nk : {N, Nk_other}) {
+                for (int d : {64, 128}) {
+                    for (bool causal : {false, true}) {
+                        for (DType dt : {DType::fp32, DType::fp16, DType::bf16}) {
+                            problems.push_back({1, 2, N, Nk, d, dt, causal});
+                        }
+                    }
+                }
+            }
+        }
+    }
+    std::vector<Case> cases;
+    for (const CudaProblem& p : problems) {
+        if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end() || p.N > max_n) continue;
+        Case c;
+        c.problem = p;
+        // The case's seed depends on the base seed and the problem only, so filters (--algo, --dtype,
+        // --max-n) do not change the inputs of the cases they keep.
+        std::uint64_t h = mix(base_seed);
+        for (std::uint64_t v : {static_cast<std::uint64_t>(p.N), static_cast<std::uint64_t>(p.Nk),
+                                static_cast<std::uint64_t>(p.d), static_cast<std::uint64_t>(p.causal),
+                                static_cast<std::uint64_t>(p.dtype)}) {
+            h = mix(h ^ v);
+        }
+        c.seed = h;
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+std::string fmt(const char* f, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, x);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"cuda-check: every CUDA attention kernel against the float64 reference"};
+    bool small = false;
+    bool quiet = false;
+    int max_n = 1 << 30;
+    std::uint64_t seed = 0;
+    std::vector<std::string> algo_names;
+    std::vector<std::string> dtype_names;
+    app.add_flag("--small", small, "only a few tiny problems per algorithm (for compute-sanitizer)");
+    app.add_flag("--quiet", quiet, "print only failures and the summary");
+    app.add_option("--max-n", max_n, "skip problems with N above this (quicker runs)")->check(CLI::PositiveNumber);
+    auto* seed_opt = app.add_option("--seed", seed, "base seed (default: fresh, printed)");
+    app.add_option("--algo", algo_names, "algorithms to check (default: all)")
+        ->check(CLI::IsMember({"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2"}));
+    app.add_option("--dtype", dtype_names, "storage dtypes to check (default: all)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        (void)app.exit(e);
+        return 2;
+    }
+
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        (void)cudaGetLastError();
+        std::printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+    if (seed_opt->count() == 0) seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+
+    std::vector<CudaAlgo> algos;
+    for (const auto& n : algo_names) algos.push_back(*fasim::parse_cuda_algo(n));
+    if (algos.empty()) algos.assign(fasim::kAllCudaAlgos.begin(), fasim::kAllCudaAlgos.end());
+    std::vector<DType> dtypes;
+    for (const auto& n : dtype_names) dtypes.push_back(*fasim::parse_dtype(n));
+    if (dtypes.empty()) dtypes = {DType::fp32, DType::fp16, DType::bf16};
+
+    try {
+        int dev = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+        int driver = 0;
+        CUDA_CHECK(cudaDriverGetVersion(&driver));
+        std::printf("device: %s (sm_%d%d, %d SMs, %zu KB shared memory per block opt-in), driver %d\n", prop.name,
+                    prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, driver);
+        std::printf("seed: %llu   (replay with --seed %llu)\n", static_cast<unsigned long long>(seed),
+                    static_cast<unsigned long long>(seed));
+
+        const std::vector<Case> cases = make_cases(small, max_n, seed, dtypes);
+        cudaStream_t stream = nullptr;
+        CUDA_CHECK(cudaStreamCreate(&stream));
+
+        std::printf("\n%-16s %-5s %5s %5s %4s %-6s %-8s %10s %10s %10s %7s %9s %10s  %s\n", "algo", "dtype", "N", "Nk",
+                    "d", "causal", "tiles", "max_err", "bound", "naive_err", "ratio", "lse_ratio", "rel_err",
+                    "status");
+        int passed = 0;
+        int failed = 0;
+        std::vector<std::string> failures;
+        const std::size_t batch = std::max(1u, std::thread::hardware_concurrency());
+        for (std::size_t c0 = 0; c0 < cases.size(); c0 += batch) {
+            const std::size_t c1 = std::min(cases.size(), c0 + batch);
+            std::vector<std::vector<ref::QKV>> inputs(c1 - c0);
+            std::vector<std::vector<AlgoRun>> runs(c1 - c0);
+            // GPU work on this thread, in order.
+            for (std::size_t ci = c0; ci < c1; ++ci) {
+                const Case& c = cases[ci];
+                inputs[ci - c0] = make_inputs(c);
+                std::vector<unsigned char> q, k, v;
+                for (const ref::QKV& x : inputs[ci - c0]) {
+                    append_storage(x.Q, c.problem.dtype, q);
+                    append_storage(x.K, c.problem.dtype, k);
+                    append_storage(x.V, c.problem.dtype, v);
+                }
+                for (CudaAlgo a : algos) runs[ci - c0].push_back(run_on_gpu(a, c.problem, q, k, v, stream));
+            }
+            // References and comparisons on the CPU, one case per thread.
+            std::vector<std::future<std::vector<Row>>> futures;
+            for (std::size_t ci = c0; ci < c1; ++ci) {
+                futures.push_back(std::async(std::launch::async, check_case, std::cref(cases[ci]),
+                                             std::cref(inputs[ci - c0]), std::cref(runs[ci - c0])));
+            }
+            for (std::size_t ci = c0; ci < c1; ++ci) {
+                const CudaProblem& p = cases[ci].problem;
+                for (const Row& r : futures[ci - c0].get()) {
+                    char line[512];
+                    std::snprintf(line, sizeof line,
+                                  "%-16s %-5s %5d %5d %4d %-6s %-8s %10.3e %10.3e %10.3e %7.3f %9s %10.3e  %s%s%s",
+                                  fasim::cuda_algo_name(r.algo), fasim::dtype_name(p.dtype), p.N, p.Nk, p.d,
+                                  p.causal ? "yes" : "no", r.tiles.empty() ? "-" : r.tiles.c_str(), r.error, r.bound,
+                                  r.naive_error, r.bound > 0 ? r.error / r.bound : 0.0,
+                                  r.lse_ratio < 0 ? "-" : fmt("%.3f", r.lse_ratio).c_str(), r.rel,
+                                  r.pass ? "PASS" : "FAIL", r.note.empty() ? "" : "  ", r.note.c_str());
+                    if (!quiet || !r.pass) std::printf("%s\n", line);
+                    if (r.pass) {
+                        ++passed;
+                    } else {
+                        ++failed;
+                        failures.push_back(std::string(line) + "  (case seed " + std::to_string(cases[ci].seed) + ")");
+                    }
+                }
+            }
+            std::fflush(stdout);
+        }
+        CUDA_CHECK(cudaStreamDestroy(stream));
+        if (!failures.empty()) {
+            std::printf("\nfailures:\n");
+            for (const auto& f : failures) std::printf("%s\n", f.c_str());
+        }
+        std::printf("\n%d passed, %d failed\n", passed, failed);
+        return failed == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "cuda-check: %s\n", e.what());
+        return 1;
+    }
+}

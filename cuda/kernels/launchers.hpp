@@ -1,0 +1,62 @@
+// Host entry points of the kernel files (internal to fasim_cuda; run_attention is the public API).
+// Each launcher dispatches on dtype (and head dim), launches, checks the launch, and describes it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "attention_kernels.hpp"
+
+namespace fasim::cuda_detail {
+
+// Batched row-major GEMM: C[b] = alpha * A[b] * op(B[b]), A [M][K], C [M][N];
+// op(B) = B^T with B [N][K] when trans_b, else B with B [K][N]. C stored rounded to the dtype.
+struct GemmArgs {
+    DType dtype = DType::fp32;
+    const void* A = nullptr;
+    const void* B = nullptr;
+    void* C = nullptr;
+    int M = 0, N = 0, K = 0;
+    float alpha = 1.f;
+    long long strideA = 0, strideB = 0, strideC = 0;  // elements between batches
+    int batch = 1;
+    bool trans_b = false;
+};
+CudaKernelLaunch launch_gemm_naive(const GemmArgs& args, cudaStream_t stream);
+CudaKernelLaunch launch_gemm_tiled(const GemmArgs& args, cudaStream_t stream);
+CudaKernelLaunch launch_gemm_cublas(const GemmArgs& args, cudaStream_t stream);
+
+// Row-wise softmax of S [rows][Nk] into P (rows = B*H*N; query index = row % N for the causal mask).
+struct SoftmaxArgs {
+    DType dtype = DType::fp32;
+    const void* S = nullptr;
+    void* P = nullptr;
+    long long rows = 0;
+    int N = 0, Nk = 0;
+    bool causal = false;
+    std::size_t smem_per_block = 0;  // device opt-in limit: a row is staged in shared memory if it fits
+};
+CudaKernelLaunch launch_softmax(const SoftmaxArgs& args, cudaStream_t stream);
+
+struct FlashArgs {
+    DType dtype = DType::fp32;
+    int d = 64;
+    const void* Q = nullptr;
+    const void* K = nullptr;
+    const void* V = nullptr;
+    void* O = nullptr;
+    float* lse = nullptr;  // tiled, fa2
+    float* m = nullptr;    // fa1
+    float* l = nullptr;    // fa1
+    int BH = 1, N = 1, Nk = 1;
+    int Br = 0, Bc = 0;
+    bool causal = false;
+    float scale = 1.f;
+};
+CudaKernelLaunch launch_tiled_two_pass(const FlashArgs& args, cudaStream_t stream);
+std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& args, cudaStream_t stream);  // init, then main
+CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
+
+}  // namespace fasim::cuda_detail

@@ -1,0 +1,148 @@
+// Standard attention, softmax step: P = softmax(S) row by row, on the CUDA cores (fp32 arithmetic).
+//
+// One block of 128 threads per row of S (grid = B*H*N blocks). S arrives already scaled (the first
+// GEMM multiplies by 1/sqrt(d)) and stored in the storage dtype; P is written in the storage dtype.
+// Causal masking happens here (standard attention computes all of S): column j of query row i is
+// visible iff j <= i + Nk - N; masked entries get P = 0; a row that sees nothing is all zeros.
+//   - When the row fits in shared memory (Nk * sizeof(elem) <= the device's per-block limit) it is
+//     read from global memory once (16-byte ld.global.cg where rows are 16-byte aligned) into shared
+//     memory; max, sum and the normalised output are computed from there.
+//   - Otherwise it is read twice: pass 1 computes the row max and sum online (each thread its running
+//     max and rescaled sum, then combined across the block), pass 2 re-reads it and writes P.
+// Every element of the row is read (masked or not), as the tile program counts it.
+//
+// Run:  build/cuda/cuda-check --algo standard_tiled      (or standard_naive, standard_cublas)
+#include <cmath>
+
+#include "common/dispatch.hpp"
+#include "common/dtype_traits.cuh"
+#include "common/launch.cuh"
+#include "kernels/launchers.hpp"
+
+namespace fasim::cuda_detail {
+
+namespace {
+
+constexpr int kSoftmaxThreads = 128;
+constexpr float kLog2eS = 1.4426950408889634f;
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+// Block-wide reductions over 4 warps; scratch holds 4 floats. Every thread gets the result.
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    v = warp_max(v);
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = fmaxf(fmaxf(scratch[0], scratch[1]), fmaxf(scratch[2], scratch[3]));
+    __syncthreads();
+    return v;
+}
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = (scratch[0] + scratch[1]) + (scratch[2] + scratch[3]);
+    __syncthreads();
+    return v;
+}
+
+struct SoftmaxParams {
+    const void* S;
+    void* P;
+    int N, Nk;
+    int causal;
+    int use_smem;  // stage the row in shared memory (read once)
+    int vec;       // rows are 16-byte aligned: 16-byte loads
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads) softmax_rows_kernel(SoftmaxParams p) {
+    __shared__ float scratch[4];
+    const long long row = blockIdx.x;
+    const int i = static_cast<int>(row % p.N);  // query index within its head
+    const int Nk = p.Nk;
+    const int limit = p.causal != 0 ? imax(0, imin(Nk, i + Nk - p.N + 1)) : Nk;  // visible: [0, limit)
+    const T* s = static_cast<const T*>(p.S) + row * Nk;
+    T* out = static_cast<T*>(p.P) + row * Nk;
+    const int tid = static_cast<int>(threadIdx.x);
+
+    if (p.use_smem != 0) {
+        T* buf = reinterpret_cast<T*>(dynamic_smem());
+        if (p.vec != 0) {
+            constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+            for (int c = tid * kVec; c < Nk; c += kSoftmaxThreads * kVec) cp16_cg(buf + c, s + c);
+        } else {
+            for (int c = tid; c < Nk; c += kSoftmaxThreads) buf[c] = from_f<T>(ldcg_f(s + c));
+        }
+        __syncthreads();
+        float mx = -INFINITY;
+        for (int c = tid; c < limit; c += kSoftmaxThreads) mx = fmaxf(mx, to_f(buf[c]));
+        mx = block_max(mx, scratch);
+        const float m_use = mx == -INFINITY ? 0.f : mx;
+        float sum = 0.f;
+        for (int c = tid; c < limit; c += kSoftmaxThreads) sum += exp2f((to_f(buf[c]) - m_use) * kLog2eS);
+        sum = block_sum(sum, scratch);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        for (int c = tid; c < Nk; c += kSoftmaxThreads) {
+            out[c] = from_f<T>(c < limit ? exp2f((to_f(buf[c]) - m_use) * kLog2eS) * inv : 0.f);
+        }
+    } else {
+        // pass 1: per-thread online max and sum, then combined across the block
+        float m_t = -INFINITY;
+        float l_t = 0.f;
+        for (int c = tid; c < Nk; c += kSoftmaxThreads) {
+            const float x = ldcg_f(s + c);
+            if (c < limit) {
+                if (x > m_t) {
+                    l_t = (m_t == -INFINITY ? 0.f : l_t * exp2f((m_t - x) * kLog2eS)) + 1.f;
+                    m_t = x;
+                } else {
+                    l_t += exp2f((x - m_t) * kLog2eS);
+                }
+            }
+        }
+        const float mx = block_max(m_t, scratch);
+        const float m_use = mx == -INFINITY ? 0.f : mx;
+        const float sum = block_sum(m_t == -INFINITY ? 0.f : l_t * exp2f((m_t - m_use) * kLog2eS), scratch);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        // pass 2: read again, write P
+        for (int c = tid; c < Nk; c += kSoftmaxThreads) {
+            const float x = ldcg_f(s + c);
+            out[c] = from_f<T>(c < limit ? exp2f((x - m_use) * kLog2eS) * inv : 0.f);
+        }
+    }
+}
+
+}  // namespace
+
+CudaKernelLaunch launch_softmax(const SoftmaxArgs& a, cudaStream_t stream) {
+    if (a.rows <= 0 || a.rows > 2147483647LL) {
+        throw std::invalid_argument("softmax: " + std::to_string(a.rows) + " rows: must be 1..2^31-1 (one block per row)");
+    }
+    CudaKernelLaunch info;
+    info.name = "softmax_rows";
+    info.block_threads = kSoftmaxThreads;
+    const dim3 grid(static_cast<unsigned>(a.rows), 1, 1);
+    info.grid = {grid.x, 1, 1};
+    with_dtype(a.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        const std::size_t row_bytes = static_cast<std::size_t>(a.Nk) * sizeof(T);
+        const bool use_smem = row_bytes + 64 <= a.smem_per_block;  // 64: static scratch and margin
+        const bool vec = (row_bytes % 16) == 0;
+        info.dynamic_smem_bytes = use_smem ? (row_bytes + 15) / 16 * 16 : 0;
+        const SoftmaxParams p{a.S, a.P, a.N, a.Nk, a.causal ? 1 : 0, use_smem ? 1 : 0, vec ? 1 : 0};
+        launch_kernel("softmax_rows", softmax_rows_kernel<T>, grid, dim3(kSoftmaxThreads), info.dynamic_smem_bytes,
+                      stream, p);
+    });
+    return info;
+}
+
+}  // namespace fasim::cuda_detail

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One device call: build for the GPU at hand, check every kernel against the float64
+# reference, run compute-sanitizer, validate timings against the simulator, read
+# hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
+#   usage: cuda/scripts/gpu_session.sh [build|check|validate|ncu|torch ...]   (default: all)
+set -uo pipefail
+# Only a few files come back from the device machine: work in a folder, pack it at the end.
+final=${OUT:-$PWD/gpu-out}
+out=$PWD/gpu-session
+rm -rf "$out"
+mkdir -p "$out" "$final"
+trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session; cp "$out/session.log" "$final/" 2>/dev/null' EXIT
+steps=${*:-build check sanitize validate ncu torch}
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
+has() { [[ " $steps " == *" $1 "* ]]; }
+build=$PWD/build-gpu
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  nvcc --version | tail -2
+  python3 -c 'import torch; print("torch", torch.__version__)' 2>&1
+  date -u
+} > "$out/device.txt" 2>&1
+
+if has build; then
+  log "build"
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >"$out/build.log" 2>&1 &&
+    cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
+fi
+
+if has check; then
+  log "cuda-check"
+  "$build/cuda/cuda-check" --quiet > "$out/check.txt" 2>&1; echo "exit $?" >> "$out/check.txt"
+  tail -5 "$out/check.txt"
+fi
+
+if has sanitize; then
+  log "compute-sanitizer"
+  bash cuda/scripts/sanitize.sh "$build" "$out/sanitizer" > "$out/sanitizer.txt" 2>&1
+  tail -8 "$out/sanitizer.txt"
+fi
+
+if has validate; then
+  log "fa-validate fp32"
+  # standard_naive (the "first CUDA attempt") only up to N=4096: beyond, one run takes seconds.
+  "$build/cuda/validate/fa-validate" --algo standard_tiled,standard_cublas,tiled,fa1,fa2 --runs 5 --warmup 1 --sample-rows 8 \
+      --out "$out/validate_fp32.json" > "$out/validate.txt" 2>&1
+  "$build/cuda/validate/fa-validate" --algo standard_naive --N 512,1024,2048,4096 --runs 5 --warmup 1 --sample-rows 8 \
+      --out "$out/validate_fp32_naive.json" >> "$out/validate.txt" 2>&1
+  log "fa-validate fp16/bf16"
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --N 1024,4096 --algo standard_tiled,tiled,fa1,fa2 --runs 5 --warmup 1 \
+      --sample-rows 8 --out "$out/validate_half.json" >> "$out/validate.txt" 2>&1
+  tail -3 "$out/validate.txt"
+fi
+
+if has ncu; then
+  log "fa-validate --ncu"
+  "$build/cuda/validate/fa-validate" --ncu --N 2048,4096,8192 --d 64 --causal off --runs 3 --out "$out/validate_ncu.json" > "$out/ncu.txt" 2>&1
+  tail -20 "$out/ncu.txt"
+fi
+
+if has torch; then
+  log "torch sdpa"
+  python3 cuda/scripts/torch_sdpa.py --out "$out/torch_sdpa.json" > "$out/torch.txt" 2>&1
+  tail -3 "$out/torch.txt"
+fi
+log "done"

@@ -1,0 +1,392 @@
+// fa-validate: runs the CUDA kernels of the four algorithms on fresh random inputs,
+// checks them against the float64 reference, times them (warm-up, CUDA events,
+// median, L2 flushed), and puts the simulator's prediction for the same GPU beside
+// each measurement. With --ncu it reads DRAM, L2 and shared-memory bytes from
+// Nsight Compute and puts the simulator's bytes for the same level beside them.
+//
+//   build/cuda/fa-validate                       the default grid (N 512..16384, d 64/128, causal or not, fp32)
+//   build/cuda/fa-validate --ncu --out r.json    plus hardware counters, results to JSON
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "attention_kernels.hpp"
+#include "gpu/gpu_catalog.hpp"
+#include "harness/host_io.hpp"
+#include "harness/timing.hpp"
+#include "inputs.hpp"
+#include "model/simulation.hpp"
+#include "precision.hpp"
+#include "validate/ncu_counters.hpp"
+
+namespace {
+
+using namespace fasim;
+using nlohmann::json;
+
+struct Config {
+    CudaAlgo algo{};
+    int N = 0, d = 0;
+    bool causal = false;
+    DType dtype = DType::fp32;
+};
+
+std::string describe(const Config& c) {
+    return std::string(cuda_algo_name(c.algo)) + " N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) + " " +
+           dtype_name(c.dtype) + (c.causal ? " causal" : "");
+}
+
+// The simulator's algorithm and tiles for a CUDA kernel family.
+Algo sim_algo(CudaAlgo a) {
+    switch (a) {
+        case CudaAlgo::standard_naive:
+        case CudaAlgo::standard_tiled:
+        case CudaAlgo::standard_cublas: return Algo::standard;
+        case CudaAlgo::tiled: return Algo::tiled;
+        case CudaAlgo::fa1: return Algo::fa1;
+        case CudaAlgo::fa2: return Algo::fa2;
+    }
+    return Algo::fa2;
+}
+
+AttentionProblem sim_problem(const Config& c, int B, int H) {
+    AttentionProblem p;
+    p.batch = B;
+    p.heads = H;
+    p.N = c.N;
+    p.Nk = c.N;
+    p.d = c.d;
+    p.dtype = c.dtype;
+    p.causal = c.causal;
+    return p;
+}
+
+AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& launch, const GpuSpec& gpu) {
+    TileRequest req;
+    req.matmul = c.algo == CudaAlgo::standard_naive ? MatmulMode::naive : MatmulMode::tiled;
+    if (sim_algo(c.algo) != Algo::standard && !launch.kernels.empty()) {
+        const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
+        req.Br = main.Br;
+        req.Bc = main.Bc;
+    }
+    ModelOptions model;
+    model.tensor_cores = c.algo == CudaAlgo::standard_cublas && c.dtype != DType::fp32;  // ours run on CUDA cores
+    return simulate(sim_algo(c.algo), sim_problem(c, B, H), gpu, req, model);
+}
+
+std::string gpu_preset_for(const std::string& device_name, std::size_t memory_bytes) {
+    auto has = [&](const char* s) { return device_name.find(s) != std::string::npos; };
+    if (has("H200")) return "H200";
+    if (has("H100")) return "H100-SXM";
+    if (has("A100")) return memory_bytes > (60ull << 30) ? "A100-SXM4-80GB" : "A100-SXM4-40GB";
+    if (has("L4")) return "L4";
+    if (has("T4")) return "T4";
+    throw std::runtime_error("no fa-sim preset matches the GPU '" + device_name + "': pass --gpu NAME or --gpu-file FILE");
+}
+
+std::string command_output(const std::string& cmd) {
+    std::string out;
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+        char buf[256];
+        while (fgets(buf, sizeof buf, f)) out += buf;
+        pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
+// ---- correctness on sampled rows ---------------------------------------------------
+
+struct Accuracy {
+    bool pass = false;
+    double error = 0, bound = 0, naive_error = 0, relative = 0;
+    int rows = 0;
+};
+
+// Each sampled row is checked against exact attention in float64 over the keys it
+// may see (bottom-right causal: j <= i + Nk - N), and against naive attention in the
+// storage precision (the flash-attention test rule, reference/TOLERANCES.md).
+Accuracy check_rows(const Config& c, const std::vector<reference::QKV>& in, const DeviceTensors& t, int heads, int samples) {
+    std::vector<std::pair<int, int>> picks;  // (head, row)
+    for (int h : {0, heads - 1})
+        for (int s = 0; s < samples; ++s) picks.push_back({h, static_cast<int>((static_cast<long>(s) * (c.N - 1)) / std::max(1, samples - 1))});
+    const long rows = static_cast<long>(picks.size());
+    reference::Matrix alg(rows, c.d), exact(rows, c.d), naive(rows, c.d);
+    double logit_term = 0;
+    for (long r = 0; r < rows; ++r) {
+        const auto [h, i] = picks[static_cast<std::size_t>(r)];
+        const auto& qkv = in[static_cast<std::size_t>(h)];
+        const long keys = c.causal ? i + 1 : c.N;  // Nk = N here
+        const reference::Matrix q = qkv.Q.row(i), K = qkv.K.topRows(keys), V = qkv.V.topRows(keys);
+        const auto ex = reference::exact_attention(q, K, V, {});
+        exact.row(r) = ex.O.row(0);
+        naive.row(r) = reference::naive_attention_in_precision(q, K, V, {}, c.dtype).row(0);
+        logit_term = std::max(logit_term, reference::logit_rounding_term(q, K, V, {}, ex));
+        const auto got = download_storage(t.O, (static_cast<std::size_t>(h) * c.N + static_cast<std::size_t>(i)) * c.d,
+                                          static_cast<std::size_t>(c.d), c.dtype);
+        for (int j = 0; j < c.d; ++j) alg(r, j) = got[static_cast<std::size_t>(j)];
+    }
+    const auto chk = reference::check_tolerance(alg, exact, naive, logit_term, c.dtype);
+    Accuracy a;
+    a.rows = static_cast<int>(rows);
+    a.error = chk.error;
+    a.bound = chk.bound;
+    a.naive_error = chk.naive_error;
+    a.relative = chk.error / std::max(1e-300, exact.cwiseAbs().maxCoeff());
+    a.pass = chk.pass && (c.dtype != DType::fp32 || a.relative <= 1e-4) && alg.allFinite();
+    return a;
+}
+
+// ---- one configuration ----------------------------------------------------------------
+
+struct Outcome {
+    Config config;
+    Accuracy accuracy;
+    TimingResult timing;
+    AlgorithmResult predicted;
+    CudaLaunchInfo launch;
+    std::string error;
+};
+
+Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B, int H, const GpuSpec& gpu,
+                   const TimingOptions& topt, int samples) {
+    Outcome o;
+    o.config = c;
+    CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
+    try {
+        validate_problem(p);
+        DeviceTensors t = allocate_tensors(p, c.algo);
+        std::vector<reference::Matrix> Q, K, V;
+        for (const auto& x : in) {
+            Q.push_back(x.Q);
+            K.push_back(x.K);
+            V.push_back(x.V);
+        }
+        upload(t.Q, to_storage(Q, c.dtype));
+        upload(t.K, to_storage(K, c.dtype));
+        upload(t.V, to_storage(V, c.dtype));
+        poison(t.O);
+        poison(t.LSE);
+        o.launch = run_attention(c.algo, p, t, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        o.accuracy = check_rows(c, in, t, B * H, samples);
+        o.timing = time_gpu([&](cudaStream_t s) { run_attention(c.algo, p, t, s); }, nullptr, topt);
+        o.predicted = predict(c, B, H, o.launch, gpu);
+    } catch (const std::exception& e) {
+        o.error = e.what();
+        (void)cudaGetLastError();
+    }
+    return o;
+}
+
+json outcome_json(const Outcome& o, int B, int H) {
+    const Config& c = o.config;
+    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", algo_name(sim_algo(c.algo))}, {"N", c.N}, {"Nk", c.N},
+              {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", c.causal}, {"batch", B}, {"heads", H}};
+    if (!o.error.empty()) {
+        j["error"] = o.error;
+        return j;
+    }
+    const double measured = o.timing.median_ms * 1e-3, predicted = o.predicted.time_s;
+    const double flops = static_cast<double>(o.predicted.ideal_matmul_flops);
+    j["measured_s"] = measured;
+    j["measured_min_s"] = o.timing.min_ms * 1e-3;
+    j["measured_max_s"] = o.timing.max_ms * 1e-3;
+    j["runs"] = o.timing.runs;
+    j["predicted_s"] = predicted;
+    j["error_pct"] = 100.0 * (predicted - measured) / measured;
+    j["measured_tflops"] = flops / measured * 1e-12;
+    j["measured_gbps_hbm_papers_sense"] = static_cast<double>(o.predicted.hbm.total()) / measured * 1e-9;
+    j["accuracy"] = {{"pass", o.accuracy.pass}, {"max_abs_error", o.accuracy.error}, {"allowed", o.accuracy.bound},
+                     {"naive_error", o.accuracy.naive_error}, {"relative_error", o.accuracy.relative},
+                     {"rows_checked", o.accuracy.rows}};
+    json kernels = json::array();
+    for (std::size_t k = 0; k < o.predicted.kernels.size(); ++k) {
+        const auto& kr = o.predicted.kernels[k];
+        kernels.push_back({{"name", kr.desc.name}, {"predicted_s", o.predicted.timing[k].total_s},
+                           {"bound", o.predicted.timing[k].bound},
+                           {"dram_read_bytes", kr.dram.read_bytes()}, {"dram_write_bytes", kr.dram.write_bytes()},
+                           {"l2_read_bytes", kr.l2.read_bytes()}, {"l2_write_bytes", kr.l2.write_bytes()},
+                           {"smem_bytes", kr.smem_read + kr.smem_write}});
+    }
+    j["predicted_kernels"] = kernels;
+    json launches = json::array();
+    for (const auto& l : o.launch.kernels)
+        launches.push_back({{"name", l.name}, {"grid", l.grid}, {"threads", l.block_threads},
+                            {"dynamic_smem_bytes", l.dynamic_smem_bytes}, {"Br", l.Br}, {"Bc", l.Bc}});
+    j["launches"] = launches;
+    return j;
+}
+
+std::vector<reference::QKV> make_inputs(int heads, int N, int d, DType dtype, std::uint64_t seed) {
+    std::vector<reference::QKV> in;
+    for (int h = 0; h < heads; ++h) in.push_back(reference::random_qkv(N, N, d, mix_seed(seed + static_cast<std::uint64_t>(h)), dtype));
+    return in;
+}
+
+// Child mode for Nsight Compute: one launch of one configuration, nothing else on the GPU.
+int profile_one(const Config& c, int B, int H) {
+    CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
+    DeviceTensors t = allocate_tensors(p, c.algo);
+    std::mt19937 rng(1);
+    std::normal_distribution<double> normal;
+    auto fill = [&](const DeviceBuffer& b, long rows) {
+        std::vector<reference::Matrix> m;
+        for (int h = 0; h < B * H; ++h) {
+            reference::Matrix x(rows, c.d);
+            for (long i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+            m.push_back(reference::round_matrix(x, c.dtype));
+        }
+        upload(b, to_storage(m, c.dtype));
+    };
+    fill(t.Q, c.N);
+    fill(t.K, c.N);
+    fill(t.V, c.N);
+    run_attention(c.algo, p, t, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+std::vector<int> parse_ints(const std::string& s) {
+    std::vector<int> v;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) v.push_back(std::stoi(item));
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"fa-validate: the CUDA kernels against the float64 reference, and the simulator against the GPU"};
+    std::string ns = "512,1024,2048,4096,8192,16384", ds = "64,128", causal = "both", dtypes = "fp32", algos = "all";
+    std::string out_path, gpu_name, profile;
+    int B = 2, H = 8, runs = 10, warmup = 2, samples = 16;
+    std::uint64_t seed = std::random_device{}();
+    bool ncu = false;
+    std::string ncu_path = "ncu";
+    app.add_option("--N", ns, "sequence lengths, comma separated (default 512..16384)");
+    app.add_option("--d", ds, "head dimensions (default 64,128)");
+    app.add_option("--causal", causal, "off, on or both (default both)");
+    app.add_option("--dtype", dtypes, "storage dtypes, comma separated (default fp32)");
+    app.add_option("--algo", algos, "standard_naive,standard_tiled,standard_cublas,tiled,fa1,fa2 or all");
+    app.add_option("--batch", B, "batch (default 2)");
+    app.add_option("--heads", H, "heads (default 8)");
+    app.add_option("--runs", runs, "timed runs per configuration (median reported; default 10)");
+    app.add_option("--warmup", warmup, "untimed runs first (default 2)");
+    app.add_option("--sample-rows", samples, "rows per head checked against the float64 reference (default 16)");
+    app.add_option("--seed", seed, "base seed of the random inputs (default: fresh, printed)");
+    app.add_option("--gpu", gpu_name, "fa-sim GPU preset to predict with (default: matched to the device)");
+    app.add_option("--out", out_path, "write every result to this JSON file");
+    app.add_flag("--ncu", ncu, "also read DRAM/L2/shared-memory bytes with Nsight Compute (fp32, N >= 2048, d=64, non-causal)");
+    app.add_option("--ncu-path", ncu_path, "the ncu executable (default: ncu on PATH)");
+    app.add_option("--profile-one", profile, "internal: run one configuration once (under ncu)");
+    CLI11_PARSE(app, argc, argv);
+
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        std::printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+    try {
+        std::vector<CudaAlgo> algo_list;
+        if (algos == "all") algo_list.assign(kAllCudaAlgos.begin(), kAllCudaAlgos.end());
+        else
+            for (std::stringstream ss(algos); std::getline(ss, algos, ',');) {
+                auto a = parse_cuda_algo(algos);
+                if (!a) throw std::invalid_argument("--algo " + algos + " is not a CUDA algorithm");
+                algo_list.push_back(*a);
+            }
+        std::vector<DType> dtype_list;
+        for (std::stringstream ss(dtypes); std::getline(ss, dtypes, ',');) {
+            auto t = parse_dtype(dtypes);
+            if (!t) throw std::invalid_argument("--dtype " + dtypes + " is not fp32, fp16 or bf16");
+            dtype_list.push_back(*t);
+        }
+        std::vector<bool> causal_list = causal == "on" ? std::vector<bool>{true}
+                                      : causal == "off" ? std::vector<bool>{false}
+                                                        : std::vector<bool>{false, true};
+
+        if (!profile.empty()) {  // "algo,N,d,dtype,causal"
+            std::vector<std::string> f;
+            for (std::stringstream ss(profile); std::getline(ss, profile, ',');) f.push_back(profile);
+            Config c{*parse_cuda_algo(f.at(0)), std::stoi(f.at(1)), std::stoi(f.at(2)), f.at(4) == "1", *parse_dtype(f.at(3))};
+            return profile_one(c, B, H);
+        }
+
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        const std::string device = prop.name;
+        const GpuSpec gpu = find_gpu_preset(gpu_name.empty() ? gpu_preset_for(device, prop.totalGlobalMem) : gpu_name);
+        const std::string driver = command_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null");
+        char date[32];
+        const std::time_t now = std::time(nullptr);
+        std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+        std::string command;
+        for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+        std::printf("fa-validate on %s (driver %s), predicted with the %s preset, B=%d H=%d, seed %llu, %s\n",
+                    device.c_str(), driver.c_str(), gpu.name.c_str(), B, H, static_cast<unsigned long long>(seed), date);
+        std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
+                    "TFLOP/s", "GB/s", "predicted bound");
+
+        TimingOptions topt;
+        topt.runs = runs;
+        topt.warmup = warmup;
+        json results = json::array();
+        int failures = 0;
+        for (int d : parse_ints(ds))
+            for (int N : parse_ints(ns))
+                for (DType t : dtype_list) {
+                    const auto inputs = make_inputs(B * H, N, d, t, seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d));
+                    for (bool cz : causal_list)
+                        for (CudaAlgo a : algo_list) {
+                            const Config c{a, N, d, cz, t};
+                            const Outcome o = run_config(c, inputs, B, H, gpu, topt, samples);
+                            json j = outcome_json(o, B, H);
+                            if (!o.error.empty()) {
+                                std::printf("%-32s  error: %s\n", describe(c).c_str(), o.error.c_str());
+                                ++failures;
+                            } else {
+                                failures += o.accuracy.pass ? 0 : 1;
+                                std::printf("%-32s %9s %8.3fms %8.3fms %+6.0f%% %8.2f %9.0f  %s\n", describe(c).c_str(),
+                                            o.accuracy.pass ? "ok" : "FAIL", o.timing.median_ms,
+                                            o.predicted.time_s * 1e3, j["error_pct"].get<double>(),
+                                            j["measured_tflops"].get<double>(), j["measured_gbps_hbm_papers_sense"].get<double>(),
+                                            o.predicted.longest_kernel().bound.c_str());
+                            }
+                            if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a != CudaAlgo::standard_cublas &&
+                                o.error.empty()) {
+                                const std::string child = std::string(argv[0]) + " --batch " + std::to_string(B) +
+                                                          " --heads " + std::to_string(H) + " --profile-one " +
+                                                          cuda_algo_name(a) + "," + std::to_string(N) + "," +
+                                                          std::to_string(d) + ",fp32,0";
+                                const NcuMeasurement m = run_ncu(ncu_path, child);
+                                j["ncu"] = ncu_json(m, o.predicted);
+                                std::printf("    ncu: %s\n", ncu_summary(m, o.predicted).c_str());
+                            }
+                            results.push_back(j);
+                            std::fflush(stdout);
+                        }
+                }
+        if (!out_path.empty()) {
+            const json doc = {{"schema_version", 1}, {"gpu", device}, {"gpu_preset", gpu.name}, {"driver", driver},
+                              {"date", date}, {"command", command}, {"seed", seed}, {"batch", B}, {"heads", H},
+                              {"timing", {{"warmup", warmup}, {"runs", runs}, {"statistic", "median"}, {"l2_flushed", true}}},
+                              {"results", results}};
+            std::ofstream(out_path) << doc.dump(1) << '\n';
+        }
+        std::printf("%d configuration(s) failed\n", failures);
+        return failures == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fa-validate: error: %s\n", e.what());
+        return 2;
+    }
+}

@@ -1,0 +1,652 @@
+// The charts. Every number in a title, label or caption comes from the request or
+// from the simulator's results.
+#include "figures/figures.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/errors.hpp"
+#include "figures/progress.hpp"
+#include "plot/atomic_write.hpp"
+#include "plot/png_convert.hpp"
+
+namespace fasim::figures {
+
+namespace {
+
+using plot::Chart;
+using plot::LineSeries;
+using plot::LineStyle;
+using plot::Marker;
+using plot::ScaleKind;
+using plot::ScatterSeries;
+
+const std::string kTimes = "\u00D7";  // ×
+const std::string kDot = "\u00B7";    // ·
+
+double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+std::string algo_label(Algo a) {
+    switch (a) {
+        case Algo::standard: return "standard";
+        case Algo::tiled: return "tiled";
+        case Algo::fa1: return "FA1";
+        case Algo::fa2: return "FA2";
+    }
+    return "?";
+}
+
+// One colour per algorithm in every figure (Okabe-Ito: blue, orange, green, vermillion).
+std::string algo_color(Algo a) { return plot::palette_color(static_cast<std::size_t>(a)); }
+
+std::string tiles_text(const AlgorithmResult& r) {
+    const TileConfig& t = r.tiles;
+    if (r.algo == Algo::standard) {
+        if (t.matmul == MatmulMode::naive)
+            return "standard naive GEMM " + std::to_string(t.gemm_m) + kTimes + std::to_string(t.gemm_n);
+        return "standard GEMM " + std::to_string(t.gemm_m) + kTimes + std::to_string(t.gemm_n);
+    }
+    return algo_label(r.algo) + " " + std::to_string(t.Br) + kTimes + std::to_string(t.Bc);
+}
+
+// "B=1, H=16, N=4096, d=64, fp16, non-causal" (N left out for sweeps over N).
+std::string problem_text(const AttentionProblem& p, bool with_n) {
+    std::string s = "B=" + std::to_string(p.batch) + ", H=" + std::to_string(p.heads);
+    if (with_n) {
+        s += ", N=" + std::to_string(p.N);
+        if (p.Nk != p.N) s += ", Nk=" + std::to_string(p.Nk);
+    } else if (p.Nk != p.N) {
+        s += ", Nk=" + std::to_string(p.Nk) + " fixed";
+    }
+    s += ", d=" + std::to_string(p.d) + ", " + dtype_name(p.dtype) + (p.causal ? ", causal" : ", non-causal");
+    return s;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+    std::string s;
+    for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+    return s;
+}
+
+// "Configuration: A100-SXM4-40GB; B=1, H=16, N=4096, d=64, fp16, non-causal; tiles (Br×Bc): ..."
+std::string config_text(const FigureRequest& req, const AttentionProblem& p, bool with_n,
+                        const std::vector<const AlgorithmResult*>& results) {
+    std::string s = "Configuration: " + req.gpu.name + "; " + problem_text(p, with_n);
+    std::vector<std::string> tiles;
+    for (const AlgorithmResult* r : results) tiles.push_back(tiles_text(*r));
+    if (!tiles.empty()) s += "; tiles (Br" + kTimes + "Bc): " + join(tiles, ", ");
+    if (!req.model.tensor_cores) s += "; matrix products on the CUDA cores (no tensor cores)";
+    return s + ".";
+}
+
+std::string sig(double v, int digits = 4) { return plot::format_plain(v, digits); }
+
+// 0.790123 -> "79%", 0.0772 -> "7.7%", 0.0004 -> "0.04%".
+std::string pct(double fraction) {
+    const double p = fraction * 100;
+    return plot::format_plain(p, std::fabs(p) >= 100 ? 3 : 2) + "%";
+}
+
+std::size_t add_line(Figure& f, LineSeries s, bool reference = false) {
+    f.series.push_back({s.name, s.x, s.y, reference});
+    return f.chart.add_line(std::move(s));
+}
+
+std::size_t add_scatter(Figure& f, ScatterSeries s) {
+    f.series.push_back({s.name, s.x, s.y, false});
+    return f.chart.add_scatter(std::move(s));
+}
+
+double matmul_peak(const FigureRequest& req) {
+    return req.model.tensor_cores ? req.gpu.matmul_flops(req.problem.dtype) : req.gpu.effective_fp32_flops();
+}
+
+std::string matmul_peak_text(const FigureRequest& req) {
+    const DType t = req.problem.dtype;
+    if (!req.model.tensor_cores || t == DType::fp32) return "FP32 CUDA cores";
+    return std::string(dtype_name(t)) + " tensor cores";
+}
+
+}  // namespace
+
+// ---- 1. traffic vs N ---------------------------------------------------------------
+
+Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
+    Figure f{"traffic_vs_n", Chart("Memory traffic vs sequence length: HBM requested and DRAM after L2", 980, 640),
+             {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.x_axis() = {ScaleKind::Log2, "sequence length N (tokens)", plot::tokens_labels()};
+    c.y_axis() = {ScaleKind::Log10, "bytes read + written, all B" + kDot + "H heads", plot::si_labels("B")};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+
+    std::vector<double> xs, compulsory;
+    for (std::int64_t n : sweep.n) {
+        xs.push_back(dbl(n));
+        const AttentionProblem p = problem_at(req.problem, n);
+        compulsory.push_back(dbl(p.batch_heads() * p.elem_bytes() * (2 * p.N * p.d + 2 * p.Nk * p.d)));
+    }
+    // Drawn first, so the simulated lines lie on top of it.
+    add_line(f,
+             LineSeries("compulsory (Q, K, V, O once)", xs, compulsory)
+                 .with_color("#888888")
+                 .with_marker(Marker::None)
+                 .with_style(LineStyle::Dotted)
+                 .with_width(1.4),
+             true);
+    std::vector<std::string> formulas;
+    std::vector<const AlgorithmResult*> first;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+        const Algo algo = sweep.algos[a];
+        const auto& row = sweep.by_algo[a];
+        if (row.empty()) continue;
+        first.push_back(&row.front());
+        std::vector<double> x, hbm, dram, closed;  // the N this algorithm was simulated at
+        for (const AlgorithmResult& r : row) {
+            x.push_back(dbl(r.problem.N));
+            hbm.push_back(dbl(r.hbm.total()));
+            dram.push_back(dbl(r.dram.total()));
+            if (auto v = closed_form_hbm_bytes(algo, r.problem, r.tiles)) closed.push_back(*v);
+        }
+        const std::string color = algo_color(algo);
+        add_line(f, LineSeries(algo_label(algo) + " HBM", x, hbm).with_color(color).with_marker(Marker::Circle));
+        add_line(f, LineSeries(algo_label(algo) + " DRAM", x, dram)
+                        .with_color(color)
+                        .with_marker(Marker::Square)
+                        .with_style(LineStyle::Dotted));
+        if (closed.size() == x.size()) {
+            add_line(f,
+                     LineSeries(algo_label(algo) + " closed form", x, closed)
+                         .with_color(color)
+                         .with_marker(Marker::None)
+                         .with_style(LineStyle::Dashed)
+                         .with_width(1.4),
+                     true);
+            formulas.push_back(closed_form_text(algo, row.front().problem, row.front().tiles));
+        }
+    }
+
+    std::string caption = config_text(req, req.problem, false, first) + "\n";
+    caption += "Solid (circles): HBM traffic as the algorithm requests it, the papers' count. Dotted (squares): DRAM "
+               "bytes after the simulator's L2 model, what a DRAM counter reads; lines that coincide lie on top of each "
+               "other. Grey dotted: compulsory traffic, Q, K and V read and O written once, 2" + kDot + "(N + Nk)" + kDot +
+               "d" + kDot + "e" + kDot + "B" + kDot + "H.";
+    if (!formulas.empty())
+        caption += " Dashed: leading-order closed forms, e = " + std::to_string(req.problem.elem_bytes()) +
+                   " bytes per element: " + join(formulas, "; ") + ".";
+    std::vector<std::string> left_out;
+    for (std::size_t a = 0; a < sweep.algos.size() && a < sweep.over_budget.size(); ++a) {
+        if (sweep.over_budget[a].empty()) continue;
+        std::vector<std::string> n;
+        for (std::int64_t v : sweep.over_budget[a]) n.push_back(std::to_string(v));
+        left_out.push_back(algo_label(sweep.algos[a]) + " at N=" + join(n, ", "));
+    }
+    if (!left_out.empty()) {
+        caption += " Left out, each would take the simulator more than a few seconds (fa-sim simulates any single one): " +
+                   join(left_out, "; ") + ".";
+        f.notes.push_back("left out " + join(left_out, "; ") + " (over the figures' work budget)");
+    }
+    const auto limit = standard_hbm_limit_n(sweep, req.gpu);
+    bool has_standard = false;
+    const AlgorithmResult* std_last = nullptr;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a)
+        if (sweep.algos[a] == Algo::standard && !sweep.by_algo[a].empty()) {
+            has_standard = true;
+            std_last = &sweep.by_algo[a].back();
+        }
+    const std::string cap = plot::format_binary(dbl(req.gpu.hbm_bytes), "B");
+    if (limit) {
+        c.add_vertical_marker(plot::VerticalMarker(
+            *limit, "standard attention's tensors exceed " + cap + " of HBM (N \u2248 " + plot::format_tokens(*limit, 3) + ")"));
+        caption += "\nVertical line: from N \u2248 " + std::to_string(std::llround(*limit)) + " (interpolated between sweep points) standard "
+                   "attention's global tensors S, P, Q, K, V and O no longer fit in the " + req.gpu.name + "'s " + cap +
+                   " of HBM (at N=" + std::to_string(std_last->problem.N) + " they need " +
+                   plot::format_binary(dbl(std_last->global_bytes), "B") +
+                   "); right of it its points show what it would move, not a run that is possible.";
+    } else if (has_standard && std_last) {
+        caption += std_last->fits_in_hbm ? "\nStandard attention's tensors fit in the " + cap + " of HBM at every N shown."
+                                         : "\nStandard attention's tensors exceed the " + cap + " of HBM at every N shown.";
+    }
+    c.set_caption(caption);
+    return f;
+}
+
+// ---- 2. bytes per tensor -----------------------------------------------------------
+
+Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>& at_n) {
+    Figure f{"tensor_bars",
+             Chart("Traffic per tensor at N=" + std::to_string(req.problem.N) + ": HBM requested and DRAM after L2", 900, 580),
+             {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.y_axis() = {ScaleKind::Linear, "bytes read + written, all B" + kDot + "H heads", plot::si_labels("B")};
+    c.x_axis() = {ScaleKind::Linear, "algorithm and memory level"};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+    // Q, K, V, O in the blue/green family of the palette, S and P warm, statistics grey/yellow.
+    static const std::map<TensorName, std::string> colors = {
+        {TensorName::Q, "#0072B2"}, {TensorName::K, "#56B4E9"}, {TensorName::V, "#009E73"},
+        {TensorName::O, "#D55E00"}, {TensorName::S, "#CC79A7"}, {TensorName::P, "#E69F00"},
+        {TensorName::m, "#9A9A9A"}, {TensorName::l, "#5A5A5A"}, {TensorName::LSE, "#F0E442"}};
+
+    plot::StackedBars& b = f.bars;
+    std::vector<const AlgorithmResult*> rs;
+    for (const AlgorithmResult& r : at_n) {
+        rs.push_back(&r);
+        b.categories.push_back(algo_label(r.algo) + " HBM");
+        b.categories.push_back(algo_label(r.algo) + " DRAM");
+    }
+    for (TensorName t : kAllTensors) {
+        const auto i = static_cast<std::size_t>(index_of(t));
+        std::vector<double> v;
+        bool any = false;
+        for (const AlgorithmResult& r : at_n) {
+            const std::int64_t hbm = r.hbm.read[i] + r.hbm.write[i], dram = r.dram.read[i] + r.dram.write[i];
+            any = any || hbm > 0 || dram > 0;
+            v.push_back(dbl(hbm));
+            v.push_back(dbl(dram));
+        }
+        if (!any) continue;
+        b.stacks.push_back(t == TensorName::l ? "\u2113" : std::string(tensor_label(t)));
+        b.values.push_back(std::move(v));
+        b.colors.push_back(colors.at(t));
+    }
+    c.set_stacked_bars(b);
+
+    std::string caption = config_text(req, req.problem, true, rs) + "\n";
+    caption += "Two bars per algorithm: HBM = the global loads and stores the algorithm issues (the papers' count); "
+               "DRAM = what reaches DRAM after the L2 model (re-reads served by L2 disappear). Stacks: one per tensor "
+               "(read + written), totals above the bars (bars too thin to see at this scale still have their total).";
+    std::vector<std::string> top;
+    for (const AlgorithmResult& r : at_n) {
+        auto bytes = [&](std::size_t i) { return r.hbm.read[i] + r.hbm.write[i]; };
+        std::int64_t most = 0;
+        for (std::size_t i = 0; i < kAllTensors.size(); ++i) most = std::max(most, bytes(i));
+        if (most == 0 || r.hbm.total() == 0) continue;
+        std::vector<std::string> names;  // the largest, and any within 1% of it (S and P tie in standard)
+        for (std::size_t i = 0; i < kAllTensors.size(); ++i)
+            if (dbl(bytes(i)) >= 0.99 * dbl(most))
+                names.push_back(kAllTensors[i] == TensorName::l ? "\u2113" : std::string(tensor_label(kAllTensors[i])));
+        top.push_back(algo_label(r.algo) + " " + join(names, " and ") + " (" + pct(dbl(most) / dbl(r.hbm.total())) +
+                      (names.size() > 1 ? " each)" : ")"));
+    }
+    if (!top.empty()) caption += " Largest tensors in HBM traffic: " + join(top, ", ") + ".";
+    c.set_caption(caption);
+    return f;
+}
+
+// ---- 3. roofline -------------------------------------------------------------------
+
+Figure roofline(const FigureRequest& req, const std::vector<AlgorithmResult>& at_n) {
+    const double peak = matmul_peak(req);
+    const double bw = req.gpu.effective_hbm_bandwidth();
+    const double ridge = peak / bw;
+    Figure f{"roofline",
+             Chart("Roofline of the " + req.gpu.name + " (" + matmul_peak_text(req) + "), N=" + std::to_string(req.problem.N),
+                   900, 620),
+             {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.x_axis() = {ScaleKind::Log10, "arithmetic intensity (FLOP per byte)", plot::plain_labels()};
+    c.y_axis() = {ScaleKind::Log10, "matmul FLOP/s (predicted)", plot::si_labels("FLOP/s")};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+
+    struct Pt {
+        Algo algo;
+        double hbm_i, dram_i, y;
+    };
+    std::vector<Pt> pts;
+    double lo = ridge, hi = ridge;
+    std::vector<const AlgorithmResult*> rs;
+    for (const AlgorithmResult& r : at_n) {
+        rs.push_back(&r);
+        const double flops = dbl(r.matmul_flops + r.nonmatmul_flops);
+        const double hbm_i = r.arithmetic_intensity();
+        const double dram_i = r.dram.total() > 0 ? flops / dbl(r.dram.total()) : 0;
+        const double y = r.achieved_flops();
+        if (!(hbm_i > 0) || !(y > 0)) continue;
+        pts.push_back({r.algo, hbm_i, dram_i, y});
+        lo = std::min(lo, hbm_i);
+        hi = std::max(hi, std::max(hbm_i, dram_i));
+    }
+    lo /= 3;
+    hi *= 3;
+    add_line(f,
+             LineSeries("roofline", {lo, ridge, hi}, {bw * lo, peak, peak})
+                 .with_color("#333333")
+                 .with_marker(Marker::None)
+                 .with_width(2.2),
+             true);
+    for (const Pt& p : pts)
+        add_scatter(f, ScatterSeries(algo_label(p.algo) + ", HBM bytes", {p.hbm_i}, {p.y})
+                           .with_color(algo_color(p.algo))
+                           .with_marker(Marker::Circle)
+                           .with_size(6));
+    for (const Pt& p : pts)
+        if (p.dram_i > 0)
+            add_scatter(f, ScatterSeries(algo_label(p.algo) + ", DRAM bytes", {p.dram_i}, {p.y})
+                               .with_color(algo_color(p.algo))
+                               .with_marker(Marker::Diamond)
+                               .with_size(6));
+
+    const bool measured_bw = req.gpu.measured.hbm_bandwidth > 0;
+    std::string caption = config_text(req, req.problem, true, rs) + "\n";
+    caption += "Roof: min(" + plot::format_si(peak, "FLOP/s") + " " + matmul_peak_text(req) + ", " +
+               plot::format_si(bw, "B/s") + (measured_bw ? " measured" : " datasheet") + " HBM bandwidth " + kTimes +
+               " intensity); ridge at " + sig(ridge, 3) + " FLOP/B. Circles: intensity = (matmul + non-matmul FLOPs) / HBM "
+               "bytes the algorithm requests (the papers' sense). Diamonds: the same FLOPs / DRAM bytes after L2, the "
+               "intensity the DRAM sees. Height: predicted matmul FLOP/s = matmul FLOPs / predicted time.";
+    std::vector<std::string> summary;
+    for (const Pt& p : pts)
+        summary.push_back(algo_label(p.algo) + " " + sig(p.hbm_i, 3) + " FLOP/B, " + plot::format_si(p.y, "FLOP/s") + " (" +
+                          pct(p.y / peak) + " of peak)");
+    if (!summary.empty()) caption += " " + join(summary, "; ") + ".";
+    std::vector<std::string> above;
+    for (const Pt& p : pts)
+        if (p.y > 1.02 * std::min(peak, bw * p.hbm_i)) above.push_back(algo_label(p.algo));
+    if (!above.empty())
+        caption += " Circles above the roof (" + join(above, ", ") +
+                   "): L2 serves part of the traffic requested, so DRAM moves fewer bytes than the papers' count and "
+                   "the diamond is the point the roof applies to.";
+    c.set_caption(caption);
+    return f;
+}
+
+// ---- 4. block size -----------------------------------------------------------------
+
+std::vector<Figure> block_size_sweep(const FigureRequest& req, const BlockSizeSweep& sweep) {
+    std::vector<Figure> out;
+    bool any = false;
+    for (const auto& p : sweep.points) any = any || !p.empty();
+    if (!any) return out;
+
+    std::vector<std::string> what, skipped, over, defaults;
+    std::vector<const AlgorithmResult*> rs;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+        const Algo algo = sweep.algos[a];
+        what.push_back(algo == Algo::fa1 ? "FA1 varies Bc with Br=" + std::to_string(sweep.fa1_br) + " fixed"
+                                         : "FA2 uses square tiles Br = Bc");
+        if (!sweep.skipped[a].empty()) {
+            std::vector<std::string> s;
+            for (std::int64_t b : sweep.skipped[a]) s.push_back(std::to_string(b));
+            skipped.push_back(algo_label(algo) + (algo == Algo::fa1 ? " Bc=" : " Br=Bc=") + join(s, ", "));
+        }
+        if (a < sweep.over_budget.size() && !sweep.over_budget[a].empty()) {
+            std::vector<std::string> s;
+            for (std::int64_t b : sweep.over_budget[a]) s.push_back(std::to_string(b));
+            over.push_back(algo_label(algo) + (algo == Algo::fa1 ? " Bc=" : " Br=Bc=") + join(s, ", "));
+        }
+        const TileConfig def = choose_tiles(algo, req.problem, req.gpu, TileRequest{std::nullopt, std::nullopt, req.tiles.matmul});
+        defaults.push_back(algo_label(algo) + " " + std::to_string(def.Br) + kTimes + std::to_string(def.Bc));
+    }
+    std::string caption_tail = "As in the FlashAttention paper (Dao et al. 2022, Fig. 2 middle): " + join(what, "; ") +
+                               ". Larger blocks mean fewer passes over K and V (FA1: fewer reads and writes of O, m, \u2113), "
+                               "so less HBM traffic; runtime stops improving once something else limits the kernel.";
+    if (!skipped.empty())
+        caption_tail += " Left out, they do not fit in the " + plot::format_binary(dbl(req.gpu.smem_per_block_bytes), "B") +
+                        " of shared memory per block: " + join(skipped, "; ") + ".";
+    if (!over.empty())
+        caption_tail += " Left out, each would take the simulator more than a few seconds: " + join(over, "; ") + ".";
+    caption_tail += " Paper defaults (Br" + kTimes + "Bc): " + join(defaults, ", ") + ".";
+
+    for (int which = 0; which < 2; ++which) {
+        const bool traffic = which == 0;
+        Figure f{traffic ? "block_size_sweep_hbm" : "block_size_sweep_time",
+                 Chart(std::string(traffic ? "HBM traffic" : "Predicted runtime") + " vs block size, N=" +
+                           std::to_string(req.problem.N),
+                       820, 560),
+                 {}, {}, {}, {}};
+        Chart& c = f.chart;
+        c.x_axis() = {ScaleKind::Log2, "block size (FA1: Bc; FA2: Br = Bc)", plot::plain_labels()};
+        if (traffic) c.y_axis() = {ScaleKind::Log10, "HBM bytes read + written", plot::si_labels("B")};
+        else c.y_axis() = {ScaleKind::Log10, "predicted kernel time", plot::seconds_labels()};
+        std::vector<std::string> bounds;
+        for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+            const auto& pts = sweep.points[a];
+            if (pts.empty()) continue;
+            std::vector<double> x, y;
+            for (const BlockSizePoint& p : pts) {
+                x.push_back(dbl(p.block));
+                y.push_back(traffic ? dbl(p.result.hbm.total()) : p.result.time_s);
+            }
+            const Algo algo = sweep.algos[a];
+            const std::string name = algo == Algo::fa1 ? "FA1 (Bc; Br=" + std::to_string(sweep.fa1_br) + ")" : "FA2 (Br = Bc)";
+            add_line(f, LineSeries(name, x, y).with_color(algo_color(algo)).with_marker(algo == Algo::fa1 ? Marker::Circle : Marker::Square));
+            if (rs.size() < sweep.algos.size()) rs.push_back(&pts.back().result);
+            const auto& best = *std::min_element(pts.begin(), pts.end(), [](const BlockSizePoint& l, const BlockSizePoint& r) {
+                return l.result.time_s < r.result.time_s;
+            });
+            bounds.push_back(algo_label(algo) + " is fastest at " + (algo == Algo::fa1 ? "Bc=" : "Br=Bc=") +
+                             std::to_string(best.block) + ", " + plot::format_seconds(best.result.time_s, 3) +
+                             ", bound by " + best.result.longest_kernel().bound);
+        }
+        std::string caption = "Configuration: " + req.gpu.name + "; " + problem_text(req.problem, true) +
+                               (req.model.tensor_cores ? "" : "; matrix products on the CUDA cores") + ".\n" + caption_tail;
+        if (!traffic && !bounds.empty()) caption += " " + join(bounds, "; ") + ".";
+        c.set_caption(caption);
+        if (traffic && !skipped.empty()) f.notes.push_back("left out block sizes that do not fit in shared memory: " + join(skipped, "; "));
+        if (traffic && !over.empty()) f.notes.push_back("left out block sizes over the figures' work budget: " + join(over, "; "));
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+// ---- 5. occupancy timeline ---------------------------------------------------------
+
+Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r) {
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < r.timing.size(); ++i)
+        if (r.timing[i].total_s > r.timing[k].total_s) k = i;
+    const KernelTiming& t = r.timing.at(k);
+    const KernelRecord& kr = r.kernels.at(k);
+    const int sms = req.gpu.sm_count;
+    const int bps = std::max(1, kr.occupancy.blocks_per_sm);
+    const std::int64_t concurrent = t.concurrent_blocks > 0 ? t.concurrent_blocks : sms;
+    const std::int64_t waves = (t.grid + concurrent - 1) / concurrent;
+
+    const std::string lower = algo_name(r.algo);
+    Figure f{"occupancy_timeline_" + lower,
+             Chart(algo_label(r.algo) + " thread blocks on the " + req.gpu.name + "'s " + std::to_string(sms) + " SMs (" +
+                       t.name + ", " + std::to_string(t.grid) + " blocks)",
+                   900, 520),
+             {}, {}, {}, {}};
+    plot::Timeline& tl = f.timeline;
+    // Rows are SMs; with several resident blocks per SM, one row per slot, SM-major
+    // (every row of an SM carries its name, so thinned labels stay right).
+    for (int s = 0; s < sms; ++s)
+        for (int slot = 0; slot < bps; ++slot)
+            tl.rows.push_back("SM " + std::to_string(s));
+    // Colour by wave (launch order / concurrent blocks); beyond 8 waves alternate two colours.
+    const bool by_parity = waves > 8;
+    if (by_parity) {
+        tl.categories = {"odd waves (1st, 3rd, ...)", "even waves (2nd, 4th, ...)"};
+        tl.colors = {plot::palette_color(0), plot::palette_color(1)};
+    } else {
+        for (std::int64_t w = 0; w < std::max<std::int64_t>(waves, 1); ++w) {
+            tl.categories.push_back("wave " + std::to_string(w + 1));
+            tl.colors.push_back(plot::palette_color(static_cast<std::size_t>(w)));
+        }
+    }
+    std::set<int> busy;
+    for (const ScheduledBlock& b : t.timeline) {
+        const std::int64_t wave = b.block / concurrent;
+        const std::size_t cat = by_parity ? static_cast<std::size_t>(wave % 2)
+                                          : static_cast<std::size_t>(std::min<std::int64_t>(wave, static_cast<std::int64_t>(tl.categories.size()) - 1));
+        const std::size_t row = static_cast<std::size_t>(b.sm) * static_cast<std::size_t>(bps) + static_cast<std::size_t>(b.slot);
+        tl.segments.emplace_back(row, b.start_s, b.end_s, cat, "b" + std::to_string(b.block));
+        busy.insert(b.sm);
+    }
+    const bool truncated = static_cast<std::int64_t>(t.timeline.size()) < t.grid;
+    const int idle = truncated ? t.idle_sms : sms - static_cast<int>(busy.size());
+
+    Chart& c = f.chart;
+    const double row_px = tl.rows.size() <= 140 ? 5 : 2.5;
+    c.set_size(900, std::max(520.0, row_px * static_cast<double>(tl.rows.size()) + 260));
+    c.x_axis() = {ScaleKind::Linear, "time since the kernel started", plot::seconds_labels()};
+    c.x_axis().min = 0;
+    c.y_axis() = {ScaleKind::Linear, bps == 1 ? "SM" : "SM (" + std::to_string(bps) + " rows each, one per resident block)"};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+    c.set_timeline(tl);
+
+    const AttentionProblem& p = r.problem;
+    std::string caption = config_text(req, p, true, {&r}) + "\n";
+    caption += (idle > 0 ? std::to_string(idle) + " of " + std::to_string(sms) + " SMs idle (empty rows)"
+                         : "No SM idle") +
+               ": the grid has " + std::to_string(t.grid) + " thread blocks";
+    if (r.algo == Algo::fa1) caption += " = B" + kDot + "H, one per batch" + kDot + "head";
+    else if (r.algo == Algo::fa2 || r.algo == Algo::tiled)
+        caption += " = B" + kDot + "H " + kTimes + " \u2308N/Br\u2309 = " + std::to_string(p.batch_heads()) + " " + kTimes + " " +
+                   std::to_string(ceil_div(p.N, r.tiles.Br));
+    caption += ", " + std::to_string(bps) + " resident per SM (limited by " + kr.occupancy.limiter + "), so " +
+               std::to_string(concurrent) + " run at once: " + sig(t.waves, 3) + " waves. Each bar is one thread block, " +
+               "coloured by the wave it was launched in; SM time busy: " + pct(t.sm_busy_fraction) +
+               ". Kernel time " + plot::format_seconds(t.total_s, 3) + ", bound by " + t.bound + ".";
+    const std::int64_t tail = t.grid % concurrent;
+    if (waves > 1 && tail > 0)
+        caption += " The last wave has " + std::to_string(tail) + " blocks for " + std::to_string(concurrent) +
+                   " slots, so part of the chip idles at the end.";
+    if (truncated)
+        caption += " Only the first " + std::to_string(t.timeline.size()) + " of " + std::to_string(t.grid) +
+                   " blocks are drawn.";
+    c.set_caption(caption);
+    return f;
+}
+
+// ---- 6. predicted vs measured ------------------------------------------------------
+
+Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m) {
+    Figure f{"predicted_vs_measured", Chart("Predicted vs measured kernel time (" + m.gpu + ")", 760, 680), {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.x_axis() = {ScaleKind::Log10, "measured time", plot::seconds_labels()};
+    c.y_axis() = {ScaleKind::Log10, "predicted time", plot::seconds_labels()};
+    c.set_equal_xy_range(true);
+    c.add_identity_line(plot::IdentityLine(0.25, "y = x (exact prediction)", "\u00B125%"));
+    std::size_t within = 0;
+    for (Algo a : kAllAlgos) {
+        std::vector<double> x, y;
+        for (const MeasuredRecord& r : m.results) {
+            if (r.algo != a) continue;
+            x.push_back(r.measured_s);
+            y.push_back(r.predicted_s);
+            within += std::fabs(r.predicted_s / r.measured_s - 1) <= 0.25 ? 1 : 0;
+        }
+        if (!x.empty())
+            add_scatter(f, ScatterSeries(algo_label(a), x, y).with_color(algo_color(a)).with_size(5.5));
+    }
+    std::string caption = "Measured: " + m.origin + ", " + std::to_string(m.results.size()) + " kernel configurations on " +
+                          m.gpu;
+    if (!m.driver.empty()) caption += ", driver " + m.driver;
+    if (!m.date.empty()) caption += ", " + m.date;
+    caption += ". Predicted: the simulator's time fa-validate recorded next to each measurement. One point per "
+               "configuration (algorithm, N, d, dtype, causal, B, H). " + std::to_string(within) + " of " +
+               std::to_string(m.results.size()) + " within \u00B125% (shaded).";
+    if (!m.command.empty()) caption += "\nCommand: " + m.command;
+    if (m.gpu != req.gpu.name) caption += "\nThe other figures are for " + req.gpu.name + "; these measurements are from " + m.gpu + ".";
+    c.set_caption(caption);
+    return f;
+}
+
+// ---- all of them -------------------------------------------------------------------
+
+namespace {
+
+std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>* notes, Progress* progress) {
+    if (req.algos.empty())
+        throw usage_error("no algorithm to plot", "at least one of standard, tiled, fa1, fa2",
+                          "pass --algo all or name an algorithm");
+    std::vector<Figure> figs;
+    const NSweep sweep = run_n_sweep(req, progress);
+    const std::vector<AlgorithmResult> at_n = run_chosen(req);
+    if (progress) progress->tick();
+    figs.push_back(traffic_vs_n(req, sweep));
+    figs.push_back(tensor_bars(req, at_n));
+    figs.push_back(roofline(req, at_n));
+    const BlockSizeSweep bs = run_block_size_sweep(req);
+    if (progress) progress->tick();
+    auto bfigs = block_size_sweep(req, bs);
+    if (bfigs.empty() && notes) notes->push_back("block_size_sweep: not drawn (it needs fa1 or fa2 among the algorithms)");
+    for (auto& b : bfigs) figs.push_back(std::move(b));
+    bool timeline = false;
+    for (const AlgorithmResult& r : at_n)
+        if (r.algo == Algo::fa1 || r.algo == Algo::fa2) {
+            figs.push_back(occupancy_timeline(req, r));
+            timeline = true;
+        }
+    if (!timeline && notes) notes->push_back("occupancy_timeline: not drawn (it needs fa1 or fa2 among the algorithms)");
+    if (notes)
+        for (const Figure& f : figs)
+            for (const std::string& n : f.notes) notes->push_back(f.name + ": " + n);
+    if (req.measured_path && std::filesystem::exists(*req.measured_path)) {
+        figs.push_back(predicted_vs_measured(req, read_measured_results(*req.measured_path)));
+    } else if (notes) {
+        notes->push_back(req.measured_path ? "predicted_vs_measured: not drawn, " + *req.measured_path +
+                                                 " does not exist (fa-validate writes it on a GPU machine)"
+                                           : "predicted_vs_measured: not drawn, no measured-results file given");
+    }
+    return figs;
+}
+
+std::int64_t simulation_steps(const FigureRequest& req) {
+    const std::size_t n = req.sweep_n.empty() ? default_sweep_n().size() : req.sweep_n.size();
+    return static_cast<std::int64_t>(req.algos.size() * n) + 2;
+}
+
+}  // namespace
+
+std::vector<Figure> make_figures(const FigureRequest& req, std::vector<std::string>* notes) {
+    Progress progress("fa-sim --plot: simulating", simulation_steps(req), req.progress);
+    return make_all(req, notes, &progress);
+}
+
+std::vector<std::string> write_figures(const std::string& dir, const FigureRequest& req, std::vector<std::string>* notes) {
+    const std::filesystem::path d(dir);
+    // A missing directory fails now, with the plot library's message, before any work.
+    if (!std::filesystem::is_directory(d)) plot::atomic_write_file(d / "traffic_vs_n.svg", "");
+
+    std::vector<Figure> figs;
+    {
+        Progress progress("fa-sim --plot: simulating", simulation_steps(req), req.progress);
+        figs = make_all(req, notes, &progress);
+    }
+    // SVGs first (atomic writes), then the PNGs: the first conversion tells whether a
+    // converter exists; the rest run a few at a time (each is a separate process).
+    Progress progress("fa-sim --plot: writing", static_cast<std::int64_t>(figs.size()), req.progress);
+    std::mutex progress_mutex;
+    auto tick = [&] {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress.tick();
+    };
+    for (const Figure& f : figs) f.chart.save_svg(d / (f.name + ".svg"));
+    std::vector<plot::PngResult> pngs(figs.size());
+    auto convert = [&](std::size_t i) {
+        pngs[i] = plot::convert_svg_to_png(d / (figs[i].name + ".svg"), d / (figs[i].name + ".png"));
+        tick();
+    };
+    if (req.png && !figs.empty()) {
+        convert(0);
+        if (pngs[0].converted) {
+            std::atomic<std::size_t> next{1};
+            auto worker = [&] {
+                for (std::size_t i = next++; i < figs.size(); i = next++) convert(i);
+            };
+            const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), 4);
+            std::vector<std::thread> pool;
+            for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+            worker();
+            for (std::thread& t : pool) t.join();
+        }
+    }
+    std::vector<std::string> written;
+    std::string png_failure;
+    for (std::size_t i = 0; i < figs.size(); ++i) {
+        written.push_back((d / (figs[i].name + ".svg")).string());
+        if (pngs[i].converted) written.push_back(pngs[i].png.string());
+        else if (req.png && png_failure.empty() && !pngs[i].message.empty()) png_failure = pngs[i].message;
+    }
+    if (notes && !png_failure.empty()) notes->push_back(png_failure);  // said once
+    return written;
+}
+
+}  // namespace fasim::figures

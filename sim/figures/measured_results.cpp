@@ -1,0 +1,180 @@
+#include "figures/measured_results.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "problem/attention_problem.hpp"
+
+namespace fasim::figures {
+
+namespace {
+
+using nlohmann::json;
+
+std::string shown(const json& v) {
+    std::string s = v.dump();
+    if (s.size() > 60) s = s.substr(0, 57) + "...";
+    return s;
+}
+
+class Reader {
+public:
+    explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+    [[noreturn]] void fail(const std::string& field, const std::string& problem, const std::string& allowed,
+                           const std::string& fix) const {
+        throw usage_error("measured results " + origin_ + ": " + field + " " + problem, allowed, fix);
+    }
+
+    const json& member(const json& obj, const std::string& path, const char* key) const {
+        auto it = obj.find(key);
+        if (it == obj.end())
+            fail(path + key, "is missing", std::string("every entry needs \"") + key + "\"",
+                 std::string("add \"") + key + "\" (see docs/figures.md for the format), or regenerate the file with fa-validate");
+        return *it;
+    }
+
+    std::string string_field(const json& obj, const std::string& path, const char* key) const {
+        const json& v = member(obj, path, key);
+        if (!v.is_string())
+            fail(path + key, "= " + shown(v) + " is not a string", std::string("\"") + key + "\" must be a JSON string",
+                 "quote the value");
+        return v.get<std::string>();
+    }
+
+    std::string optional_string(const json& obj, const char* key) const {
+        auto it = obj.find(key);
+        if (it == obj.end()) return {};
+        if (!it->is_string())
+            fail(key, "= " + shown(*it) + " is not a string", std::string("\"") + key + "\" must be a JSON string",
+                 "quote the value or leave the key out");
+        return it->get<std::string>();
+    }
+
+    std::int64_t int_field(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) const {
+        const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
+        if (!v.is_number_integer())
+            fail(field, "= " + shown(v) + " is not an integer", field + " must be an integer in " + range,
+                 "write a whole number without quotes");
+        // Unsigned values above INT64_MAX would wrap; compare as unsigned first.
+        if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+            fail(field, "= " + shown(v) + " is out of range", field + " must be in " + range, "use a value in range");
+        const std::int64_t x = v.get<std::int64_t>();
+        if (x < lo || x > hi)
+            fail(field, "= " + shown(v) + " is out of range", field + " must be in " + range, "use a value in range");
+        return x;
+    }
+
+    double seconds_field(const json& obj, const std::string& path, const char* key) const {
+        const json& v = member(obj, path, key);
+        const std::string field = path + key;
+        if (!v.is_number())
+            fail(field, "= " + shown(v) + " is not a number", field + " must be a positive number of seconds",
+                 "write the time in seconds as a number, e.g. 1.25e-4");
+        const double x = v.get<double>();
+        if (!std::isfinite(x) || !(x > 0))
+            fail(field, "= " + shown(v) + " is out of range", field + " must be a positive, finite number of seconds",
+                 "drop the entry or re-measure it");
+        return x;
+    }
+
+    MeasuredResults parse(const std::string& text) const {
+        json doc;
+        try {
+            doc = json::parse(text);
+        } catch (const json::parse_error& e) {
+            fail("(whole file)", std::string("is not valid JSON (") + e.what() + ")", "a JSON object",
+                 "fix the syntax or regenerate the file with fa-validate");
+        }
+        if (!doc.is_object())
+            fail("(top level)", "is " + std::string(doc.type_name()) + ", not an object",
+                 "an object with \"schema_version\", \"gpu\" and \"results\"", "regenerate the file with fa-validate");
+        const json& ver = member(doc, "", "schema_version");
+        if (!ver.is_number_integer() || ver.get<std::int64_t>() != kMeasuredSchemaVersion)
+            fail("schema_version", "= " + shown(ver) + " is not supported",
+                 "this fa-sim reads schema_version " + std::to_string(kMeasuredSchemaVersion),
+                 "regenerate the file with this version's fa-validate");
+
+        MeasuredResults m;
+        m.origin = origin_;
+        m.gpu = string_field(doc, "", "gpu");
+        if (m.gpu.empty()) fail("gpu", "is empty", "the GPU's name, e.g. \"H200\"", "write the GPU that was measured");
+        m.command = optional_string(doc, "command");
+        m.driver = optional_string(doc, "driver");
+        m.date = optional_string(doc, "date");
+
+        const json& results = member(doc, "", "results");
+        if (!results.is_array())
+            fail("results", "= " + shown(results) + " is not an array", "\"results\" must be a list of entries",
+                 "write \"results\": [ {...}, ... ]");
+        if (results.empty())
+            fail("results", "is empty", "at least one measured entry", "add entries or do not pass the file");
+        for (std::size_t i = 0; i < results.size(); ++i) m.results.push_back(record(results[i], i));
+        return m;
+    }
+
+private:
+    MeasuredRecord record(const json& e, std::size_t i) const {
+        const std::string path = "results[" + std::to_string(i) + "].";
+        if (!e.is_object())
+            fail("results[" + std::to_string(i) + "]", "= " + shown(e) + " is not an object",
+                 "every entry is an object with algo, N, d, dtype, causal, batch, heads, measured_s, predicted_s",
+                 "write each entry as {\"algo\": ..., ...}");
+        MeasuredRecord r;
+        const std::string algo = string_field(e, path, "algo");
+        const auto a = parse_algo(algo);
+        if (!a) fail(path + "algo", "= \"" + algo + "\" is not an algorithm", "one of standard, tiled, fa1, fa2",
+                     "use fa-sim's algorithm names");
+        r.algo = *a;
+        r.N = int_field(member(e, path, "N"), path + "N", 1, ProblemLimits::max_seq);
+        r.Nk = r.N;
+        if (auto it = e.find("Nk"); it != e.end()) r.Nk = int_field(*it, path + "Nk", 1, ProblemLimits::max_seq);
+        r.d = int_field(member(e, path, "d"), path + "d", 1, 1024);
+        if (!supported_head_dim(r.d))
+            fail(path + "d", "= " + std::to_string(r.d) + " is not a supported head dimension",
+                 "d must be one of " + supported_head_dims_text(), "use a supported head dimension");
+        const std::string dt = string_field(e, path, "dtype");
+        const auto t = parse_dtype(dt);
+        if (!t) fail(path + "dtype", "= \"" + dt + "\" is not a dtype", "one of fp32, fp16, bf16", "use fa-sim's dtype names");
+        r.dtype = *t;
+        const json& causal = member(e, path, "causal");
+        if (!causal.is_boolean())
+            fail(path + "causal", "= " + shown(causal) + " is not a boolean", "true or false", "write true or false without quotes");
+        r.causal = causal.get<bool>();
+        r.batch = int_field(member(e, path, "batch"), path + "batch", 1, ProblemLimits::max_batch);
+        r.heads = int_field(member(e, path, "heads"), path + "heads", 1, ProblemLimits::max_heads);
+        r.measured_s = seconds_field(e, path, "measured_s");
+        r.predicted_s = seconds_field(e, path, "predicted_s");
+        if (auto it = e.find("label"); it != e.end()) {
+            if (!it->is_string())
+                fail(path + "label", "= " + shown(*it) + " is not a string", "label must be a JSON string",
+                     "quote the value or leave it out");
+            r.label = it->get<std::string>();
+        }
+        return r;
+    }
+
+    std::string origin_;
+};
+
+}  // namespace
+
+MeasuredResults parse_measured_results(const std::string& text, const std::string& origin) {
+    return Reader(origin).parse(text);
+}
+
+MeasuredResults read_measured_results(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw usage_error("measured results " + path + " cannot be read", "a readable JSON file written by fa-validate",
+                          "check the path and its permissions");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return parse_measured_results(ss.str(), path);
+}
+
+}  // namespace fasim::figures

@@ -1,0 +1,49 @@
+// Measured kernel timings for the predicted-vs-measured figure, as `fa-validate`
+// writes them (schema_version 1):
+//
+//   {"schema_version": 1, "gpu": "H200",
+//    "command": "...", "driver": "...", "date": "...",          (optional, shown in the caption)
+//    "results": [{"algo": "fa2", "N": 4096, "d": 64, "dtype": "fp16", "causal": false,
+//                 "batch": 4, "heads": 16, "measured_s": 1.2e-4, "predicted_s": 1.1e-4,
+//                 "Nk": 4096, "label": "..."},                   (Nk, label optional)
+//                ...]}
+//
+// Every problem is reported as a fasim::UsageError naming the file, the field
+// (e.g. results[3].measured_s), the bad value, what is allowed and a fix.
+// Unknown keys are ignored, so later writers may add fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+
+namespace fasim::figures {
+
+inline constexpr int kMeasuredSchemaVersion = 1;
+
+struct MeasuredRecord {
+    Algo algo = Algo::fa2;
+    std::int64_t N = 0, Nk = 0, d = 0;
+    DType dtype = DType::fp16;
+    bool causal = false;
+    std::int64_t batch = 1, heads = 1;
+    double measured_s = 0;
+    double predicted_s = 0;
+    std::string label;  // optional free text from the file
+};
+
+struct MeasuredResults {
+    std::string origin;  // the file it came from
+    std::string gpu;
+    std::string command, driver, date;  // empty when the file has none
+    std::vector<MeasuredRecord> results;
+};
+
+// Parses and validates the text of a measured-results file; `origin` names it in errors.
+MeasuredResults parse_measured_results(const std::string& text, const std::string& origin);
+// Reads and validates a file (UsageError if it cannot be read).
+MeasuredResults read_measured_results(const std::string& path);
+
+}  // namespace fasim::figures

@@ -1,0 +1,103 @@
+// Tile choices and shared-memory layouts of the CUDA flash kernels: host-only, needs no GPU.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+
+#include "attention_kernels.hpp"
+#include "kernels/smem_layouts.hpp"
+
+using fasim::DType;
+using namespace fasim::cuda_detail;
+
+namespace {
+constexpr std::size_t kH100 = 232448;  // sharedMemPerBlockOptin of H100 / H200 (227 KB)
+constexpr std::size_t kA100 = 166912;  // A100 (163 KB)
+constexpr std::size_t kAda = 101376;   // L4 / sm_86 / sm_89 (99 KB)
+constexpr std::size_t kT4 = 65536;     // T4 (64 KB)
+}  // namespace
+
+TEST_CASE("fa2 and tiled use the conventions' default tiles on H100/H200") {
+    for (DType dt : {DType::fp32, DType::fp16, DType::bf16}) {
+        CHECK(fasim::fa2_tiles(32, dt, kH100).Br == 128);
+        CHECK(fasim::fa2_tiles(32, dt, kH100).Bc == 128);
+        CHECK(fasim::fa2_tiles(64, dt, kH100).Br == 128);
+        CHECK(fasim::fa2_tiles(64, dt, kH100).Bc == 128);
+        CHECK(fasim::fa2_tiles(128, dt, kH100).Br == 128);
+        CHECK(fasim::fa2_tiles(128, dt, kH100).Bc == 64);
+    }
+}
+
+TEST_CASE("fa1 tiles follow Bc = ceil(M/4d), Br = min(Bc, d) on H100/H200") {
+    // M = 232448 / 4 = 58112 fp32 elements: Bc = ceil(58112 / 256) = 227, ceil(58112 / 512) = 114.
+    CHECK(fasim::fa1_tiles(64, DType::fp32, kH100).Bc == 227);
+    CHECK(fasim::fa1_tiles(64, DType::fp32, kH100).Br == 64);
+    CHECK(fasim::fa1_tiles(128, DType::fp32, kH100).Bc == 114);
+    CHECK(fasim::fa1_tiles(128, DType::fp32, kH100).Br == 114);
+    // fp16: M = 116224 elements.
+    CHECK(fasim::fa1_tiles(64, DType::fp16, kH100).Bc == 454);
+    CHECK(fasim::fa1_tiles(64, DType::fp16, kH100).Br == 64);
+    CHECK(fasim::fa1_tiles(128, DType::bf16, kH100).Bc == 227);
+    CHECK(fasim::fa1_tiles(128, DType::bf16, kH100).Br == 128);
+}
+
+TEST_CASE("every tile choice fits the device and keeps the kernels' shape rules") {
+    for (std::size_t smem : {kT4, kAda, kA100, kH100}) {
+        for (int d : {32, 64, 128}) {
+            for (DType dt : {DType::fp32, DType::fp16, DType::bf16}) {
+                INFO("smem " << smem << " d " << d << " dtype " << fasim::dtype_name(dt));
+                const int e = static_cast<int>(fasim::dtype_bytes(dt));
+                const fasim::TileChoice f2 = fasim::fa2_tiles(d, dt, smem);
+                CHECK(f2.smem_bytes <= smem);
+                CHECK(f2.smem_bytes == flash_smem_layout(f2.Br, f2.Bc, d, e).total);
+                CHECK(f2.Br % 16 == 0);
+                CHECK(f2.Br >= 16);
+                CHECK(f2.Br <= 128);
+                CHECK(f2.Bc % 4 == 0);
+                const fasim::TileChoice f1 = fasim::fa1_tiles(d, dt, smem);
+                CHECK(f1.smem_bytes <= smem);
+                CHECK(f1.smem_bytes == fa1_smem_layout(f1.Br, f1.Bc, d, e).total);
+                CHECK(f1.Bc >= 1);
+                CHECK(f1.Br == (f1.Bc < d ? f1.Bc : d));
+            }
+        }
+    }
+}
+
+TEST_CASE("shared-memory layouts are 16-byte aligned, ordered and conflict-free by construction") {
+    for (int d : {32, 64, 128}) {
+        for (int e : {2, 4}) {
+            const FlashSmemLayout L = flash_smem_layout(128, 64, d, e);
+            for (std::size_t off : {L.q, L.k, L.v, L.s, L.m, L.l, L.a, L.total}) CHECK(off % 16 == 0);
+            CHECK(L.q < L.k);
+            CHECK(L.k + static_cast<std::size_t>(64) * L.ldk * e <= L.v);
+            CHECK(L.s + static_cast<std::size_t>(128) * L.lds * 4 <= L.m);
+            CHECK((L.ldq * e) % 16 == 0);          // 16-byte rows
+            CHECK(((L.ldq * e) / 16) % 2 == 1);    // odd number of 16-byte units: 8 rows, 8 bank groups
+            CHECK(L.lds % 4 == 0);
+            CHECK((L.lds / 4) % 2 == 1);
+            const Fa1SmemLayout F = fa1_smem_layout(114, 227, d, e);
+            for (std::size_t off : {F.k, F.v, F.q, F.u, F.red_m, F.red_l, F.coef_a, F.coef_b, F.total}) {
+                CHECK(off % 16 == 0);
+            }
+            CHECK(F.kv_rows == 228);
+            CHECK(F.lds >= F.kv_rows);
+            CHECK(F.red_m - F.u >= static_cast<std::size_t>(4) * kFa1RowChunk * d * 4);  // partial products fit
+            CHECK(F.red_m - F.u >= static_cast<std::size_t>(kFa1RowChunk) * F.lds * 4);  // S chunk fits
+        }
+    }
+}
+
+TEST_CASE("problem validation names the bad value") {
+    fasim::CudaProblem p;
+    p.d = 96;
+    CHECK_THROWS_WITH(fasim::validate_problem(p), Catch::Contains("d = 96"));
+    p.d = 64;
+    p.N = 0;
+    CHECK_THROWS_WITH(fasim::validate_problem(p), Catch::Contains("N = 0"));
+    p.N = 16;
+    p.B = 300;
+    p.H = 300;
+    CHECK_THROWS_WITH(fasim::validate_problem(p), Catch::Contains("B*H = 90000"));
+    CHECK(fasim::parse_cuda_algo("fa2") == fasim::CudaAlgo::fa2);
+    CHECK_FALSE(fasim::parse_cuda_algo("fa3").has_value());
+}
