@@ -115,8 +115,10 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
                 c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
             } else if (!fits(Br, Bc)) {
                 const std::int64_t need = smem_bytes_needed(algo, p, Br, Bc, c);
-                while (Bc > 1 && !fits(Br, Bc)) --Bc;
-                while (Br > 1 && !fits(Br, Bc)) --Br;
+                while (!fits(Br, Bc) && (Br > 1 || Bc > 1)) {  // shrink the larger, so neither collapses
+                    if (Bc >= Br) --Bc;
+                    else --Br;
+                }
                 c.reasons.push_back("those tiles plus the split-K exchange buffer need " + bytes_text(need) + " > " +
                                     bytes_text(limit) + ": lowered to Br = " + std::to_string(Br) + ", Bc = " +
                                     std::to_string(Bc) + ", the largest that fit");

@@ -15,6 +15,7 @@ const char* kExamples = R"(Examples:
   fa-sim --algo fa2 --N 4096                 the flagship report (A100-SXM4-40GB)
   fa-sim --algo all --N 16384 --gpu H100-SXM side by side, ratios vs standard
   fa-sim --algo fa1 --N 8 --d 4 --trace     Algorithm 1 step by step on a tiny problem
+  fa-sim --algo all --plot figures/          SVG (and PNG) figures into figures/ (docs/figures.md)
   fa-sim --algo all --sweep N=512:65536 --csv   traffic and time vs N, for scripts
   fa-sim --algo fa2 --causal --json          machine-readable (docs/output-schema.md)
   fa-sim --list-gpus                         presets and where their numbers come from
@@ -73,7 +74,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                  "fa-sim"};
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
-    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep, seed = "1";
+    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
     app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
@@ -94,6 +95,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
     app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");
     app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
+    app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR "
+                   "(default fa-sim-plots); --sweep sets the N range of the sweeps")->expected(0, 1);
+    app.add_option("--measured", measured, "with --plot: fa-validate results (JSON) for the predicted-vs-measured figure");
     app.add_flag("--trace", o.trace,
                  "run the tile program on real numbers and print every step, then compare with exact attention "
                  "(tiny problems: N, Nk <= 64; --heads defaults to 1 with --trace)");
@@ -109,6 +113,13 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         throw usage_error(std::string(e.what()), "see the options in fa-sim --help", "correct the command line");
     }
     o.model.tensor_cores = !cuda_cores;
+    if (app.count("--plot")) o.plot_dir = plot_dir.empty() ? "fa-sim-plots" : plot_dir;
+    if (!measured.empty()) {
+        if (!o.plot_dir)
+            throw usage_error("--measured " + measured + " was given without --plot", "it feeds the predicted-vs-measured figure",
+                              "add --plot DIR");
+        o.measured = measured;
+    }
 
     if (algo == "all") {
         o.all = true;
@@ -147,8 +158,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
     o.seed = static_cast<std::uint64_t>(parse_integer("--seed", seed, 0, std::numeric_limits<std::int64_t>::max(), "pass a whole number"));
     if (o.trace) {
-        if (o.all || o.algos.size() != 1 || !o.sweep_n.empty() || o.json || o.csv)
-            throw usage_error("--trace was combined with --algo all, --sweep, --json or --csv",
+        if (o.all || o.algos.size() != 1 || !o.sweep_n.empty() || o.json || o.csv || o.plot_dir)
+            throw usage_error("--trace was combined with --algo all, --sweep, --plot, --json or --csv",
                               "--trace follows one algorithm on one problem", "pick one --algo and drop the others");
         if (p.N > 64 || p.Nk > 64 || p.batch_heads() > 4)
             throw usage_error("--trace with N=" + std::to_string(p.N) + ", Nk=" + std::to_string(p.Nk) + ", batch*heads=" +

@@ -23,6 +23,8 @@ struct CliOptions {
     ModelOptions model;
     bool json = false, csv = false, list_gpus = false;
     std::vector<std::int64_t> sweep_n;       // --sweep N=a:b (powers of two)
+    std::optional<std::string> plot_dir;     // --plot [DIR]: write the figures there
+    std::optional<std::string> measured;     // --measured FILE: fa-validate results for the figures
     bool trace = false;                      // run functionally, print every step
     std::uint64_t seed = 1;                  // inputs of functional runs
     bool help = false;

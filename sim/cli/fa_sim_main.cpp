@@ -7,6 +7,7 @@
 #include "common/errors.hpp"
 #include "exec/functional_executor.hpp"
 #include "exec/trace_printer.hpp"
+#include "figures/figures.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "inputs.hpp"
 #include "model/sweep.hpp"
@@ -78,6 +79,21 @@ int run(int argc, char** argv) {
         return 0;
     }
     if (o.trace) return trace(o);
+    if (o.plot_dir) {
+        figures::FigureRequest req;
+        req.gpu = o.gpu;
+        req.problem = o.problem;
+        req.tiles = o.tiles;
+        req.model = o.model;
+        req.algos = o.algos;
+        if (!o.sweep_n.empty()) req.sweep_n = o.sweep_n;
+        req.measured_path = o.measured;
+        req.progress = isatty(fileno(stderr)) != 0;
+        std::vector<std::string> notes;
+        for (const auto& path : figures::write_figures(*o.plot_dir, req, &notes)) std::cout << "wrote " << path << '\n';
+        for (const auto& n : notes) std::cerr << "fa-sim: " << n << '\n';
+        return 0;
+    }
     ReportStyle style;
     style.unicode = isatty(fileno(stdout)) != 0;
 

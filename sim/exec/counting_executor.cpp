@@ -1,6 +1,7 @@
 #include "exec/counting_executor.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +15,7 @@ namespace {
 
 constexpr int kAddressingRegisters = 32;  // indices, pointers, loop counters per thread
 constexpr std::int64_t kExchangeRows = 16;  // rows of the split-K exchange buffer
+constexpr std::size_t kMaxRecorded = std::size_t{1} << 16;  // first-block accesses kept before configuring
 
 struct TileInfo {
     std::int64_t rows = 0, cols = 0, elem_bytes = 0;
@@ -37,6 +39,9 @@ public:
         work = BlockWork{};
         recording_ = record_accesses;
     }
+    // Called when the recording grows large (a whole FA1 head is one block): by then the
+    // block has shown its peaks, so the kernel is configured and recording stops.
+    std::function<void()> on_recording_full;
     // The first block's accesses, in order, once the L2 model is configured.
     void replay_recorded() {
         for (const auto& [region, is_write] : recorded_) {
@@ -60,7 +65,7 @@ public:
             const std::int64_t sectors = sector_bytes(r);
             rec_->hbm.read[i] += bytes;
             rec_->l2.read[i] += sectors;
-            if (recording_) recorded_.emplace_back(r, false);
+            if (recording_) record(r, false);
             else rec_->dram.read[i] += l2_->read(r);
             work.l2_bytes += sectors;
         }
@@ -77,7 +82,7 @@ public:
             const std::int64_t sectors = sector_bytes(r);
             rec_->hbm.write[i] += r.bytes();
             rec_->l2.write[i] += sectors;
-            if (recording_) recorded_.emplace_back(r, true);
+            if (recording_) record(r, true);
             else rec_->dram.write[i] += l2_->write(r);
             work.l2_bytes += sectors;
         }
@@ -164,6 +169,13 @@ private:
         else reg_peak = std::max(reg_peak, reg_live_ += t.bytes());
         return Tile(this, id, rows, cols, elem_bytes, space);
     }
+    void record(const Region& r, bool is_write) {
+        recorded_.emplace_back(r, is_write);
+        if (recorded_.size() >= kMaxRecorded && on_recording_full) {
+            on_recording_full();  // configures the L2 model and replays what was recorded
+            recording_ = false;
+        }
+    }
     void smem_read(std::int64_t bytes) {
         work.smem_bytes += bytes;
         if (rec_) rec_->smem_read += bytes;
@@ -214,31 +226,38 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         else rec.block_work.emplace_back(block.work, 1);
     };
 
-    // The first block shows the shared memory and registers a block holds at its peak.
+    // The first block shows the shared memory and registers a block holds at its peak;
+    // they decide occupancy, and occupancy decides which blocks share L2 at a time.
+    bool configured = false;
+    auto configure = [&] {
+        if (configured) return;
+        configured = true;
+        rec.smem_bytes_per_block = block.smem_peak;
+        rec.register_bytes_per_block = block.reg_peak;
+        if (rec.smem_bytes_per_block > gpu_.smem_per_block_bytes)
+            throw usage_error("kernel '" + kernel.name + "' needs " + std::to_string(rec.smem_bytes_per_block) +
+                                  " B of shared memory per block",
+                              gpu_.name + " allows at most " + std::to_string(gpu_.smem_per_block_bytes) + " B per block",
+                              "choose smaller tiles with --Br/--Bc, a smaller --d, or a 2-byte --dtype");
+        const std::int64_t tile_regs = (rec.register_bytes_per_block / 4 + threads - 1) / threads;
+        rec.register_spill = tile_regs + kAddressingRegisters > gpu_.max_registers_per_thread;
+        rec.registers_per_thread =
+            static_cast<int>(std::min<std::int64_t>(tile_regs + kAddressingRegisters, gpu_.max_registers_per_thread));
+        rec.occupancy = compute_occupancy(gpu_, kernel.warps, rec.smem_bytes_per_block, rec.registers_per_thread);
+        if (rec.occupancy.blocks_per_sm < 1)
+            throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,
+                              "a block needs at most the SM's shared memory, registers and warps",
+                              "choose smaller tiles with --Br/--Bc");
+        l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
+        l2_.begin_block(0);
+        block.replay_recorded();
+    };
+    block.on_recording_full = configure;
     block.start_block(/*record_accesses=*/true);
     body(block, 0, 0);
     finish_block();
-    rec.smem_bytes_per_block = block.smem_peak;
-    rec.register_bytes_per_block = block.reg_peak;
-    if (rec.smem_bytes_per_block > gpu_.smem_per_block_bytes)
-        throw usage_error("kernel '" + kernel.name + "' needs " + std::to_string(rec.smem_bytes_per_block) +
-                              " B of shared memory per block",
-                          gpu_.name + " allows at most " + std::to_string(gpu_.smem_per_block_bytes) + " B per block",
-                          "choose smaller tiles with --Br/--Bc, a smaller --d, or a 2-byte --dtype");
-    const std::int64_t tile_regs = (rec.register_bytes_per_block / 4 + threads - 1) / threads;
-    rec.register_spill = tile_regs + kAddressingRegisters > gpu_.max_registers_per_thread;
-    rec.registers_per_thread =
-        static_cast<int>(std::min<std::int64_t>(tile_regs + kAddressingRegisters, gpu_.max_registers_per_thread));
-    rec.occupancy = compute_occupancy(gpu_, kernel.warps, rec.smem_bytes_per_block, rec.registers_per_thread);
-    if (rec.occupancy.blocks_per_sm < 1)
-        throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,
-                          "a block needs at most the SM's shared memory, registers and warps",
-                          "choose smaller tiles with --Br/--Bc");
-
-    // Now the L2 model knows which blocks run together.
-    l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
-    l2_.begin_block(0);
-    block.replay_recorded();
+    configure();
+    block.on_recording_full = nullptr;
     for (std::int64_t i = 1; i < kernel.blocks_per_head; ++i) {
         l2_.begin_block(i);
         block.start_block(/*record_accesses=*/false);

@@ -517,34 +517,53 @@ Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r) {
 // ---- 6. predicted vs measured ------------------------------------------------------
 
 Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m) {
-    Figure f{"predicted_vs_measured", Chart("Predicted vs measured kernel time (" + m.gpu + ")", 760, 680), {}, {}, {}, {}};
+    Figure f{"predicted_vs_measured", Chart("Predicted vs measured kernel time (" + m.gpu + ")", 820, 700), {}, {}, {}, {}};
     Chart& c = f.chart;
     c.x_axis() = {ScaleKind::Log10, "measured time", plot::seconds_labels()};
     c.y_axis() = {ScaleKind::Log10, "predicted time", plot::seconds_labels()};
     c.set_equal_xy_range(true);
+    c.set_legend(plot::LegendPosition::OutsideRight);
     c.add_identity_line(plot::IdentityLine(0.25, "y = x (exact prediction)", "\u00B125%"));
+    // One series per measured kernel, grouped by the simulator algorithm it is compared
+    // with: the algorithm's colour, a different marker per kernel of the same algorithm.
     std::size_t within = 0;
     for (Algo a : kAllAlgos) {
-        std::vector<double> x, y;
-        for (const MeasuredRecord& r : m.results) {
-            if (r.algo != a) continue;
-            x.push_back(r.measured_s);
-            y.push_back(r.predicted_s);
-            within += std::fabs(r.predicted_s / r.measured_s - 1) <= 0.25 ? 1 : 0;
+        std::set<std::string> kernels;
+        for (const MeasuredRecord& r : m.results)
+            if (r.algo == a) kernels.insert(r.kernel);
+        std::size_t variant = 0;
+        for (const std::string& kernel : kernels) {
+            std::vector<double> x, y;
+            for (const MeasuredRecord& r : m.results) {
+                if (r.algo != a || r.kernel != kernel) continue;
+                x.push_back(r.measured_s);
+                y.push_back(r.predicted_s);
+                within += std::fabs(r.predicted_s / r.measured_s - 1) <= 0.25 ? 1 : 0;
+            }
+            static constexpr Marker markers[] = {Marker::Circle, Marker::Square, Marker::Triangle, Marker::Diamond};
+            const std::string name = kernel == algo_name(a) ? algo_label(a) : kernel + " (vs " + algo_label(a) + ")";
+            add_scatter(f, ScatterSeries(name, x, y)
+                               .with_color(algo_color(a))
+                               .with_marker(markers[variant++ % 4])
+                               .with_size(4.5));
         }
-        if (!x.empty())
-            add_scatter(f, ScatterSeries(algo_label(a), x, y).with_color(algo_color(a)).with_size(5.5));
     }
     std::string caption = "Measured: " + m.origin + ", " + std::to_string(m.results.size()) + " kernel configurations on " +
                           m.gpu;
     if (!m.driver.empty()) caption += ", driver " + m.driver;
     if (!m.date.empty()) caption += ", " + m.date;
-    caption += ". Predicted: the simulator's time fa-validate recorded next to each measurement. One point per "
-               "configuration (algorithm, N, d, dtype, causal, B, H). " + std::to_string(within) + " of " +
-               std::to_string(m.results.size()) + " within \u00B125% (shaded).";
+    caption += ". Predicted: the simulator's time" + (m.gpu_preset.empty() ? std::string() : " for the " + m.gpu_preset + " preset") +
+               " that fa-validate recorded next to each measurement. One point per configuration (kernel, N, d, dtype, "
+               "causal, B, H). " + std::to_string(within) + " of " + std::to_string(m.results.size()) +
+               " within \u00B125% (shaded).";
+    if (!m.failed.empty())
+        caption += " " + std::to_string(m.failed.size()) + " entries whose run failed on the GPU are left out.";
     if (!m.command.empty()) caption += "\nCommand: " + m.command;
-    if (m.gpu != req.gpu.name) caption += "\nThe other figures are for " + req.gpu.name + "; these measurements are from " + m.gpu + ".";
+    const std::string preset = m.gpu_preset.empty() ? m.gpu : m.gpu_preset;
+    if (preset != req.gpu.name)
+        caption += "\nThe other figures are for " + req.gpu.name + "; these measurements are from " + m.gpu + ".";
     c.set_caption(caption);
+    if (!m.failed.empty()) f.notes.push_back(std::to_string(m.failed.size()) + " failed runs in " + m.origin + " left out");
     return f;
 }
 
@@ -556,6 +575,10 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     if (req.algos.empty())
         throw usage_error("no algorithm to plot", "at least one of standard, tiled, fa1, fa2",
                           "pass --algo all or name an algorithm");
+    // A malformed measured-results file fails before any simulation.
+    std::optional<MeasuredResults> measured;
+    if (req.measured_path && std::filesystem::exists(*req.measured_path))
+        measured = read_measured_results(*req.measured_path);
     std::vector<Figure> figs;
     const NSweep sweep = run_n_sweep(req, progress);
     const std::vector<AlgorithmResult> at_n = run_chosen(req);
@@ -575,16 +598,16 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
             timeline = true;
         }
     if (!timeline && notes) notes->push_back("occupancy_timeline: not drawn (it needs fa1 or fa2 among the algorithms)");
-    if (notes)
-        for (const Figure& f : figs)
-            for (const std::string& n : f.notes) notes->push_back(f.name + ": " + n);
-    if (req.measured_path && std::filesystem::exists(*req.measured_path)) {
-        figs.push_back(predicted_vs_measured(req, read_measured_results(*req.measured_path)));
+    if (measured) {
+        figs.push_back(predicted_vs_measured(req, *measured));
     } else if (notes) {
         notes->push_back(req.measured_path ? "predicted_vs_measured: not drawn, " + *req.measured_path +
                                                  " does not exist (fa-validate writes it on a GPU machine)"
                                            : "predicted_vs_measured: not drawn, no measured-results file given");
     }
+    if (notes)
+        for (const Figure& f : figs)
+            for (const std::string& n : f.notes) notes->push_back(f.name + ": " + n);
     return figs;
 }
 

@@ -75,9 +75,9 @@ class Progress;
 // How much work one simulation is, in tile steps (one Q tile meeting one K/V tile; for
 // standard attention, one output tile of S, weighted 50 for naive GEMMs), and the most a
 // figure spends on one point. The counting executor's time and memory grow with the
-// steps; FA1 with tiny tiles (Bc=1 where nothing larger fits, e.g. a T4 with fp32 or
-// d >= 128) costs about 1 µs and 150 B per step, so a sweep to N=65536 would take
-// minutes and gigabytes. Points over the budget are left out of the figures and named
+// steps; FA1 with tiny tiles (Bc=1 where nothing larger fits, e.g. a T4 with d >= 128)
+// costs about 1 µs and 150 B per step, so a sweep to N=65536 would take minutes and
+// gigabytes. Points over the budget are left out of the figures and named
 // in their captions.
 std::int64_t tile_steps(Algo algo, const AttentionProblem& p, const TileConfig& tiles);
 std::int64_t tile_step_budget(Algo algo);

@@ -103,6 +103,7 @@ public:
         m.origin = origin_;
         m.gpu = string_field(doc, "", "gpu");
         if (m.gpu.empty()) fail("gpu", "is empty", "the GPU's name, e.g. \"H200\"", "write the GPU that was measured");
+        m.gpu_preset = optional_string(doc, "gpu_preset");
         m.command = optional_string(doc, "command");
         m.driver = optional_string(doc, "driver");
         m.date = optional_string(doc, "date");
@@ -113,7 +114,21 @@ public:
                  "write \"results\": [ {...}, ... ]");
         if (results.empty())
             fail("results", "is empty", "at least one measured entry", "add entries or do not pass the file");
-        for (std::size_t i = 0; i < results.size(); ++i) m.results.push_back(record(results[i], i));
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            MeasuredRecord r = record(results[i], i);
+            if (auto err = results[i].find("error"); err != results[i].end()) {
+                m.failed.push_back(r.kernel + " N=" + std::to_string(r.N) + " d=" + std::to_string(r.d) + " " +
+                                   dtype_name(r.dtype) + (r.causal ? " causal" : "") + ": " +
+                                   (err->is_string() ? err->get<std::string>() : err->dump()));
+                continue;
+            }
+            r.measured_s = seconds_field(results[i], "results[" + std::to_string(i) + "].", "measured_s");
+            r.predicted_s = seconds_field(results[i], "results[" + std::to_string(i) + "].", "predicted_s");
+            m.results.push_back(std::move(r));
+        }
+        if (m.results.empty())
+            fail("results", "has no entry with a measurement (" + std::to_string(m.failed.size()) + " failed runs)",
+                 "at least one entry with measured_s and predicted_s", "re-run fa-validate on a GPU");
         return m;
     }
 
@@ -125,11 +140,21 @@ private:
                  "every entry is an object with algo, N, d, dtype, causal, batch, heads, measured_s, predicted_s",
                  "write each entry as {\"algo\": ..., ...}");
         MeasuredRecord r;
-        const std::string algo = string_field(e, path, "algo");
-        const auto a = parse_algo(algo);
-        if (!a) fail(path + "algo", "= \"" + algo + "\" is not an algorithm", "one of standard, tiled, fa1, fa2",
-                     "use fa-sim's algorithm names");
-        r.algo = *a;
+        r.kernel = string_field(e, path, "algo");
+        if (r.kernel.empty()) fail(path + "algo", "is empty", "the measured kernel's name", "write e.g. \"fa2\"");
+        if (e.contains("sim_algo")) {
+            const std::string sim = string_field(e, path, "sim_algo");
+            const auto a = parse_algo(sim);
+            if (!a) fail(path + "sim_algo", "= \"" + sim + "\" is not a simulator algorithm", "one of standard, tiled, fa1, fa2",
+                         "use fa-sim's algorithm names");
+            r.algo = *a;
+        } else {
+            const auto a = parse_algo(r.kernel);
+            if (!a) fail(path + "algo", "= \"" + r.kernel + "\" is not a simulator algorithm and there is no sim_algo",
+                         "algo one of standard, tiled, fa1, fa2, or a \"sim_algo\" that is",
+                         "add \"sim_algo\" naming the algorithm the kernel implements");
+            r.algo = *a;
+        }
         r.N = int_field(member(e, path, "N"), path + "N", 1, ProblemLimits::max_seq);
         r.Nk = r.N;
         if (auto it = e.find("Nk"); it != e.end()) r.Nk = int_field(*it, path + "Nk", 1, ProblemLimits::max_seq);
@@ -147,15 +172,7 @@ private:
         r.causal = causal.get<bool>();
         r.batch = int_field(member(e, path, "batch"), path + "batch", 1, ProblemLimits::max_batch);
         r.heads = int_field(member(e, path, "heads"), path + "heads", 1, ProblemLimits::max_heads);
-        r.measured_s = seconds_field(e, path, "measured_s");
-        r.predicted_s = seconds_field(e, path, "predicted_s");
-        if (auto it = e.find("label"); it != e.end()) {
-            if (!it->is_string())
-                fail(path + "label", "= " + shown(*it) + " is not a string", "label must be a JSON string",
-                     "quote the value or leave it out");
-            r.label = it->get<std::string>();
-        }
-        return r;
+        return r;  // measured_s and predicted_s are read by the caller unless the run failed
     }
 
     std::string origin_;

@@ -1,15 +1,18 @@
 // Measured kernel timings for the predicted-vs-measured figure, as `fa-validate`
-// writes them (schema_version 1):
+// writes them (cuda/results/*/validate_*.json, schema_version 1):
 //
-//   {"schema_version": 1, "gpu": "H200",
-//    "command": "...", "driver": "...", "date": "...",          (optional, shown in the caption)
-//    "results": [{"algo": "fa2", "N": 4096, "d": 64, "dtype": "fp16", "causal": false,
-//                 "batch": 4, "heads": 16, "measured_s": 1.2e-4, "predicted_s": 1.1e-4,
-//                 "Nk": 4096, "label": "..."},                   (Nk, label optional)
+//   {"schema_version": 1, "gpu": "NVIDIA H200", "gpu_preset": "H200",
+//    "command": "...", "driver": "...", "date": "...",           (optional, shown in the caption)
+//    "results": [{"algo": "standard_tiled", "sim_algo": "standard", "N": 4096, "Nk": 4096,
+//                 "d": 64, "dtype": "fp16", "causal": false, "batch": 2, "heads": 8,
+//                 "measured_s": 1.2e-4, "predicted_s": 1.1e-4, ...},
+//                {"algo": "fa1", ..., "error": "..."},             (a run that failed: left out)
 //                ...]}
 //
-// Every problem is reported as a fasim::UsageError naming the file, the field
-// (e.g. results[3].measured_s), the bad value, what is allowed and a fix.
+// "algo" names the kernel (any text); "sim_algo" the simulator algorithm it is compared
+// with (standard, tiled, fa1, fa2) and may be left out when "algo" is one of those.
+// "Nk" defaults to N. Every problem is reported as a fasim::UsageError naming the file,
+// the field (e.g. results[3].measured_s), the bad value, what is allowed and a fix.
 // Unknown keys are ignored, so later writers may add fields.
 #pragma once
 
@@ -24,21 +27,23 @@ namespace fasim::figures {
 inline constexpr int kMeasuredSchemaVersion = 1;
 
 struct MeasuredRecord {
-    Algo algo = Algo::fa2;
+    std::string kernel;   // the file's "algo": which kernel was measured, e.g. "standard_cublas"
+    Algo algo = Algo::fa2;  // the simulator algorithm its prediction comes from ("sim_algo")
     std::int64_t N = 0, Nk = 0, d = 0;
     DType dtype = DType::fp16;
     bool causal = false;
     std::int64_t batch = 1, heads = 1;
     double measured_s = 0;
     double predicted_s = 0;
-    std::string label;  // optional free text from the file
 };
 
 struct MeasuredResults {
     std::string origin;  // the file it came from
     std::string gpu;
+    std::string gpu_preset;             // the simulator preset the predictions used (may be empty)
     std::string command, driver, date;  // empty when the file has none
     std::vector<MeasuredRecord> results;
+    std::vector<std::string> failed;    // entries with an "error" (the run failed): "fa1 N=4096 d=64 fp32: ..."
 };
 
 // Parses and validates the text of a measured-results file; `origin` names it in errors.
