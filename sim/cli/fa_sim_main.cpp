@@ -8,6 +8,7 @@
 #include "exec/functional_executor.hpp"
 #include "exec/trace_printer.hpp"
 #include "figures/figures.hpp"
+#include "figures/progress.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "inputs.hpp"
 #include "model/sweep.hpp"
@@ -105,7 +106,11 @@ int run(int argc, char** argv) {
 
     if (!o.sweep_n.empty()) {
         SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0};
-        const auto by_n = run_sweep(req, o.gpu);
+        // A bar on stderr, only on a terminal and only once the sweep has run for a second.
+        figures::Progress progress("sweep", static_cast<std::int64_t>(o.sweep_n.size() * o.algos.size()),
+                                   isatty(fileno(stderr)) != 0);
+        const auto by_n = run_sweep(req, o.gpu, [&] { progress.tick(); });
+        progress.finish();
         if (o.json) std::cout << sweep_json(by_n, o.gpu).dump(2) << '\n';
         else if (o.csv) {
             std::cout << csv_header() << '\n';

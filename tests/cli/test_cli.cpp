@@ -46,6 +46,14 @@ TEST_CASE("bad choices name the value and the choices", "[cli][errors]") {
     expect_usage_error("--no-such-flag", "no-such-flag");
 }
 
+TEST_CASE("trace, plot and seed flags are checked too", "[cli][errors]") {
+    expect_usage_error("--trace --N 4096", "would print too many steps");
+    expect_usage_error("--trace --algo all --N 8", "--trace was combined");
+    expect_usage_error("--seed abc --trace --N 8", "--seed 'abc'");
+    expect_usage_error("--measured r.json", "without --plot");
+    expect_usage_error("--plot /nonexistent/figures --N 512", "/nonexistent/figures");
+}
+
 TEST_CASE("tiles that do not fit in shared memory are refused, never clamped", "[cli][errors]") {
     expect_usage_error("--Br 100000", "--Br 100000");
     expect_usage_error("--Br 0", "--Br 0");
