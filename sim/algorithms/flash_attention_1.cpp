@@ -11,8 +11,7 @@
 //    products are exchanged through shared memory with barriers.
 //  - O_i is normalised on every step (divided by ℓ_new, multiplied back by ℓ_i on
 //    the next): the extra non-matmul work FlashAttention-2 removes.
-#include "algorithms/algorithm.hpp"
-#include "algorithms/causal.hpp"
+#include "algorithms/flash_steps.hpp"
 
 namespace fasim {
 
@@ -53,9 +52,7 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
                 Tile li = b.load(view(l, bh).tile(0, 1, q0, rows), Space::Shared, "l_i");
                 Tile mi = b.load(view(m, bh).tile(0, 1, q0, rows), Space::Shared, "m_i");
 
-                Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");  // line 9
-                b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Cols);
-                if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+                Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Cols);                // line 9
 
                 Tile m_tilde = b.row_max(S, scale, "m~_ij");                   // line 10
                 b.reduce_across_warps(m_tilde, Reduce::Max);

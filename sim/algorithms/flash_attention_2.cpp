@@ -8,22 +8,15 @@
 //  - only logsumexp (LSE) is saved for the backward pass, not m and ℓ;
 //  - the 4 warps split Q (each owns Br/4 rows): no exchange between warps.
 // Global traffic: reads Q once and K, V once per Q tile; writes O and LSE once.
-#include "algorithms/algorithm.hpp"
-#include "algorithms/causal.hpp"
+#include "algorithms/flash_steps.hpp"
 
 namespace fasim {
 
 void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
-    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d;
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br);
     const double scale = p.softmax_scale();
-
-    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
-    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
-    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
-    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br, true};
-    for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
+    const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
     const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
                             Tr, BH, cfg.warps};
@@ -40,9 +33,7 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
 
-            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
-            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
-            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
 
             Tile m_new = b.row_max(S, scale, "m_new");
             b.vec_max(m_new, m_new, mi);

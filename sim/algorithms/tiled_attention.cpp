@@ -8,22 +8,15 @@
 //   pass 2: over K and V tiles, P = exp(scale·S − m)/ℓ is final, O += P·V.
 // Compared with fa2 it reads K once more and recomputes Q·Kᵀ: exactly what
 // online softmax (rescaling O) buys.
-#include "algorithms/algorithm.hpp"
-#include "algorithms/causal.hpp"
+#include "algorithms/flash_steps.hpp"
 
 namespace fasim {
 
 void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
-    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
+    const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d;
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br);
     const double scale = p.softmax_scale();
-
-    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
-    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
-    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
-    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor LSE{TensorName::LSE, BH, 1, N, 4, 1, Br, true};
-    for (const auto* t : {&Q, &K, &V, &O, &LSE}) x.declare(*t);
+    const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
     const KernelDesc kernel{"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",
                             Tr, BH, cfg.warps};
@@ -37,9 +30,7 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 1)");
-            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
-            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
-            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
             Tile m_new = b.row_max(S, scale, "m_new");
             b.vec_max(m_new, m_new, mi);
             Tile alpha = b.alloc(rows, 1, Space::Registers, Fill::Zero, "alpha");
@@ -55,9 +46,7 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 2)");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
-            Tile S = b.alloc(rows, cols, Space::Registers, Fill::Zero, "S_ij");
-            b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, Split::Rows);
-            if (tile_crosses_diagonal(q0, k0, cols, N, Nk, p.causal)) b.mask(S, {q0, k0, N, Nk, p.causal});
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
             b.exp_rows(S, scale, mi);
             b.divide_rows(S, li);                  // P is final: no later rescaling
             b.round_to_storage(S);

@@ -1,0 +1,36 @@
+// Sub-steps the fused algorithms share. Each algorithm keeps its own loop nest;
+// only these two pieces are common to them.
+#pragma once
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
+
+namespace fasim {
+
+// Q, K, V, O and LSE of a fused algorithm whose Q tiles have Br rows and K/V tiles Bc.
+struct FusedTensors {
+    GlobalTensor Q, K, V, O, LSE;
+};
+
+inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc) {
+    const std::int64_t BH = p.batch_heads(), e = p.elem_bytes();
+    FusedTensors t{{TensorName::Q, BH, p.N, p.d, e, Br, p.d},
+                   {TensorName::K, BH, p.Nk, p.d, e, Bc, p.d},
+                   {TensorName::V, BH, p.Nk, p.d, e, Bc, p.d},
+                   {TensorName::O, BH, p.N, p.d, e, Br, p.d},
+                   {TensorName::LSE, BH, 1, p.N, 4, 1, Br, true}};
+    for (const auto* g : {&t.Q, &t.K, &t.V, &t.O, &t.LSE}) x.declare(*g);
+    return t;
+}
+
+// S_ij = Q_i·K_jᵀ for the tile whose top-left element is S[q0][k0], masked where it
+// crosses the causal diagonal. `split` says how the warps divide the product.
+inline Tile score_tile(Block& b, const Tile& Qi, const Tile& Kj, std::int64_t q0, std::int64_t k0,
+                       const AttentionProblem& p, Split split) {
+    Tile S = b.alloc(Qi.rows(), Kj.rows(), Space::Registers, Fill::Zero, "S_ij");
+    b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, split);
+    if (tile_crosses_diagonal(q0, k0, Kj.rows(), p.N, p.Nk, p.causal)) b.mask(S, {q0, k0, p.N, p.Nk, p.causal});
+    return S;
+}
+
+}  // namespace fasim
