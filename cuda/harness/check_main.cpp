@@ -215,8 +215,8 @@ std::vector<Row> check_case(const Case& c, const std::vector<ref::QKV>& heads, c
                 row.naive_error = tc.naive_error;
             }
             if (!tc.pass) {
+                if (row.pass || row.note.empty()) row.note = "O out of tolerance in head " + std::to_string(h);
                 row.pass = false;
-                row.note = "O out of tolerance in head " + std::to_string(h);
             }
             diff2 += (O - exact[h].O).squaredNorm();
             ref2 += exact[h].O.squaredNorm();
