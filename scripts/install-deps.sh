@@ -2,7 +2,8 @@
 # Installs what fa-sim needs from Debian's packages, skipping what is already there.
 # The CUDA toolkit (nvcc) is optional: the CUDA kernels build when it is found.
 set -euo pipefail
-packages=(g++ cmake make libeigen3-dev libcli11-dev catch2 nlohmann-json3-dev librsvg2-bin python3)
+packages=(g++ cmake make libeigen3-dev libcli11-dev catch2 nlohmann-json3-dev librsvg2-bin python3
+          python3-nbformat python3-nbclient python3-ipykernel python3-matplotlib)  # notebooks_export/ is executed by the tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

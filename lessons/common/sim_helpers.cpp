@@ -1,0 +1,121 @@
+#include "common/sim_helpers.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "common/text.hpp"
+#include "exec/trace_printer.hpp"
+#include "inputs.hpp"
+
+namespace fasim::lessons {
+
+namespace {
+
+// Records declarations only; launches nothing.
+class DeclarationsOnly final : public Executor {
+public:
+    void declare(const GlobalTensor& t) override { bytes += t.bytes_per_head() * t.heads; }
+    void launch(const KernelDesc&, const BlockBody&) override {}
+    std::int64_t bytes = 0;
+};
+
+}  // namespace
+
+AttentionProblem make_problem(std::int64_t batch, std::int64_t heads, std::int64_t N, std::int64_t d, DType dtype,
+                              bool causal) {
+    AttentionProblem p;
+    p.batch = batch;
+    p.heads = heads;
+    p.N = p.Nk = N;
+    p.d = d;
+    p.dtype = dtype;
+    p.causal = causal;
+    return p;
+}
+
+AlgorithmResult sim(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+    return simulate(algo, p, gpu, t);
+}
+
+TileRequest tiles(std::int64_t Br, std::int64_t Bc) {
+    TileRequest t;
+    t.Br = Br;
+    t.Bc = Bc;
+    return t;
+}
+
+const KernelRecord& kernel(const AlgorithmResult& r, const std::string& name) {
+    for (const auto& k : r.kernels)
+        if (k.desc.name == name) return k;
+    throw std::logic_error("no kernel " + name + " in " + algo_name(r.algo));
+}
+
+const KernelTiming& timing(const AlgorithmResult& r, const std::string& name) {
+    for (const auto& t : r.timing)
+        if (t.name == name) return t;
+    throw std::logic_error("no kernel timing " + name + " in " + algo_name(r.algo));
+}
+
+const KernelRecord& main_kernel(const AlgorithmResult& r) { return r.kernels.back(); }
+const KernelTiming& main_timing(const AlgorithmResult& r) { return r.timing.back(); }
+
+std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
+std::int64_t written_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
+std::int64_t both_of(const LevelTraffic& t, TensorName n) { return read_of(t, n) + written_of(t, n); }
+
+std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+    validate(p);
+    const TileConfig cfg = choose_tiles(algo, p, gpu, req);
+    DeclarationsOnly x;
+    run_algorithm(algo, x, p, cfg);
+    return x.bytes;
+}
+
+std::string bound_kind(const std::string& bound) {
+    for (const char* m : {"DRAM", "L2", "shared-memory"})
+        if (bound.find(m) != std::string::npos) return "memory";
+    return "compute";
+}
+
+GpuSpec with_shared_memory(const GpuSpec& gpu, double factor) {
+    GpuSpec g = gpu;
+    g.smem_per_block_bytes = static_cast<std::int64_t>(static_cast<double>(gpu.smem_per_block_bytes) * factor);
+    g.smem_per_sm_bytes = static_cast<std::int64_t>(static_cast<double>(gpu.smem_per_sm_bytes) * factor);
+    g.name = gpu.name + " with " + num(factor, 3) + "x shared memory";
+    return g;
+}
+
+TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
+                     std::uint64_t seed) {
+    TracedRun t;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        auto in = reference::random_qkv(p.N, p.Nk, p.d, seed + static_cast<std::uint64_t>(h), p.dtype);
+        t.Q.push_back(in.Q);
+        t.K.push_back(in.K);
+        t.V.push_back(in.V);
+    }
+    std::ostringstream text;
+    TracePrinter printer(text, 4, 4);
+    t.run = run_functional(algo, p, gpu, cfg, t.Q, t.K, t.V, &printer);
+    t.trace = fit_lines(text.str());
+    return t;
+}
+
+}  // namespace fasim::lessons
+
+#include <map>
+#include <memory>
+
+namespace fasim::lessons {
+
+const AlgorithmResult& sim_cached(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+    static std::map<std::string, std::unique_ptr<AlgorithmResult>> cache;
+    const std::string key = std::string(algo_name(algo)) + "|" + p.describe() + "|" + std::to_string(p.batch) + "|" +
+                            gpu.name + "|" + std::to_string(gpu.smem_per_block_bytes) + "|" + std::to_string(t.Br.value_or(0)) +
+                            "|" + std::to_string(t.Bc.value_or(0)) + "|" + (t.matmul == MatmulMode::naive ? "naive" : "tiled");
+    auto& slot = cache[key];
+    if (!slot) slot = std::make_unique<AlgorithmResult>(simulate(algo, p, gpu, t));
+    return *slot;
+}
+
+}  // namespace fasim::lessons

@@ -1,0 +1,58 @@
+// Small conveniences over the simulator for lesson code: every number a lesson
+// prints comes from these calls (the simulator or the reference), never from prose.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "algorithms/algorithm.hpp"
+#include "exec/functional_executor.hpp"
+#include "model/simulation.hpp"
+
+namespace fasim::lessons {
+
+AttentionProblem make_problem(std::int64_t batch, std::int64_t heads, std::int64_t N, std::int64_t d,
+                              DType dtype = DType::fp16, bool causal = false);
+
+AlgorithmResult sim(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
+TileRequest tiles(std::int64_t Br, std::int64_t Bc);
+
+// The kernel with this name (throws std::logic_error if the program has none).
+const KernelRecord& kernel(const AlgorithmResult& r, const std::string& name);
+const KernelTiming& timing(const AlgorithmResult& r, const std::string& name);
+// The algorithm's main kernel: the last one launched (fa1's init kernel comes first).
+const KernelRecord& main_kernel(const AlgorithmResult& r);
+const KernelTiming& main_timing(const AlgorithmResult& r);
+
+// Bytes of one tensor at one level: read, written, or both.
+std::int64_t read_of(const LevelTraffic& t, TensorName n);
+std::int64_t written_of(const LevelTraffic& t, TensorName n);
+std::int64_t both_of(const LevelTraffic& t, TensorName n);
+
+// Bytes of every global tensor the algorithm declares (all heads), without running
+// it: the same footprint simulate() reports, but instant even for huge N.
+std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req = {});
+
+// "memory" or "compute": what kind of limit a runtime-model bound names.
+std::string bound_kind(const std::string& bound);
+
+// The GPU with its shared memory (per block and per SM) scaled by factor.
+GpuSpec with_shared_memory(const GpuSpec& gpu, double factor);
+
+// Runs an algorithm functionally on seeded random inputs and prints every step
+// (sim/exec/trace_printer), fitted to 80 columns. Returns the run; `trace` gets the text.
+struct TracedRun {
+    std::string trace;
+    FunctionalRun run;
+    std::vector<reference::Matrix> Q, K, V;
+};
+TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
+                     std::uint64_t seed);
+
+}  // namespace fasim::lessons
+
+namespace fasim::lessons {
+// sim(), remembered for the life of the process (lessons ask for the same run in
+// several steps, and --json runs every step).
+const AlgorithmResult& sim_cached(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
+}  // namespace fasim::lessons

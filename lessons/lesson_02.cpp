@@ -1,0 +1,227 @@
+// Lesson 02: tiling a matrix product: naive, shared-memory tiled, register-blocked.
+// The naive and tiled numbers are simulated (standard attention's first GEMM,
+// S = Q·Kᵀ, with --matmul naive and tiled); the register-blocked ones are a
+// closed form, and the lesson says so.
+#include <cmath>
+#include <iostream>
+
+#include "common/lesson.hpp"
+#include "common/sim_helpers.hpp"
+#include "common/text.hpp"
+#include "report/units.hpp"
+
+using namespace fasim;
+using namespace fasim::lessons;
+
+namespace {
+
+TileRequest matmul_mode(MatmulMode m) {
+    TileRequest t;
+    t.matmul = m;
+    return t;
+}
+
+std::string b(double v) { return units::bytes(v); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Lesson L(2, "tiling_a_matmul", "Tiling a matrix product",
+             "Every output of a matrix product C = A·B needs a whole row of A and a whole column of B. "
+             "Read them from HBM for every output and the product drowns in memory traffic; keep tiles "
+             "of A and B on chip and let many outputs share them, and the same product moves a small "
+             "fraction of the bytes. This lesson counts that reuse on the first product of attention, "
+             "S = Q·Kᵀ (m = N rows, n = N columns, k = d), as the simulator runs it.");
+    AttentionProblem def = make_problem(1, 1, 4096, 64);
+    L.problem_options(def, kN | kD | kDtype);
+    std::int64_t& rb = L.int_option("--reg-tile", 8, 1, 16, "register-blocked case: outputs per thread along each side (r)");
+    std::int64_t& rb_block = L.int_option("--reg-block", 128, 16, 256, "register-blocked case: rows and columns of C per block");
+
+    return L.run(argc, argv, [&](Lesson&) {
+        const GpuSpec& gpu = L.gpu();
+        const AttentionProblem& p = L.problem();
+        const double m = static_cast<double>(p.N), n = static_cast<double>(p.Nk), k = static_cast<double>(p.d);
+        const double e = static_cast<double>(p.elem_bytes());
+
+        L.step({"naive", "Naive: every output reads its own operands",
+                R"(The most direct GPU kernel gives each thread one output C[i][j] and lets it
+loop over k, reading A[i][k] and B[k][j] from global memory each time. The
+GEMM kernels of standard attention (sim/algorithms/standard_attention.cpp)
+do exactly this with --matmul naive: one output per thread, no shared
+memory. Each element of A is then read once per output column (n times),
+each element of B once per output row (m times):
+
+    reads = 2·m·n·k elements
+
+The simulator counts the loads of its gemm_qk kernel (S = scale·Q·Kᵀ). It
+also passes them through its L2 model: neighbouring threads read the same
+rows at about the same time, so many of these re-reads are served by L2
+rather than DRAM, but every one still crosses from L2 to an SM.)",
+                [&](Ctx& c) {
+                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
+                    const KernelRecord& g = kernel(r, "gemm_qk");
+                    const KernelTiming& t = timing(r, "gemm_qk");
+                    const double reads = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    c.out << "S = Q·Kᵀ: m = " << p.N << ", n = " << p.Nk << ", k = " << p.d << ", " << dtype_name(p.dtype) << '\n';
+                    for (const auto& why : r.tiles.reasons) print_para(c.out, why, "  ", "  ");
+                    c.out << '\n';
+                    Table tb({"", "bytes"}, "lr");
+                    tb.row({"A = Q and B = K read (simulated)", grouped(static_cast<std::int64_t>(reads))});
+                    tb.row({"2·m·n·k·e (formula)", grouped(static_cast<std::int64_t>(2 * m * n * k * e))});
+                    tb.row({"Q and K themselves", grouped(static_cast<std::int64_t>((m + n) * k * e))});
+                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
+                    tb.print(c.out);
+                    c.out << '\n';
+                    print_para(c.out, "Each element of Q is read " + num(static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e), 6) +
+                                          " times. Predicted time of the kernel: " + units::seconds(t.total_s) + ", bound by " + t.bound + ".");
+                    c.results["reads_bytes"] = reads;
+                    c.results["formula_bytes"] = 2 * m * n * k * e;
+                    c.results["dram_read_bytes"] = read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K);
+                    c.results["predicted_s"] = t.total_s;
+                }});
+
+        L.step({"tiled", "Shared-memory tiling: load once, use many times",
+                R"(The tiled kernel gives each thread block a Tm×Tn tile of C and walks along
+k in steps of Tk: the block copies a Tm×Tk tile of A and a Tk×Tn tile of B
+into shared memory, waits at a barrier, and all its threads
+compute from those copies. A value loaded once from global memory now serves
+a whole row or column of the output tile:
+
+    reads = m·k·⌈n/Tn⌉ + k·n·⌈m/Tm⌉ elements
+
+Each element of A is read n/Tn times instead of n times: the reuse factor is
+the tile size. Bigger tiles reuse more, until the tiles no longer fit in
+shared memory (or the registers that accumulate C run out).)",
+                [&](Ctx& c) {
+                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
+                    const AlgorithmResult& rn = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
+                    const KernelRecord& g = kernel(r, "gemm_qk");
+                    const KernelTiming& t = timing(r, "gemm_qk");
+                    const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
+                    const double reads = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    const double formula = (m * k * std::ceil(n / Tn) + k * n * std::ceil(m / Tm)) * e;
+                    const double naive = static_cast<double>(read_of(kernel(rn, "gemm_qk").hbm, TensorName::Q) +
+                                                             read_of(kernel(rn, "gemm_qk").hbm, TensorName::K));
+                    c.out << "Tm x Tn = " << r.tiles.gemm_m << " x " << r.tiles.gemm_n << ", Tk = " << r.tiles.gemm_k << "\n\n";
+                    Table tb({"", "bytes"}, "lr");
+                    tb.row({"A = Q and B = K read (simulated)", grouped(static_cast<std::int64_t>(reads))});
+                    tb.row({"formula", grouped(static_cast<std::int64_t>(formula))});
+                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
+                    tb.print(c.out);
+                    c.out << '\n';
+                    const double reuse = static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e);
+                    print_para(c.out, "Each element of Q is read " + num(reuse, 6) + " times; the naive kernel read " +
+                                          units::ratio(naive / reads) + " as many bytes. Predicted time: " + units::seconds(t.total_s) +
+                                          " (naive: " + units::seconds(timing(rn, "gemm_qk").total_s) + "), bound by " + t.bound + ".");
+                    c.results["reads_bytes"] = reads;
+                    c.results["formula_bytes"] = formula;
+                    c.results["q_reads_per_element"] = reuse;
+                    c.results["naive_over_tiled"] = naive / reads;
+                    c.results["predicted_s"] = t.total_s;
+                }});
+
+        L.step({"registers", "Register blocking (a formula, not simulated)",
+                R"(One level further down: each thread computes an r×r block of C and keeps
+those r² accumulators in registers. Per step along k it loads r values of A
+and r values of B from shared memory into registers and does r² multiply-adds
+with them, so every value it loads is used r times. Two things follow, here
+from closed forms (fa-sim does not simulate a register-blocked kernel):
+
+- loads from shared memory, counted per thread: 2·m·n·k/r elements, against
+  2·m·n·k when each thread computes one output;
+- with r² outputs per thread, a block of threads can own a larger T×T tile of
+  C (--reg-block), so global memory is read even less: m·k·⌈n/T⌉ + k·n·⌈m/T⌉
+  elements.
+
+For scale, the simulator's own count of shared-memory bytes in its tiled
+kernel uses a coarser model: each warp reads the operand tiles it needs once
+per k-step, as if all the lanes of a warp shared every load.)",
+                [&](Ctx& c) {
+                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
+                    const KernelRecord& g = kernel(r, "gemm_qk");
+                    const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
+                    const double T = static_cast<double>(rb_block), rr = static_cast<double>(rb);
+                    const double tiled_global = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    const double reg_global = (m * k * std::ceil(n / T) + k * n * std::ceil(m / T)) * e;
+                    const double smem_one = 2 * m * n * k * e, smem_reg = smem_one / rr;
+                    Table tb({"S = Q·Kᵀ", "global reads", "shared-memory loads"}, "lrr");
+                    tb.row({"naive", b(2 * m * n * k * e), "0 B"});
+                    tb.row({"tiled " + num(Tm, 4) + "x" + num(Tn, 4) + ", 1 output/thread", b(tiled_global), b(smem_one) + " (f)"});
+                    tb.row({"tiled " + num(T, 4) + "x" + num(T, 4) + ", " + num(rr, 3) + "x" + num(rr, 3) + " per thread",
+                            b(reg_global) + " (f)", b(smem_reg) + " (f)"});
+                    tb.print(c.out);
+                    c.out << "  (f): closed form; the other numbers are the simulator's counts.\n\n";
+                    print_para(c.out, "The simulator's warp-level count for its tiled kernel: " +
+                                          b(static_cast<double>(g.smem_read)) + " read from shared memory.");
+                    c.results["reg_global_bytes"] = reg_global;
+                    c.results["reg_smem_load_bytes"] = smem_reg;
+                    c.results["one_output_smem_load_bytes"] = smem_one;
+                    c.results["simulated_tiled_smem_read_bytes"] = g.smem_read;
+                }});
+
+        L.step({"sweep", "Traffic against size",
+                R"(The gap grows with the problem: the naive kernel's reads grow like m·n·k,
+the tiled kernel's like m·n·k divided by the tile size. Over N (m = n = N,
+k = d), simulated:)",
+                [&](Ctx& c) {
+                    Table t({"N", "naive reads", "tiled reads", "ratio", "naive time", "tiled time"}, "rrrrrr");
+                    Json rows = Json::array();
+                    for (std::int64_t nn = 256; nn <= 4096; nn *= 2) {
+                        AttentionProblem q = p;
+                        q.N = q.Nk = nn;
+                        const AlgorithmResult& rn = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::naive));
+                        const AlgorithmResult& rt = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled));
+                        const KernelRecord &gn = kernel(rn, "gemm_qk"), &gt = kernel(rt, "gemm_qk");
+                        const double a = static_cast<double>(read_of(gn.hbm, TensorName::Q) + read_of(gn.hbm, TensorName::K));
+                        const double bb = static_cast<double>(read_of(gt.hbm, TensorName::Q) + read_of(gt.hbm, TensorName::K));
+                        t.row({grouped(nn), b(a), b(bb), units::ratio(a / bb), units::seconds(timing(rn, "gemm_qk").total_s),
+                               units::seconds(timing(rt, "gemm_qk").total_s)});
+                        rows.push_back({{"N", nn}, {"naive_read_bytes", a}, {"tiled_read_bytes", bb},
+                                        {"naive_s", timing(rn, "gemm_qk").total_s}, {"tiled_s", timing(rt, "gemm_qk").total_s}});
+                    }
+                    c.out << "d = " << p.d << ", " << dtype_name(p.dtype) << ", one head, kernel gemm_qk on " << gpu.name << ":\n";
+                    t.print(c.out);
+                    c.results["over_N"] = rows;
+                },
+                R"PY(import matplotlib.pyplot as plt
+rows = RESULTS["sweep"]["over_N"]
+ns = [r["N"] for r in rows]
+plt.loglog(ns, [r["naive_read_bytes"] / 1e9 for r in rows], "o-", label="naive", base=2)
+plt.loglog(ns, [r["tiled_read_bytes"] / 1e9 for r in rows], "s-", label="tiled 64x64", base=2)
+plt.xlabel("N (m = n = N, k = d)")
+plt.ylabel("bytes of Q and K read (GB)")
+plt.title("S = Q K^T: global-memory reads")
+plt.legend()
+plt.show())PY"});
+
+        auto q_and_k_reads = [](const AlgorithmResult& r) {
+            const KernelRecord& g = kernel(r, "gemm_qk");
+            return static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+        };
+        L.exercise({"naive_bytes",
+                    "The naive kernel for S = Q·Kᵀ with N=1024, d=64, fp16, one head: how many bytes of Q and K does it "
+                    "read from global memory?",
+                    Exercise::Kind::number, 0.01, {}, "bytes",
+                    [gpu, q_and_k_reads] {
+                        return q_and_k_reads(sim_cached(Algo::standard, make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::naive)));
+                    },
+                    {}, "every one of the m·n outputs reads k elements of Q and k of K, 2 bytes each."});
+        L.exercise({"tiled_bytes",
+                    "The 64×64 tiled kernel for the same product (N=1024, d=64, fp16, one head): how many bytes of Q and K "
+                    "does it read from global memory?",
+                    Exercise::Kind::number, 0.01, {}, "bytes",
+                    [gpu, q_and_k_reads] {
+                        return q_and_k_reads(sim_cached(Algo::standard, make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::tiled)));
+                    },
+                    {}, "each block reads a 64-row panel of Q and a 64-row panel of K; there are (1024/64)² blocks."});
+        L.exercise({"reuse",
+                    "In the 64×64 tiled kernel at N=4096, d=64: how many times is each element of Q read from global memory?",
+                    Exercise::Kind::integer, 0, {}, "times",
+                    [gpu] {
+                        const AttentionProblem q = make_problem(1, 1, 4096, 64);
+                        const KernelRecord& g = kernel(sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled)), "gemm_qk");
+                        return static_cast<double>(read_of(g.hbm, TensorName::Q)) / static_cast<double>(q.N * q.d * q.elem_bytes());
+                    },
+                    {}, "once per block column of the output: n / Tn."});
+    });
+}

@@ -1,0 +1,431 @@
+// Lesson 09: the simulator against a real GPU. Reads committed measurements
+// (cuda/results/*.json, written by fa-validate) and compares them with what the
+// current simulator predicts; shows predictions alone when nothing was measured;
+// with --run, runs cuda-check and fa-validate on this machine's GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/errors.hpp"
+#include "common/lesson.hpp"
+#include "common/sim_helpers.hpp"
+#include "common/text.hpp"
+#include "gpu/gpu_catalog.hpp"
+#include "report/units.hpp"
+
+#ifndef FASIM_SOURCE_DIR
+#define FASIM_SOURCE_DIR "."
+#endif
+#ifndef FASIM_BINARY_DIR
+#define FASIM_BINARY_DIR "build"
+#endif
+
+using namespace fasim;
+using namespace fasim::lessons;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The CUDA kernel families of cuda/ and how fa-validate predicts each with the simulator.
+struct CudaFamily {
+    const char* name;
+    Algo algo;
+    MatmulMode matmul;
+};
+constexpr CudaFamily kFamilies[] = {
+    {"standard_naive", Algo::standard, MatmulMode::naive}, {"standard_tiled", Algo::standard, MatmulMode::tiled},
+    {"standard_cublas", Algo::standard, MatmulMode::tiled}, {"tiled", Algo::tiled, MatmulMode::tiled},
+    {"fa1", Algo::fa1, MatmulMode::tiled},                   {"fa2", Algo::fa2, MatmulMode::tiled},
+};
+
+const CudaFamily* family(const std::string& name) {
+    for (const auto& f : kFamilies)
+        if (name == f.name) return &f;
+    return nullptr;
+}
+
+// fa-sim's own kernels do their products on CUDA cores; cuBLAS uses tensor cores for fp16/bf16.
+ModelOptions model_for(const CudaFamily& f, DType dtype) {
+    ModelOptions m;
+    m.tensor_cores = std::string(f.name) == "standard_cublas" && dtype != DType::fp32;
+    return m;
+}
+
+struct Measurement {
+    std::string file, gpu, preset, driver, date;
+    std::string algo;
+    AttentionProblem problem;
+    std::optional<std::int64_t> Br, Bc;
+    double measured_s = 0, predicted_then_s = 0;
+};
+
+std::string preset_for_device(const std::string& device) {
+    auto has = [&](const char* s) { return device.find(s) != std::string::npos; };
+    if (has("H200")) return "H200";
+    if (has("H100")) return "H100-SXM";
+    if (has("A100")) return has("80GB") ? "A100-SXM4-80GB" : "A100-SXM4-40GB";
+    if (has("L4")) return "L4";
+    if (has("T4")) return "T4";
+    return "";
+}
+
+// Reads every *.json in dir (sorted by name). Unreadable files and entries are listed in `skipped`.
+std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::string>& files, std::vector<std::string>& skipped) {
+    std::vector<Measurement> out;
+    if (!fs::is_directory(dir)) return out;
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_regular_file() && e.path().extension() == ".json") paths.push_back(e.path());
+    std::sort(paths.begin(), paths.end());
+    for (const auto& path : paths) {
+        nlohmann::json doc;
+        try {
+            std::ifstream f(path);
+            doc = nlohmann::json::parse(f);
+        } catch (const std::exception& e) {
+            skipped.push_back(path.filename().string() + ": not valid JSON");
+            continue;
+        }
+        if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
+            skipped.push_back(path.filename().string() + ": no \"results\" array");
+            continue;
+        }
+        files.push_back(path.filename().string());
+        const std::string gpu = doc.value("gpu", std::string("?"));
+        std::string preset = doc.value("gpu_preset", std::string());
+        if (preset.empty()) preset = preset_for_device(gpu);
+        int bad = 0;
+        for (const auto& r : doc["results"]) {
+            try {
+                if (!r.is_object() || r.contains("error") || !r.contains("measured_s")) {
+                    ++bad;
+                    continue;
+                }
+                Measurement m;
+                m.file = path.filename().string();
+                m.gpu = gpu;
+                m.preset = preset;
+                m.driver = doc.value("driver", std::string("?"));
+                m.date = doc.value("date", std::string("?"));
+                m.algo = r.at("algo").get<std::string>();
+                AttentionProblem& p = m.problem;
+                p.N = r.at("N").get<std::int64_t>();
+                p.Nk = r.value("Nk", p.N);
+                p.d = r.at("d").get<std::int64_t>();
+                p.dtype = parse_dtype(r.at("dtype").get<std::string>()).value();
+                p.causal = r.value("causal", false);
+                p.batch = r.value("batch", doc.value("batch", std::int64_t{1}));
+                p.heads = r.value("heads", doc.value("heads", std::int64_t{1}));
+                if (r.contains("launches") && r["launches"].is_array() && !r["launches"].empty()) {
+                    const auto& last = r["launches"].back();
+                    if (last.value("Br", 0) > 0) m.Br = last.value("Br", std::int64_t{0});
+                    if (last.value("Bc", 0) > 0) m.Bc = last.value("Bc", std::int64_t{0});
+                }
+                m.measured_s = r.at("measured_s").get<double>();
+                m.predicted_then_s = r.value("predicted_s", 0.0);
+                if (!family(m.algo) || m.measured_s <= 0) {
+                    ++bad;
+                    continue;
+                }
+                out.push_back(m);
+            } catch (const std::exception&) {
+                ++bad;
+            }
+        }
+        if (bad)
+            skipped.push_back(path.filename().string() + ": " + std::to_string(bad) +
+                              (bad == 1 ? " entry" : " entries") + " without a usable measurement");
+    }
+    return out;
+}
+
+// The current simulator's prediction for a measurement (as fa-validate makes it).
+std::optional<AlgorithmResult> predict_now(const Measurement& m) {
+    if (m.preset.empty()) return std::nullopt;
+    const CudaFamily* f = family(m.algo);
+    TileRequest req;
+    req.matmul = f->matmul;
+    if (f->algo != Algo::standard) {
+        req.Br = m.Br;
+        req.Bc = m.Bc;
+    }
+    try {
+        return simulate(f->algo, m.problem, find_gpu_preset(m.preset), req, model_for(*f, m.problem.dtype));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+bool executable(const fs::path& p) { return fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0; }
+
+// A CUDA tool in the build's cuda/ folder or one of its subfolders (fa-validate is in
+// cuda/validate/); empty if it is not built.
+fs::path find_tool(const fs::path& bin, const std::string& name) {
+    for (const fs::path& p : {bin / name, bin / "validate" / name, bin / "harness" / name})
+        if (executable(p)) return p;
+    return {};
+}
+
+bool gpu_present() { return std::system("nvidia-smi -L >/dev/null 2>&1") == 0; }
+
+std::string signed_percent(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.0f%%", v);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Lesson L(9, "simulator_vs_real_gpu", "The simulator against a real GPU",
+             "A model is only as good as its agreement with the machine. The CUDA kernels in cuda/ "
+             "implement the same algorithms as the simulator's tile programs; fa-validate runs them, "
+             "checks their output against the float64 reference, times them and puts the simulator's "
+             "prediction beside every timing. This lesson reads the measurements committed to "
+             "cuda/results/ and compares them with what the simulator predicts today. Where nothing has "
+             "been measured it says so and shows predictions only: a number nobody measured is never "
+             "presented as measured.");
+    L.problem_options(make_problem(2, 8, 4096, 64, DType::fp32), kN | kD | kHeads | kBatch | kDtype);
+    const std::string default_results = std::string(FASIM_SOURCE_DIR) + "/cuda/results";
+    const std::string default_bin = std::string(FASIM_BINARY_DIR) + "/cuda";
+    std::string& results_dir = L.string_option("--results", default_results, "folder of fa-validate result files");
+    std::string& cuda_bin = L.string_option("--cuda-bin", default_bin, "folder holding the built cuda-check and fa-validate");
+    bool& run_tools = L.flag_option("--run", "run cuda-check and a small fa-validate grid on this machine's GPU (if any)");
+    std::int64_t& max_rows = L.int_option("--rows", 24, 1, 100000, "measurements listed in step 2");
+
+    return L.run(argc, argv, [&](Lesson&) {
+        const GpuSpec& gpu = L.gpu();
+        const AttentionProblem& p = L.problem();
+
+        L.step({"how", "How the simulator is checked",
+                R"(Every algorithm exists twice: as a tile program the simulator counts
+(sim/algorithms/) and as CUDA kernels (cuda/kernels/). Two programs connect
+them:
+
+- cuda-check runs each kernel on random inputs and compares its output with
+  exact float64 attention (the tolerance rule of reference/TOLERANCES.md).
+- fa-validate times each kernel (warm-up runs, CUDA events, the median of
+  several runs, L2 flushed between them), predicts the same configuration
+  with the simulator, and writes both to a JSON file; with --ncu it also
+  reads DRAM, L2 and shared-memory bytes from Nsight Compute.
+
+Result files are committed to cuda/results/ with the GPU, driver, date and
+exact command. fa-sim's own kernels compute on CUDA cores (no tensor cores),
+so their predictions use fa-sim's --cuda-cores model; only the cuBLAS variant
+of standard attention uses tensor cores for fp16 and bf16.)",
+                [&](Ctx& c) {
+                    const fs::path bin = cuda_bin;
+                    const bool check = !find_tool(bin, "cuda-check").empty(), validate = !find_tool(bin, "fa-validate").empty();
+                    const bool gpu_here = gpu_present();
+                    c.out << "On this machine:\n";
+                    c.out << "  cuda-check   " << (check ? "built" : "not built") << '\n';
+                    c.out << "  fa-validate  " << (validate ? "built" : "not built") << '\n';
+                    c.out << "  GPU          " << (gpu_here ? "present (nvidia-smi lists one)" : "none found (nvidia-smi)") << "\n\n";
+                    c.out << "To measure, on a machine with an NVIDIA GPU and the CUDA toolkit:\n\n"
+                          << "    scripts/build.sh                       (builds cuda/ when nvcc exists)\n"
+                          << "    build/cuda/cuda-check --small\n"
+                          << "    build/cuda/validate/fa-validate --out cuda/results/GPU-DATE.json\n"
+                          << "    build/lessons/lesson-09                (compares them)\n\n";
+                    print_para(c.out, std::string("Or let this lesson run a small grid: lesson-09 --run") +
+                                          (check && validate && gpu_here ? " (possible here)." : " (needs both tools and a GPU)."));
+                    c.results["cuda_check_built"] = check;
+                    c.results["fa_validate_built"] = validate;
+                    c.results["gpu_present"] = gpu_here;
+                }});
+
+        L.step({"measured", "Committed measurements against today's simulator",
+                R"(Each line is one configuration from a result file: the median measured
+time, the prediction recorded in the file when it was measured, and the
+prediction of the simulator as it is now (the model may have changed since).
+error = (predicted − measured) / measured.)",
+                [&](Ctx& c) {
+                    std::vector<std::string> files, skipped;
+                    const auto ms = read_results(results_dir, files, skipped);
+                    c.results["files"] = files;
+                    if (ms.empty()) {
+                        print_para(c.out, "No measurements: " + std::string(fs::is_directory(results_dir) ? "" : "the folder ") +
+                                              results_dir + (fs::is_directory(results_dir) ? " holds no fa-validate result file" : " does not exist") +
+                                              " yet. Nothing measured is shown; step 3 shows the simulator's predictions "
+                                              "alone. Measure with step 1's commands.");
+                        for (const auto& s : skipped) print_para(c.out, "skipped " + s, "  ", "    ");
+                        c.results["measurements"] = 0;
+                        return;
+                    }
+                    for (const auto& f : files) {
+                        const auto it = std::find_if(ms.begin(), ms.end(), [&](const Measurement& m) { return m.file == f; });
+                        if (it != ms.end())
+                            print_para(c.out, f + ": " + it->gpu + ", driver " + it->driver + ", " + it->date +
+                                                  (it->preset.empty() ? ", no matching preset" : ", predicted with " + it->preset));
+                    }
+                    c.out << '\n';
+                    Table t({"kernel", "N", "d", "dtype", "causal", "measured", "then", "now", "error"}, "lrrlrrrrr");
+                    std::map<std::string, std::vector<double>> errors;
+                    Json rows = Json::array();
+                    std::int64_t shown = 0;
+                    for (const auto& m : ms) {
+                        const auto now = predict_now(m);
+                        const double err = now ? 100.0 * (now->time_s - m.measured_s) / m.measured_s : 0;
+                        if (now) errors[m.algo].push_back(std::fabs(err));
+                        if (shown++ < max_rows)
+                            t.row({m.algo, grouped(m.problem.N), std::to_string(m.problem.d), dtype_name(m.problem.dtype),
+                                   m.problem.causal ? "yes" : "no", units::seconds(m.measured_s),
+                                   m.predicted_then_s > 0 ? units::seconds(m.predicted_then_s) : "-",
+                                   now ? units::seconds(now->time_s) : "-", now ? signed_percent(err) : "-"});
+                        Json j{{"file", m.file}, {"algo", m.algo}, {"N", m.problem.N}, {"d", m.problem.d},
+                               {"dtype", dtype_name(m.problem.dtype)}, {"causal", m.problem.causal}, {"measured_s", m.measured_s},
+                               {"predicted_then_s", m.predicted_then_s}};
+                        if (now) j["predicted_now_s"] = now->time_s;
+                        rows.push_back(j);
+                    }
+                    t.print(c.out);
+                    if (shown > max_rows) c.out << "  ... " << shown - max_rows << " more (--rows)\n";
+                    c.out << "\nMedian |error| of today's prediction, per kernel:\n";
+                    Json med;
+                    for (auto& [algo, v] : errors) {
+                        std::sort(v.begin(), v.end());
+                        const double mdn = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+                        c.out << "  " << algo << std::string(algo.size() < 16 ? 16 - algo.size() : 1, ' ') << fixed(mdn, 0) << "% over "
+                              << v.size() << (v.size() == 1 ? " configuration\n" : " configurations\n");
+                        med[algo] = mdn;
+                    }
+                    for (const auto& s : skipped) print_para(c.out, "skipped " + s, "  ", "    ");
+                    c.results["measurements"] = ms.size();
+                    c.results["rows"] = rows;
+                    c.results["median_abs_error_percent"] = med;
+                }});
+
+        L.step({"predicted", "What the simulator predicts for this problem",
+                R"(The simulator's predictions for the CUDA kernel families on the chosen GPU
+and problem (by default fa-validate's batch and head count, fp32), modelled
+as fa-validate models them. These are predictions, not measurements.)",
+                [&](Ctx& c) {
+                    c.out << p.describe() << " on " << gpu.name << "\n\n";
+                    Table t({"kernel", "predicted", "bound by"}, "lrl");
+                    Json rows = Json::array();
+                    for (const auto& f : kFamilies) {
+                        TileRequest req;
+                        req.matmul = f.matmul;
+                        try {
+                            const AlgorithmResult r = simulate(f.algo, p, gpu, req, model_for(f, p.dtype));
+                            std::string bound = r.longest_kernel().name + ": " + r.longest_kernel().bound;
+                            if (display_width(bound) > 50) bound = bound.substr(0, bound.find(" ("));
+                            t.row({f.name, units::seconds(r.time_s), bound});
+                            rows.push_back({{"algo", f.name}, {"predicted_s", r.time_s}, {"bound", r.longest_kernel().bound}});
+                        } catch (const UsageError& e) {
+                            t.row({f.name, "-", "does not fit"});
+                        }
+                    }
+                    t.print(c.out);
+                    c.results["predictions"] = rows;
+                }});
+
+        L.step({"run", "Measuring here",
+                R"(With --run, and when this machine has an NVIDIA GPU and the two tools are
+built, the lesson runs cuda-check --small and then fa-validate on a small
+grid (N 1024 and 4096, d 64, non-causal, the chosen dtype), writes the
+results to a temporary file and compares them with today's simulator as in
+step 2. To keep them, rerun fa-validate with --out cuda/results/NAME.json.)",
+                [&](Ctx& c) {
+                    const fs::path bin = cuda_bin;
+                    const fs::path check_tool = find_tool(bin, "cuda-check"), validate_tool = find_tool(bin, "fa-validate");
+                    const bool ready = !check_tool.empty() && !validate_tool.empty() && gpu_present();
+                    c.results["ran"] = false;
+                    if (!run_tools) {
+                        c.out << (ready ? "Not run (pass --run to run it here).\n" : "Not run: no GPU or tools here.\n");
+                        return;
+                    }
+                    if (!ready) {
+                        print_para(c.out, "--run: nothing to run here. It needs cuda-check and fa-validate built under " +
+                                              bin.string() + " and a GPU that nvidia-smi lists.");
+                        return;
+                    }
+                    const fs::path out = fs::temp_directory_path() / ("fa-sim-lesson09-" + std::to_string(::getpid()));
+                    fs::create_directories(out);
+                    std::cout.flush();
+                    const std::string dtype = dtype_name(p.dtype);
+                    const int rc1 = std::system((check_tool.string() + " --small --quiet").c_str());
+                    const int rc2 = std::system((validate_tool.string() + " --N 1024,4096 --d 64 --causal off --dtype " + dtype +
+                                                 " --batch " + std::to_string(p.batch) + " --heads " + std::to_string(p.heads) +
+                                                 " --out " + (out / "here.json").string())
+                                                    .c_str());
+                    c.out << "cuda-check exit " << WEXITSTATUS(rc1) << ", fa-validate exit " << WEXITSTATUS(rc2) << '\n';
+                    std::vector<std::string> files, skipped;
+                    const auto ms = read_results(out, files, skipped);
+                    Table t({"kernel", "N", "measured", "predicted now", "error"}, "lrrrr");
+                    for (const auto& m : ms) {
+                        const auto now = predict_now(m);
+                        t.row({m.algo, grouped(m.problem.N), units::seconds(m.measured_s), now ? units::seconds(now->time_s) : "-",
+                               now ? signed_percent(100.0 * (now->time_s - m.measured_s) / m.measured_s) : "-"});
+                    }
+                    t.print(c.out);
+                    c.out << "Results: " << (out / "here.json").string() << '\n';
+                    c.results["ran"] = true;
+                },
+                R"PY(# On a notebook service with a GPU (e.g. a T4, sm_75): build the CUDA tools and measure.
+# Without a GPU or the CUDA toolkit, this cell skips cleanly.
+import shutil
+have_gpu = shutil.which("nvidia-smi") is not None and subprocess.run(
+    ["nvidia-smi", "-L"], capture_output=True).returncode == 0
+have_nvcc = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
+if not (have_gpu and have_nvcc):
+    print("No GPU or no CUDA toolkit here: skipping the CUDA build and run.")
+else:
+    root = _repo_root()
+    cap = run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split()[0]
+    arch = cap.replace(".", "")
+    build = root / "build-cuda-notebook"
+    env = dict(os.environ, PATH="/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    subprocess.run(["cmake", "-S", str(root), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                    "-DFASIM_TESTS=OFF", "-DCMAKE_CUDA_ARCHITECTURES=" + arch], check=True, env=env)
+    subprocess.run(["cmake", "--build", str(build), "-j", "2", "--target", "cuda-check",
+                    "fa-validate", LESSON], check=True, env=env)
+    print(run([build / "lessons" / LESSON, *ARGS, "--cuda-bin", build / "cuda",
+               "--run", "--only", "run", "--no-prose"], ok=(0, 1)))
+)PY"});
+
+        L.exercise({"fa2_predicted",
+                    "What does the simulator predict for fa-sim's own FA2 kernel (CUDA cores, no tensor cores) at B=2, "
+                    "H=8, N=4096, d=64, fp32 on " + gpu.name + ", in milliseconds?",
+                    Exercise::Kind::number, 0.02, {}, "ms",
+                    [gpu] {
+                        ModelOptions m;
+                        m.tensor_cores = false;
+                        return 1e3 * simulate(Algo::fa2, make_problem(2, 8, 4096, 64, DType::fp32), gpu, {}, m).time_s;
+                    },
+                    {}, "fa-sim --algo fa2 --batch 2 --heads 8 --dtype fp32 --cuda-cores prints it; step 3 too."});
+        L.exercise({"naive_bound",
+                    "Standard attention with naive GEMMs at B=2, H=8, N=4096, d=64, fp32 on " + gpu.name + ": is its "
+                    "slowest kernel memory-bound or compute-bound according to the simulator?",
+                    Exercise::Kind::choice, 0, {"memory", "compute"}, "", {},
+                    [gpu] {
+                        ModelOptions m;
+                        m.tensor_cores = false;
+                        TileRequest req;
+                        req.matmul = MatmulMode::naive;
+                        return bound_kind(simulate(Algo::standard, make_problem(2, 8, 4096, 64, DType::fp32), gpu, req, m)
+                                              .longest_kernel().bound);
+                    },
+                    "step 3's standard_naive line names what bounds it; L2 and DRAM bandwidth are memory."});
+        L.exercise({"speedup",
+                    "By what factor does the simulator predict fa-sim's own FA2 kernel to beat its naive standard attention "
+                    "(both on CUDA cores) at B=2, H=8, N=4096, d=64, fp32 on " + gpu.name + "? (naive time / FA2 time)",
+                    Exercise::Kind::number, 0.02, {}, "ratio",
+                    [gpu] {
+                        ModelOptions m;
+                        m.tensor_cores = false;
+                        TileRequest naive;
+                        naive.matmul = MatmulMode::naive;
+                        const AttentionProblem q = make_problem(2, 8, 4096, 64, DType::fp32);
+                        return simulate(Algo::standard, q, gpu, naive, m).time_s / simulate(Algo::fa2, q, gpu, {}, m).time_s;
+                    },
+                    {}, "step 3 lists both predictions for this problem (the lesson's defaults); divide them."});
+    });
+}

@@ -1,0 +1,304 @@
+// The lesson programs: every lesson runs non-interactively in 80 columns, prints the key
+// facts it teaches (checked here against the JSON it emits and against closed forms),
+// grades its exercises (right answer accepted, wrong answer rejected with a hint), and
+// refuses bad flags with one line and exit code 2.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "gpu/gpu_catalog.hpp"
+#include "lesson_runner.hpp"
+
+using namespace fasim::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kLessons = 9;
+
+void check_output_shape(int n, const Run& r) {
+    CAPTURE(n, r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("Exercises") != std::string::npos);
+    CHECK(r.out.find("DIFFERS") == std::string::npos);
+    CHECK(r.out.find("nan") == std::string::npos);
+    std::istringstream in(r.out);
+    int lineno = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++lineno;
+        CAPTURE(lineno, line);
+        CHECK(width(line) <= 80);
+        CHECK((line.empty() || line.back() != ' '));
+    }
+}
+
+double num(const json& j) { return j.get<double>(); }
+
+}  // namespace
+
+TEST_CASE("every lesson runs non-interactively in 80 columns", "[lessons]") {
+    for (int n = 1; n <= kLessons; ++n) {
+        const Run r = run(lesson(n, "--step"));  // --step must not wait: stdin is not a terminal
+        check_output_shape(n, r);
+        CHECK(r.out.rfind("Lesson 0" + std::to_string(n), 0) == 0);
+    }
+}
+
+TEST_CASE("json is deterministic and lists exercises and results", "[lessons][json]") {
+    for (int n = 1; n <= kLessons; ++n) {
+        CAPTURE(n);
+        const Run a = run(lesson(n, "--json")), b = run(lesson(n, "--json"));
+        REQUIRE(a.exit_code == 0);
+        CHECK(a.out == b.out);
+        const json j = json::parse(a.out);
+        CHECK(j["schema_version"] == 1);
+        CHECK(j["lesson"] == n);
+        CHECK(j["parameters"]["gpu"] == fasim::default_gpu_name());
+        REQUIRE(j["exercises"].size() >= 2);
+        REQUIRE(j["exercises"].size() <= 3);
+        std::set<std::string> ids;
+        for (const auto& e : j["exercises"]) {
+            CHECK(!e["question"].get<std::string>().empty());
+            CHECK(ids.insert(e["id"].get<std::string>()).second);
+        }
+        REQUIRE(j["steps"].size() >= 3);
+        for (const auto& s : j["steps"]) CHECK(j["results"].contains(s["id"].get<std::string>()));
+    }
+}
+
+TEST_CASE("only shows one step by number or id", "[lessons]") {
+    const Run a = run(lesson(5, "--only 1")), b = run(lesson(5, "--only tiles"));
+    REQUIRE(a.exit_code == 0);
+    CHECK(a.out == b.out);
+    CHECK(a.out.rfind("Step 1 of", 0) == 0);
+    const Run c = run(lesson(5, "--only tiles --no-prose"));
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("Step 1 of") == std::string::npos);
+    CHECK(c.out.find("Bc = ⌈M/4d⌉") != std::string::npos);
+}
+
+TEST_CASE("every exercise accepts the right answer and rejects a wrong one with a hint", "[lessons][check]") {
+    for (int n = 1; n <= kLessons; ++n) {
+        const json j = lesson_json(n);
+        const Run key = run(lesson(n, "--answer-key"));
+        REQUIRE(key.exit_code == 0);
+        std::istringstream in(key.out);
+        std::size_t count = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++count;
+            const auto eq = line.find('=');
+            REQUIRE(eq != std::string::npos);
+            const std::string id = line.substr(0, eq), answer = line.substr(eq + 1);
+            CAPTURE(n, id, answer);
+            const Run ok = run(lesson(n, "--check '" + id + "=" + answer + "'"));
+            CHECK(ok.exit_code == 0);
+            CHECK(ok.out == id + ": correct\n");
+            std::string wrong;
+            if (answer == "memory") wrong = "compute";
+            else if (answer == "compute") wrong = "memory";
+            else wrong = std::to_string(std::stod(answer) * 1.5 + 7);
+            const Run bad = run(lesson(n, "--check '" + id + "=" + wrong + "'"));
+            CHECK(bad.exit_code == 1);
+            CHECK(bad.out.find(id + ": not correct.") == 0);
+            CHECK(bad.out.find("Hint:") != std::string::npos);
+            const Run junk = run(lesson(n, "--check '" + id + "=banana'"));
+            CHECK(junk.exit_code == 1);
+        }
+        CHECK(count == j["exercises"].size());
+    }
+}
+
+TEST_CASE("exercise answers agree with closed forms on the default GPU", "[lessons][check]") {
+    const fasim::GpuSpec a100 = fasim::find_gpu_preset(fasim::default_gpu_name());
+    auto ok = [](int n, const std::string& spec) {
+        CAPTURE(n, spec);
+        const Run r = run(lesson(n, "--check " + spec));
+        CAPTURE(r.out, r.err);
+        CHECK(r.exit_code == 0);
+    };
+    ok(2, "naive_bytes=" + std::to_string(2LL * 1024 * 1024 * 64 * 2));        // 2·m·n·k·e
+    ok(2, "tiled_bytes=" + std::to_string(2LL * 1024 * 64 * (1024 / 64) * 2));  // m·k·n/64 + k·n·m/64
+    ok(2, "reuse=64");                                                          // n / Tn
+    ok(3, "sp_bytes=" + std::to_string(4LL * 16 * 8192 * 8192 * 2));            // S, P written and read
+    ok(4, "matmul_ratio=1.5");                                                  // Q·Kᵀ twice, P·V once
+    const long long M = a100.smem_per_block_bytes / 2;
+    ok(5, "bc=" + std::to_string((M + 4 * 128 - 1) / (4 * 128)));               // ⌈M/4d⌉
+    ok(6, "o_writes=" + std::to_string(1024 / 64 + 1));                        // init + Tc
+    ok(7, "fa2_blocks=" + std::to_string(2 * 8 * (8192 / 128)));               // B·H·⌈N/Br⌉
+    ok(7, "fa1_idle=" + std::to_string(a100.sm_count - 16));                  // SMs − B·H
+    ok(8, "skipped=28");                                                        // 8×8 tiles: 8·7/2 above the diagonal
+    ok(8, "masked=8");
+    ok(1, "ridge=" + std::to_string(a100.matmul_flops(fasim::DType::fp16) / a100.effective_hbm_bandwidth()));
+    ok(1, "softmax_bound=memory");
+}
+
+TEST_CASE("lesson 01: standard attention below the ridge its softmax memory-bound", "[lessons][facts]") {
+    const json r = lesson_json(1)["results"];
+    CHECK(num(r["roofline"]["ridge_matmul"]) > num(r["attention"]["standard_intensity"]));
+    CHECK(num(r["hierarchy"]["smem_to_hbm_bandwidth"]) > 1);
+    for (const auto& k : r["attention"]["kernels"])
+        if (k["kernel"] == "softmax") CHECK(k["bound_kind"] == "memory");
+}
+
+TEST_CASE("lesson 02: simulated GEMM traffic equals the closed forms", "[lessons][facts]") {
+    const json r = lesson_json(2)["results"];
+    CHECK(num(r["naive"]["reads_bytes"]) == num(r["naive"]["formula_bytes"]));
+    CHECK(num(r["tiled"]["reads_bytes"]) == num(r["tiled"]["formula_bytes"]));
+    CHECK(num(r["tiled"]["naive_over_tiled"]) == Approx(64));
+    CHECK(num(r["registers"]["reg_global_bytes"]) < num(r["tiled"]["reads_bytes"]));
+}
+
+TEST_CASE("lesson 03: S and P dominate and stop fitting long before FlashAttention does", "[lessons][facts]") {
+    const json r = lesson_json(3)["results"];
+    CHECK(num(r["kernels"]["dram_bytes"]) == Approx(num(r["kernels"]["formula_bytes"])).epsilon(0.05));
+    CHECK(num(r["kernels"]["s_p_dram_bytes"]) > 0.9 * num(r["kernels"]["dram_bytes"]));
+    CHECK(num(r["kernels"]["hbm_bytes"]) >= num(r["kernels"]["formula_bytes"]));
+    const auto& rows = r["quadratic"]["over_N"];
+    const double last = num(rows.back()["dram_bytes"]) / num(rows[rows.size() - 2]["dram_bytes"]);
+    CHECK(last > 3.8);
+    CHECK(last < 4.0);
+    CHECK(num(r["memory"]["max_n_standard"]) < num(r["memory"]["max_n_fa2"]));
+}
+
+TEST_CASE("lesson 04: the online recurrence equals the exact softmax - two passes cost 1.5x matmuls", "[lessons][facts]") {
+    const json r = lesson_json(4)["results"];
+    CHECK(r["online"]["equals_exact"] == true);
+    CHECK(r["output"]["equals_exact"] == true);
+    CHECK(num(r["online"]["steps"].back()["l"]) == Approx(num(r["softmax"]["l"])).epsilon(1e-12));
+    CHECK(num(r["two_pass"]["tiled_k_read_bytes"]) == 2 * num(r["two_pass"]["fa2_k_read_bytes"]));
+    CHECK(num(r["two_pass"]["tiled_matmul_flops"]) == 1.5 * num(r["two_pass"]["fa2_matmul_flops"]));
+}
+
+TEST_CASE("lesson 05: the traced O equals exact attention - traffic follows the formula and N^2 d^2 / M", "[lessons][facts]") {
+    const Run text = run(lesson(5));
+    REQUIRE(text.exit_code == 0);
+    std::string flat = text.out;
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("the traced O equals exact attention") != std::string::npos);
+    CHECK(text.out.find("== kernel fa1_forward") != std::string::npos);
+    const json r = lesson_json(5)["results"];
+    CHECK(r["trace"]["equals_exact"] == true);
+    CHECK(num(r["trace"]["max_diff_vs_answer_key"]) < 1e-2);
+    CHECK(r["traffic"]["formula_agrees"] == true);
+    CHECK(num(r["traffic"]["standard_hbm_bytes"]) > 5 * (num(r["traffic"]["hbm_read_bytes"]) + num(r["traffic"]["hbm_write_bytes"])));
+    const auto& law = r["law"]["smem_scaling"];
+    for (std::size_t i = 1; i < law.size(); ++i) {
+        const double shrink = num(law[i - 1]["hbm_bytes"]) / num(law[i]["hbm_bytes"]);
+        CHECK(shrink > 1.4);  // doubling M almost halves the traffic
+        CHECK(shrink <= 2.0);
+    }
+    CHECK(num(r["tiles"]["paper_Br"]) == std::min(num(r["tiles"]["paper_Bc"]), 64.0));  // Br = min(⌈M/4d⌉, d)
+    CHECK(num(r["tiles"]["Bc"]) <= num(r["tiles"]["paper_Bc"]));  // lowered only if they do not fit
+    CHECK(num(r["tiles"]["Br"]) <= num(r["tiles"]["paper_Br"]));
+}
+
+TEST_CASE("lesson 06: FA2 writes less exchanges nothing does fewer non-matmul FLOPs runs faster", "[lessons][facts]") {
+    const json r = lesson_json(6)["results"];
+    CHECK(r["loop"]["equals_exact"] == true);
+    CHECK(r["loop"]["lse_equals_exact"] == true);
+    CHECK(r["traffic"]["fa2_formula_agrees"] == true);
+    CHECK(num(r["traffic"]["fa2_hbm_write_bytes"]) < num(r["traffic"]["fa1_hbm_write_bytes"]));
+    CHECK(num(r["warps"]["fa2_smem_bytes"]) < num(r["warps"]["fa1_smem_bytes"]));
+    CHECK(num(r["warps"]["fa2_barriers"]) == 0);
+    CHECK(num(r["warps"]["fa1_barriers"]) > 0);
+    CHECK(num(r["nonmatmul"]["fa2_nonmatmul_flops"]) < num(r["nonmatmul"]["fa1_nonmatmul_flops"]));
+    CHECK(num(r["nonmatmul"]["fa2_matmul_flops"]) == num(r["nonmatmul"]["fa1_matmul_flops"]));
+    CHECK(num(r["lse"]["fa2_lse_bytes"]) < num(r["lse"]["fa1_m_l_bytes"]));
+    CHECK(num(r["compare"]["fa2_predicted_s"]) < num(r["compare"]["fa1_predicted_s"]));
+}
+
+TEST_CASE("lesson 07: FA1 grid B*H idles SMs at long N - FA2 grid B*H*Tr does not", "[lessons][facts]") {
+    const fasim::GpuSpec a100 = fasim::find_gpu_preset(fasim::default_gpu_name());
+    const json r = lesson_json(7)["results"];
+    CHECK(num(r["grid"]["fa1_grid"]) == 16);
+    CHECK(num(r["grid"]["fa2_grid"]) == 16 * 16384 / 128);
+    CHECK(num(r["grid"]["fa1_idle_sms"]) == a100.sm_count - 16);
+    CHECK(num(r["grid"]["fa2_idle_sms"]) == 0);
+    for (const auto& row : r["tokens"]["fixed_tokens"]) CHECK(num(row["fa2_predicted_s"]) <= num(row["fa1_predicted_s"]));
+}
+
+TEST_CASE("lesson 08: causal skipping halves FLOPs - standard attention computes them all", "[lessons][facts]") {
+    const json r = lesson_json(8)["results"];
+    CHECK(num(r["map"]["skipped"]) == 28);
+    CHECK(num(r["map"]["masked"]) == 8);
+    for (const auto& a : r["flops"]["algorithms"]) {
+        const double ratio = num(a["matmul_flops"]) / num(a["noncausal_matmul_flops"]);
+        if (a["algo"] == "standard") CHECK(ratio == 1.0);
+        else {
+            CHECK(ratio > 0.5);
+            CHECK(ratio < 0.6);
+        }
+    }
+}
+
+TEST_CASE("lesson 09: no measurements means predictions only - result files are read and re-predicted", "[lessons][facts]") {
+    const std::string empty = "/tmp/fasim_lesson09_empty_" + std::to_string(::getpid());
+    std::filesystem::create_directories(empty);
+    const Run none = run(lesson(9, "--results " + empty));
+    REQUIRE(none.exit_code == 0);
+    CHECK(none.out.find("No measurements") != std::string::npos);
+    CHECK(none.out.find("Median |error|") == std::string::npos);  // no table of measurements
+    std::filesystem::remove_all(empty);
+
+    const std::string fixture = std::string(FASIM_SOURCE_DIR) + "/tests/lessons/fixtures";
+    const json r = lesson_json(9, "--results " + fixture)["results"];
+    CHECK(num(r["measured"]["measurements"]) == 3);
+    for (const auto& row : r["measured"]["rows"]) {
+        CHECK(row.contains("predicted_now_s"));
+        CHECK(num(row["predicted_now_s"]) > 0);
+    }
+    const Run text = run(lesson(9, "--results " + fixture));
+    CHECK(text.out.find("Median |error|") != std::string::npos);
+    CHECK(text.out.find("skipped") != std::string::npos);  // the fixture's entry with an error
+}
+
+TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 2", "[lessons][errors]") {
+    auto bad = [](int n, const std::string& args, const std::string& names) {
+        CAPTURE(n, args);
+        const Run r = run(lesson(n, args));
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(names) != std::string::npos);
+        CHECK(r.err.find("Fix:") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    };
+    bad(5, "--N 0", "--N 0 is out of range");
+    bad(5, "--d 65", "--d 65");
+    bad(3, "--dtype fp8", "--dtype 'fp8'");
+    bad(7, "--gpu B200", "B200");
+    bad(5, "--trace-N 100", "--trace-N 100");
+    bad(5, "--trace-d 5", "--trace-d 5");
+    bad(6, "--check nosuch=1", "no exercise 'nosuch'");
+    bad(6, "--check 42", "--check '42' names no exercise");
+    bad(6, "--only 99", "--only '99'");
+    bad(6, "--json --check o_writes=17", "one of them per run");
+    bad(4, "--no-such-flag", "no-such-flag");
+    bad(8, "--no-prose", "--no-prose");
+}
+
+TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", "[lessons][notebook]") {
+    const std::string dir = "/tmp/fasim_lesson_nb_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const Run r = run(lesson(5, "--export-notebook " + dir));
+    REQUIRE(r.exit_code == 0);
+    const std::string path = dir + "/05_flashattention_1.ipynb";
+    REQUIRE(std::filesystem::exists(path));
+    const json nb = json::parse(read_file(path));
+    CHECK(nb["nbformat"] == 4);
+    CHECK(nb["nbformat_minor"] == 5);
+    CHECK(nb["metadata"]["kernelspec"]["name"] == "python3");
+    std::set<std::string> ids;
+    for (const auto& c : nb["cells"]) CHECK(ids.insert(c["id"].get<std::string>()).second);
+    CHECK(nb["cells"][0]["cell_type"] == "markdown");
+    CHECK(nb["cells"][0]["id"] == "l05-top");
+    const Run again = run(lesson(5, "--export-notebook " + dir + "/again.ipynb"));
+    REQUIRE(again.exit_code == 0);
+    CHECK(read_file(dir + "/again.ipynb") == read_file(path));
+    std::filesystem::remove_all(dir);
+}
