@@ -1,6 +1,8 @@
 // Tests of sim/figures: the figures `fa-sim --plot DIR` writes.
 #include <catch2/catch.hpp>
 
+#include "../common/test_files.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,45 +25,15 @@
 #include "plot/png_convert.hpp"
 
 namespace fs = std::filesystem;
+using namespace fasim::test;
 using namespace fasim;
 using namespace fasim::figures;
 
 namespace {
 
-// A fresh, empty directory under the build tree, removed at the end of the test.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name) {
-        path = fs::path(FASIM_BINARY_DIR) / "test-figures-tmp" / (name + "-" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
-void write_text(const fs::path& p, const std::string& s) {
-    std::ofstream out(p, std::ios::binary);
-    out << s;
-}
 
-xmlcheck::Document parse_ok(const std::string& svg) {
-    try {
-        return xmlcheck::parse(svg);
-    } catch (const xmlcheck::XmlError& e) {
-        FAIL(e.what());
-    }
-    return {};
-}
 
 // A quick request: the default problem (A100, B=1, H=16, N=4096, d=64, fp16) with a short sweep.
 FigureRequest small_request() {
@@ -567,7 +539,7 @@ TEST_CASE("write_figures: SVG (and PNG) for every figure, predicted_vs_measured 
         CHECK(fs::exists(p));
         if (fs::path(p).extension() == ".svg") {
             svgs.insert(fs::path(p).stem().string());
-            parse_ok(read_text(p));
+            parse_ok(read_file(p));
         }
     }
     const std::set<std::string> expected = {"traffic_vs_n",           "tensor_bars",          "roofline",
@@ -597,13 +569,13 @@ TEST_CASE("write_figures: SVG (and PNG) for every figure, predicted_vs_measured 
     const fs::path good = dir.path / "measured.json";
     std::string two = kGoodRecord;
     two.replace(two.find("\"fa2\""), 5, "\"fa1\"");
-    write_text(good, measured_json(std::string(kGoodRecord) + ", " + two));
+    write_file(good, measured_json(std::string(kGoodRecord) + ", " + two));
     req.measured_path = good.string();
     const auto with = write_figures(dir.path.string(), req);
     const fs::path pvm = dir.path / "predicted_vs_measured.svg";
     REQUIRE(fs::exists(pvm));
     CHECK(std::find(with.begin(), with.end(), pvm.string()) != with.end());
-    const auto d = parse_ok(read_text(pvm));
+    const auto d = parse_ok(read_file(pvm));
     CHECK(d.count_attr("data-series", "0") == 1);
     CHECK(d.count_attr("data-series", "1") == 1);
     CHECK(d.with_class("identity-band").size() == 1);
@@ -613,7 +585,7 @@ TEST_CASE("write_figures: SVG (and PNG) for every figure, predicted_vs_measured 
     CHECK(contains(caption_text(d), "2 of 2 within"));
 
     // A malformed file is an error that names the field.
-    write_text(good, measured_json(R"({"algo": "fa2"})"));
+    write_file(good, measured_json(R"({"algo": "fa2"})"));
     try {
         write_figures(dir.path.string(), req);
         FAIL("no error for a malformed measured file");
@@ -673,12 +645,12 @@ TEST_CASE("figures are deterministic and match the committed golden SVG", "[figu
     const fs::path golden = fs::path(FASIM_FIGURES_GOLDEN_DIR) / "traffic_vs_n.svg";
     const char* update = std::getenv("FASIM_UPDATE_GOLDEN");
     if (update && std::string(update) == "1") {
-        write_text(golden, svg);
+        write_file(golden, svg);
         WARN("rewrote " << golden.string());
         return;
     }
     REQUIRE(fs::exists(golden));
-    const std::string want = read_text(golden);
+    const std::string want = read_file(golden);
     INFO("golden " << golden.string() << " differs; if the change is intended, regenerate it with "
                    "FASIM_UPDATE_GOLDEN=1 (docs/figures.md)");
     CHECK(svg == want);

@@ -2,6 +2,8 @@
 // terminal bars.
 #include <catch2/catch.hpp>
 
+#include "../common/test_files.hpp"
+
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,45 +31,14 @@
 #include "xml_check.hpp"
 
 namespace fs = std::filesystem;
+using namespace fasim::test;
 using namespace fasim::plot;
 
 namespace {
 
-// A fresh, empty directory under the build tree, removed at the end of the test.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name) {
-        path = fs::path(FASIM_BINARY_DIR) / "test-plot-tmp" / (name + "-" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(path, ec);
-    }
-};
 
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
-void write_plain(const fs::path& p, const std::string& s) {
-    std::ofstream out(p, std::ios::binary);
-    out << s;
-}
 
-xmlcheck::Document parse_ok(const std::string& svg) {
-    try {
-        return xmlcheck::parse(svg);
-    } catch (const xmlcheck::XmlError& e) {
-        FAIL(e.what());
-    }
-    return {};
-}
 
 std::vector<double> seq(double a, double step, int n) {
     std::vector<double> v;
@@ -569,7 +540,7 @@ TEST_CASE("atomic_write_file writes and replaces files", "[plot][io]") {
 TEST_CASE("a failed write leaves the old file intact", "[plot][io]") {
     TempDir dir("atomic-fail");
     const fs::path f = dir.path / "chart.svg";
-    write_plain(f, "old contents");
+    write_file(f, "old contents");
 
     SECTION("the producer throws halfway") {
         CHECK_THROWS_AS(atomic_write_file(f, [](std::ostream& out) {
@@ -617,7 +588,7 @@ TEST_CASE("a missing or unwritable directory is a UsageError naming it", "[plot]
                           Catch::Contains("Fix:") && Catch::Contains("mkdir -p"));
     }
     // A regular file where the directory should be.
-    write_plain(dir.path / "file", "x");
+    write_file(dir.path / "file", "x");
     CHECK_THROWS_WITH(atomic_write_file(dir.path / "file" / "chart.svg", "x"),
                       Catch::Contains("is not a directory") && Catch::Contains("Fix:"));
     // The path is itself a directory.
@@ -658,7 +629,7 @@ TEST_CASE("PNG conversion falls back to SVG only, never failing", "[plot][png]")
     SECTION("a `convert` that is not ImageMagick is not used") {
         const fs::path bin = dir.path / "bin";
         fs::create_directories(bin);
-        write_plain(bin / "convert", "#!/bin/sh\necho 'not the real one'\nexit 0\n");
+        write_file(bin / "convert", "#!/bin/sh\necho 'not the real one'\nexit 0\n");
         fs::permissions(bin / "convert", fs::perms::owner_all);
         PngOptions o;
         o.search_path = bin.string();
@@ -669,7 +640,7 @@ TEST_CASE("PNG conversion falls back to SVG only, never failing", "[plot][png]")
     SECTION("a converter that fails is reported, not thrown") {
         const fs::path bin = dir.path / "bin2";
         fs::create_directories(bin);
-        write_plain(bin / "rsvg-convert", "#!/bin/sh\necho 'broken converter' >&2\nexit 3\n");
+        write_file(bin / "rsvg-convert", "#!/bin/sh\necho 'broken converter' >&2\nexit 3\n");
         fs::permissions(bin / "rsvg-convert", fs::perms::owner_all);
         PngOptions o;
         o.search_path = bin.string();
