@@ -2,7 +2,8 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|validate|ncu|torch ...]   (default: all)
+#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|ncu|peaks|profile|torch ...]
+#   (default: all but profile)
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -10,7 +11,7 @@ out=$PWD/gpu-session
 rm -rf "$out"
 mkdir -p "$out" "$final"
 trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session; cp "$out/session.log" "$final/" 2>/dev/null' EXIT
-steps=${*:-build check sanitize validate ncu torch}
+steps=${*:-build check sanitize validate ncu peaks torch}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 build=$PWD/build-gpu
@@ -26,7 +27,7 @@ if has build; then
   log "build"
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >"$out/build.log" 2>&1 &&
-    cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
+    cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim peak-rates >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
 fi
 
 if has check; then
@@ -58,6 +59,19 @@ if has ncu; then
   log "fa-validate --ncu"
   "$build/cuda/validate/fa-validate" --ncu --N 2048,4096,8192 --d 64 --causal off --runs 3 --out "$out/validate_ncu.json" > "$out/ncu.txt" 2>&1
   tail -20 "$out/ncu.txt"
+fi
+
+if has peaks; then
+  log "peak-rates"
+  "$build/cuda/peak-rates" > "$out/peak_rates.txt" 2>&1
+  "$build/cuda/peak-rates" --json > "$out/peak_rates.json" 2>>"$out/peak_rates.txt"
+  cat "$out/peak_rates.txt"
+fi
+
+if has profile; then
+  log "profile_bottlenecks (ncu)"
+  bash cuda/scripts/profile_bottlenecks.sh "$build" "$out/profile" > "$out/profile.txt" 2>&1
+  tail -12 "$out/profile.txt"
 fi
 
 if has torch; then

@@ -1,0 +1,164 @@
+// peak-rates: the arithmetic ceilings a kernel of this project can reach on the GPU at hand,
+// measured, not taken from a datasheet:
+//   ffma      fp32 fused multiply-add on the CUDA cores (what cuda/kernels/fa2.cu and friends use)
+//   mma.sync  m16n8k16 fp16 and bf16 products with fp32 accumulation (the Ampere-style tensor-core
+//             instruction that FlashAttention-2 and cuda/kernels/fa2_tensor_core.cu issue; on Hopper
+//             it does not reach the wgmma rate that cuBLAS uses, hence a separate ceiling)
+// Operands live in registers (no memory traffic); every warp keeps several independent
+// accumulators so that the pipeline, not the dependency latency, sets the rate. One resident
+// grid of 4 blocks x 256 threads per SM; time with CUDA events, median of 20 runs.
+//
+//   build/cuda/peak-rates                  prints TFLOP/s per instruction kind (JSON with --json)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/check.hpp"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kBlocksPerSm = 4;
+constexpr int kIters = 4096;
+constexpr int kChains = 8;  // independent accumulators per thread
+
+__global__ void ffma_kernel(float* sink, float a, float b) {
+    float acc[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) acc[c] = static_cast<float>(threadIdx.x + c);
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) acc[c] = fmaf(acc[c], a, b);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += acc[c];
+    if (s == 1234.5f) sink[threadIdx.x] = s;  // keeps the loop alive; never true for these inputs
+}
+
+// D = A*B + D, A 16x16 (4 regs), B 16x8 (2 regs), D 16x8 fp32 (4 regs) per warp.
+template <bool kBf16>
+__global__ void mma_kernel(float* sink, unsigned a_bits, unsigned b_bits) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float d[kChains][4];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+        for (int k = 0; k < 4; ++k) d[c][k] = 0.f;
+    const unsigned a0 = a_bits ^ threadIdx.x, a1 = a_bits, a2 = a_bits, a3 = a_bits ^ 1u;
+    const unsigned b0 = b_bits ^ threadIdx.x, b1 = b_bits;
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) {
+            if constexpr (kBf16) {
+                asm volatile(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                    "{%0,%1,%2,%3};\n"
+                    : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+            } else {
+                asm volatile(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                    "{%0,%1,%2,%3};\n"
+                    : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+            }
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+#else
+    (void)sink; (void)a_bits; (void)b_bits;
+#endif
+}
+
+template <typename Launch>
+double median_ms(Launch&& launch) {
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    launch();  // warm-up
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> ms;
+    for (int r = 0; r < 20; ++r) {
+        CUDA_CHECK(cudaEventRecord(start));
+        launch();
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+        ms.push_back(t);
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    std::sort(ms.begin(), ms.end());
+    return 0.5 * (ms[9] + ms[10]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
+    if (argc > 1 && !json) {
+        std::fprintf(stderr, "usage: peak-rates [--json]\n");
+        return 2;
+    }
+    try {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+            std::fprintf(stderr, "peak-rates: SKIPPED: no CUDA device\n");
+            return 77;
+        }
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        int clock_khz = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+        float* sink = nullptr;
+        CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+        const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * kBlocksPerSm));
+        const double threads = static_cast<double>(grid.x) * kThreads;
+
+        struct Row { std::string name; double tflops; };
+        std::vector<Row> rows;
+        const double ffma_ms = median_ms([&] {
+            ffma_kernel<<<grid, kThreads>>>(sink, 0.999f, 1e-3f);
+            CUDA_CHECK(cudaGetLastError());
+        });
+        rows.push_back({"ffma_fp32", threads * kIters * kChains * 2.0 / (ffma_ms * 1e-3) / 1e12});
+        if (prop.major >= 8) {
+            const double warps = threads / 32.0;
+            const double mma_flops = warps * kIters * kChains * 2.0 * 16 * 8 * 16;
+            const double f16 = median_ms([&] {
+                mma_kernel<false><<<grid, kThreads>>>(sink, 0x3c003c00u, 0x3c003c00u);
+                CUDA_CHECK(cudaGetLastError());
+            });
+            const double b16 = median_ms([&] {
+                mma_kernel<true><<<grid, kThreads>>>(sink, 0x3f803f80u, 0x3f803f80u);
+                CUDA_CHECK(cudaGetLastError());
+            });
+            rows.push_back({"mma_sync_fp16", mma_flops / (f16 * 1e-3) / 1e12});
+            rows.push_back({"mma_sync_bf16", mma_flops / (b16 * 1e-3) / 1e12});
+        }
+        CUDA_CHECK(cudaFree(sink));
+        if (json) {
+            std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, prop.multiProcessorCount,
+                        clock_khz / 1000);
+            for (const auto& r : rows) std::printf(", \"%s_tflops\": %.1f", r.name.c_str(), r.tflops);
+            std::printf("}\n");
+        } else {
+            std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
+            for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "peak-rates: %s\n", e.what());
+        return 1;
+    }
+}
