@@ -75,7 +75,8 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
     const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
-                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps)};
+                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps),
+                             MatrixInstruction::library_gemm};
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
@@ -130,7 +131,7 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     // 3. O = P·V, P read from HBM.
     const std::int64_t o_tiles_n = ceil_div(d, Tn);
     const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Tm) * o_tiles_n, BH,
-                             static_cast<int>(gemm_warps)};
+                             static_cast<int>(gemm_warps), MatrixInstruction::library_gemm};
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Tm, n0 = (t % o_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, d - n0);

@@ -135,8 +135,8 @@ struct MeasuredField {
     double GpuSpec::*datasheet;
 };
 
-const std::array<MeasuredField, 4>& measured_fields() {
-    static const std::array<MeasuredField, 4> fields = {{
+const std::array<MeasuredField, 6>& measured_fields() {
+    static const std::array<MeasuredField, 6> fields = {{
         {"hbm_bandwidth_bytes_per_s", "hbm_bandwidth_bytes_per_s", &GpuSpec::Measured::hbm_bandwidth,
          &GpuSpec::hbm_bandwidth},
         {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::tensor_fp16_flops,
@@ -144,6 +144,11 @@ const std::array<MeasuredField, 4>& measured_fields() {
         {"tensor_bf16_flops_per_s", "tensor_bf16_flops_per_s", &GpuSpec::Measured::tensor_bf16_flops,
          &GpuSpec::tensor_bf16_flops},
         {"fp32_flops_per_s", "fp32_flops_per_s", &GpuSpec::Measured::fp32_flops, &GpuSpec::fp32_flops},
+        // mma.sync has no datasheet figure of its own: it is checked against the tensor-core one.
+        {"mma_sync_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::mma_sync_fp16_flops,
+         &GpuSpec::tensor_fp16_flops},
+        {"mma_sync_bf16_flops_per_s", "tensor_bf16_flops_per_s", &GpuSpec::Measured::mma_sync_bf16_flops,
+         &GpuSpec::tensor_bf16_flops},
     }};
     return fields;
 }

@@ -39,4 +39,11 @@ double GpuSpec::matmul_flops(DType dtype) const {
     return effective_fp32_flops();
 }
 
+double GpuSpec::mma_sync_flops(DType dtype) const {
+    const double measured_rate = dtype == DType::fp16 ? measured.mma_sync_fp16_flops
+                               : dtype == DType::bf16 ? measured.mma_sync_bf16_flops
+                                                      : 0.0;
+    return measured_rate > 0 ? measured_rate : matmul_flops(dtype);
+}
+
 }  // namespace fasim

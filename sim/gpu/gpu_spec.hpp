@@ -51,6 +51,10 @@ struct GpuSpec {
         double tensor_fp16_flops = 0;
         double tensor_bf16_flops = 0;
         double fp32_flops = 0;
+        // Warp-level mma.sync (m16n8k16) products: what FlashAttention-2's kernels issue. On Hopper
+        // they peak below the wgmma rate that cuBLAS reaches (cuda/bench/peak_rates.cu measures both).
+        double mma_sync_fp16_flops = 0;
+        double mma_sync_bf16_flops = 0;
         std::string source;            // command, driver, date
     } measured;
 
@@ -60,6 +64,9 @@ struct GpuSpec {
     // Rates the runtime model uses: the measured ceiling where known, else the datasheet.
     // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.
     double matmul_flops(DType dtype) const;
+    // The rate of kernels that issue warp-level mma.sync: the measured mma.sync ceiling where known,
+    // else matmul_flops (before Hopper, mma.sync is the tensor cores' only instruction).
+    double mma_sync_flops(DType dtype) const;
     double effective_fp32_flops() const;
     double effective_hbm_bandwidth() const;
 };

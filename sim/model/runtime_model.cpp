@@ -39,7 +39,10 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.idle_sms = static_cast<int>(std::max<std::int64_t>(0, gpu.sm_count - t.grid));
 
     const double sms = gpu.sm_count;
-    const double mm_rate = options.tensor_cores ? gpu.matmul_flops(dtype) : gpu.effective_fp32_flops();
+    const bool mma_sync = k.desc.matrix_instruction == MatrixInstruction::mma_sync;
+    const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
+                         : mma_sync           ? gpu.mma_sync_flops(dtype)
+                                              : gpu.matmul_flops(dtype);
     const SmRates r{mm_rate / sms, gpu.effective_fp32_flops() / sms, gpu.sfu_ops / sms, gpu.smem_bandwidth_per_sm,
                     gpu.l2_bandwidth / sms};
 
@@ -110,7 +113,8 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         const double compute = t.matmul_s + t.nonmatmul_s + t.sfu_s;
         std::string what;
         if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
-            if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = options.tensor_cores && dtype != DType::fp32 ? "tensor cores" : "FP32 matmul";
+            if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
+                                       : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
             else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
         else what = "L2 bandwidth per SM";

@@ -1,7 +1,9 @@
 // Predicted runtime of one kernel from what the counting executor measured.
 //
 // Each thread block's duration on its SM comes from its own work: matmul FLOPs
-// over the tensor-core (or CUDA-core) rate, non-matmul FLOPs over the FP32 rate,
+// over the tensor-core rate of the kernel's instruction (mma.sync for the
+// hand-written flash kernels, a library GEMM's for standard attention; they
+// differ on Hopper) or the CUDA-core rate, non-matmul FLOPs over the FP32 rate,
 // exp/log over the SFU rate (these three share the block's warps, so they add),
 // shared-memory bytes over the SM's shared-memory bandwidth, and its L2 requests
 // over the SM's share of L2 bandwidth; the slowest of those is the block's time.

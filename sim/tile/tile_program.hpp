@@ -132,12 +132,18 @@ inline Tile::~Tile() {
 // One kernel launch: blocks_per_head thread blocks for each of `heads` heads,
 // launched in order (block index fastest, then head) as CUDA would for
 // grid = (blocks_per_head, heads).
+// How a kernel's fp16/bf16 products reach the tensor cores: warp-level mma.sync, as
+// FlashAttention-1/2's hand-written kernels issue them, or a vendor GEMM library
+// (cuBLAS: wgmma on Hopper, a faster path). The runtime model takes each its own ceiling.
+enum class MatrixInstruction : std::uint8_t { mma_sync, library_gemm };
+
 struct KernelDesc {
     std::string name;          // e.g. "fa2_forward"
     std::string role;          // one line: what this kernel does
     std::int64_t blocks_per_head = 1;
     std::int64_t heads = 1;
     int warps = 4;
+    MatrixInstruction matrix_instruction = MatrixInstruction::mma_sync;
     std::int64_t grid() const { return blocks_per_head * heads; }
 };
 

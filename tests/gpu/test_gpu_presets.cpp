@@ -239,12 +239,16 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.tensor_bf16_flops == 759e12);
             CHECK(g.measured.fp32_flops == 50.8e12);
             CHECK(g.measured.tensor_fp16_flops == 725e12);
+            CHECK(g.measured.mma_sync_fp16_flops == 641.7e12);
+            CHECK(g.measured.mma_sync_bf16_flops == 639.4e12);
             CHECK(contains(g.measured.source, "measured on an H200, torch 2.11, DESIGN.md"));
+            CHECK(contains(g.measured.source, "build/cuda/peak-rates"));
         } else {
             CHECK(g.measured.hbm_bandwidth == 0);
             CHECK(g.measured.tensor_fp16_flops == 0);
             CHECK(g.measured.tensor_bf16_flops == 0);
             CHECK(g.measured.fp32_flops == 0);
+            CHECK(g.measured.mma_sync_fp16_flops == 0);
             CHECK(g.measured.source.empty());
         }
     }
@@ -265,8 +269,15 @@ TEST_CASE("matmul rates per dtype", "[gpu]") {
     CHECK(h200.effective_hbm_bandwidth() == 4.19e12);
     CHECK(h200.hbm_bandwidth == 4.8e12);
 
+    // Hopper: warp-level mma.sync (hand-written flash kernels) peaks below cuBLAS's wgmma path.
+    CHECK(h200.mma_sync_flops(DType::fp16) == 641.7e12);
+    CHECK(h200.mma_sync_flops(DType::bf16) == 639.4e12);
+    CHECK(h200.mma_sync_flops(DType::fp32) == 50.8e12);  // fp32 products stay on the CUDA cores
+
     const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
     CHECK(h100.matmul_flops(DType::bf16) == 989.4e12);
+    CHECK(h100.mma_sync_flops(DType::bf16) == 989.4e12);  // not measured there: the tensor-core rate
+    CHECK(a40.mma_sync_flops(DType::fp16) == a40.matmul_flops(DType::fp16));  // Ampere: one instruction
     CHECK(h100.effective_hbm_bandwidth() == 3.35e12);
 
     // T4: no bf16 tensor cores, so bf16 runs at the fp32 rate, and the loader says so.
@@ -573,4 +584,12 @@ TEST_CASE("validation: format, names and measured numbers", "[gpu]") {
     doc["measured"]["hbm_bandwidth_bytes_per_s"] = -1;
     msg = error_of(doc);
     CHECK(contains(msg, "\"measured.hbm_bandwidth_bytes_per_s\" = -1"));
+
+    // mma.sync has no datasheet figure: it is checked against the tensor-core one.
+    doc = user_json();
+    doc["measured"] = {{"mma_sync_fp16_flops_per_s", 1e18}, {"source", "peak-rates, 2026-01-01"}};
+    msg = error_of(doc);
+    check_message_shape(msg);
+    CHECK(contains(msg, "\"measured.mma_sync_fp16_flops_per_s\" = 1e+18"));
+    CHECK(contains(msg, "tensor_fp16_flops_per_s"));
 }

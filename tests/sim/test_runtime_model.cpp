@@ -1,0 +1,53 @@
+// The runtime model's choice of arithmetic rate per kernel.
+#include <catch2/catch.hpp>
+
+#include "test_helpers.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+namespace {
+
+// Seconds of matmul work on the busiest SM, divided by the FLOPs it did: the rate the model used.
+double matmul_seconds(const AlgorithmResult& r, const std::string& kernel) {
+    for (const KernelTiming& t : r.timing)
+        if (t.name == kernel) return t.matmul_s;
+    FAIL("no kernel " << kernel);
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("Hopper: flash kernels run at the measured mma.sync rate, standard's GEMMs at cuBLAS's", "[model][hopper]") {
+    const GpuSpec h200 = find_gpu_preset("H200");
+    REQUIRE(h200.mma_sync_flops(DType::fp16) < h200.matmul_flops(DType::fp16));
+    const AttentionProblem p = problem(4096, 64, 16, DType::fp16);
+
+    // Same GPU with the mma.sync ceiling removed: the flash kernel's matmul term shrinks by the ratio
+    // of the two ceilings, standard's GEMMs do not change.
+    GpuSpec no_mma = h200;
+    no_mma.measured.mma_sync_fp16_flops = 0;
+    const double ratio = h200.matmul_flops(DType::fp16) / h200.mma_sync_flops(DType::fp16);
+
+    const AlgorithmResult fa2 = simulate(Algo::fa2, p, h200, {}, {});
+    const AlgorithmResult fa2_lib = simulate(Algo::fa2, p, no_mma, {}, {});
+    CHECK(matmul_seconds(fa2, "fa2_forward") / matmul_seconds(fa2_lib, "fa2_forward") == Approx(ratio).epsilon(1e-9));
+    CHECK(fa2.timing.front().bound == "tensor cores (mma.sync)");
+
+    const AlgorithmResult std_h = simulate(Algo::standard, p, h200, {}, {});
+    const AlgorithmResult std_lib = simulate(Algo::standard, p, no_mma, {}, {});
+    CHECK(matmul_seconds(std_h, "gemm_qk") == matmul_seconds(std_lib, "gemm_qk"));
+    CHECK(matmul_seconds(std_h, "gemm_pv") == matmul_seconds(std_lib, "gemm_pv"));
+}
+
+TEST_CASE("CUDA-core runs ignore the tensor-core instruction", "[model]") {
+    const GpuSpec h200 = find_gpu_preset("H200");
+    ModelOptions cuda_cores;
+    cuda_cores.tensor_cores = false;
+    const AttentionProblem p = problem(2048, 64, 16, DType::fp16);
+    const AlgorithmResult fa2 = simulate(Algo::fa2, p, h200, {}, cuda_cores);
+    const double flops_on_busiest_sm = static_cast<double>(fa2.kernels.front().block_work.front().first.matmul_flops) *
+                                       std::ceil(static_cast<double>(fa2.timing.front().grid) / h200.sm_count);
+    CHECK(matmul_seconds(fa2, "fa2_forward") ==
+          Approx(flops_on_busiest_sm / (h200.effective_fp32_flops() / h200.sm_count)).epsilon(1e-9));
+}
