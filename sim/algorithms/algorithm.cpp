@@ -37,8 +37,8 @@ std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_
     const std::int64_t d = p.d, e = p.elem_bytes(), W = cfg.warps;
     switch (algo) {
         case Algo::fa2:
-        case Algo::tiled:  // Q_i, K_j, V_j
-            return (Br + 2 * Bc) * d * e;
+        case Algo::tiled:  // Q_i, K_j, V_j; with a staged S: S_ij and the row statistics m, l, alpha (fp32)
+            return (Br + 2 * Bc) * d * e + (cfg.scores == Space::Shared ? (Br * Bc + 3 * Br) * 4 : 0);
         case Algo::fa1:  // K_j, V_j, Q_i, O_i, l_i, m_i, plus the split-K exchange buffer: every warp's
                          // partial P·V (fp32), 16 rows at a time
             return 2 * Bc * d * e + 2 * Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;
@@ -66,6 +66,7 @@ std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
 TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     TileConfig c;
     c.matmul = req.matmul;
+    c.scores = algo == Algo::fa2 || algo == Algo::tiled ? req.scores : Space::Registers;
     const std::int64_t d = p.d, e = p.elem_bytes(), limit = gpu.smem_per_block_bytes;
     if (req.Br) check_tile_arg("Br", *req.Br);
     if (req.Bc) check_tile_arg("Bc", *req.Bc);
@@ -144,7 +145,8 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
                     if (Bc >= Br && Bc > 16) Bc /= 2;
                     else Br /= 2;
                 }
-                c.reasons.push_back("Q, K, V tiles need " + bytes_text(need) + " > " + bytes_text(limit) +
+                c.reasons.push_back(std::string(c.scores == Space::Shared ? "Q, K, V and S tiles" : "Q, K, V tiles") +
+                                    " need " + bytes_text(need) + " > " + bytes_text(limit) +
                                     " of shared memory: halved to Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
             }
             c.Br = Br;

@@ -27,6 +27,10 @@ enum class MatmulMode { tiled, naive };
 struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul)
     std::optional<std::int64_t> Br, Bc;
     MatmulMode matmul = MatmulMode::tiled;
+    // Where tiled and FA2 keep the score tile S_ij (then P_ij): in registers, as tensor-core
+    // kernels do (FA2's way), or in shared memory, as fa-sim's CUDA-core kernels do (fp32 S/P
+    // of a 128x128 tile would need 128 registers per thread). simulate() sets it from ModelOptions.
+    Space scores = Space::Registers;
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -38,6 +42,7 @@ struct TileConfig {
     std::int64_t softmax_chunk = 0;      // standard's softmax: columns of S staged at once (Nk if a row fits)
     std::int64_t smem_bytes = 0;         // shared memory one block needs (formula)
     int warps = 4;
+    Space scores = Space::Registers;     // tiled and FA2's S_ij/P_ij (TileRequest::scores)
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

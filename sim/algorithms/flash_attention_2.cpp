@@ -24,8 +24,9 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
-        Tile mi = b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i");
-        Tile li = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i");
+        // Row statistics sit beside S: in registers, or in shared memory with a staged S (one lane per row).
+        Tile mi = b.alloc(rows, 1, cfg.scores, Fill::NegInf, "m_i");
+        Tile li = b.alloc(rows, 1, cfg.scores, Fill::Zero, "l_i");
 
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {
@@ -33,11 +34,11 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
 
-            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
 
             Tile m_new = b.row_max(S, scale, "m_new");
             b.vec_max(m_new, m_new, mi);
-            Tile alpha = b.alloc(rows, 1, Space::Registers, Fill::Zero, "alpha");
+            Tile alpha = b.alloc(rows, 1, cfg.scores, Fill::Zero, "alpha");
             b.vec_exp_diff(alpha, mi, m_new);       // rescale factor for the old O and ℓ
             b.exp_rows(S, scale, m_new);            // S becomes P̃ = exp(scale·S − m_new)
             Tile rowsum = b.row_sum(S, "rowsum");

@@ -24,10 +24,11 @@ inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::i
 }
 
 // S_ij = Q_i·K_jᵀ for the tile whose top-left element is S[q0][k0], masked where it
-// crosses the causal diagonal. `split` says how the warps divide the product.
+// crosses the causal diagonal. `split` says how the warps divide the product; `space`
+// where the tile lives (TileConfig::scores).
 inline Tile score_tile(Block& b, const Tile& Qi, const Tile& Kj, std::int64_t q0, std::int64_t k0,
-                       const AttentionProblem& p, Split split) {
-    Tile S = b.alloc(Qi.rows(), Kj.rows(), Space::Registers, Fill::Zero, "S_ij");
+                       const AttentionProblem& p, Split split, Space space = Space::Registers) {
+    Tile S = b.alloc(Qi.rows(), Kj.rows(), space, Fill::Zero, "S_ij");
     b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, split);
     if (tile_crosses_diagonal(q0, k0, Kj.rows(), p.N, p.Nk, p.causal)) b.mask(S, {q0, k0, p.N, p.Nk, p.causal});
     return S;

@@ -23,17 +23,18 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
-        Tile mi = b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i");
-        Tile li = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i");
+        // Row statistics sit beside S: in registers, or in shared memory with a staged S (one lane per row).
+        Tile mi = b.alloc(rows, 1, cfg.scores, Fill::NegInf, "m_i");
+        Tile li = b.alloc(rows, 1, cfg.scores, Fill::Zero, "l_i");
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
 
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 1)");
-            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
             Tile m_new = b.row_max(S, scale, "m_new");
             b.vec_max(m_new, m_new, mi);
-            Tile alpha = b.alloc(rows, 1, Space::Registers, Fill::Zero, "alpha");
+            Tile alpha = b.alloc(rows, 1, cfg.scores, Fill::Zero, "alpha");
             b.vec_exp_diff(alpha, mi, m_new);
             b.exp_rows(S, scale, m_new);
             Tile rowsum = b.row_sum(S, "rowsum");
@@ -46,7 +47,7 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 2)");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
-            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows);
+            Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
             b.exp_rows(S, scale, mi);
             b.divide_rows(S, li);                  // P is final: no later rescaling
             b.round_to_storage(S);

@@ -1,12 +1,24 @@
 #include "model/runtime_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <queue>
 
 namespace fasim {
 
 namespace {
+
+// CUDA-core products: one FFMA per warp instruction, its operands loaded from shared memory just
+// before. A scheduler (4 per SM) hides that latency only with several warps to choose from. Nsight
+// Compute on the H200, fa-sim's fa2 fp32 kernel (N=4096, d=64; shared memory allows one 4-warp block
+// per SM, so one warp per scheduler): the scheduler issues in 37% of cycles (smsp__issue_active;
+// cuda/results/2026-11-22-h200-b/profile/). The model takes each warp to be ready in that share of
+// cycles, independently of the others: a scheduler with W warps issues in 1 - (1 - 0.37)^W of cycles
+// (0.60 for two warps, 0.94 for six). Tensor-core kernels are not subject to it.
+constexpr double kLoneWarpIssueFraction = 0.37;
+constexpr int kSchedulersPerSm = 4;
 
 struct SmRates {
     double matmul, fp32, sfu, smem, l2;  // per SM, per second
@@ -43,8 +55,11 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
-    const SmRates r{mm_rate / sms, gpu.effective_fp32_flops() / sms, gpu.sfu_ops / sms, gpu.smem_bandwidth_per_sm,
-                    gpu.l2_bandwidth / sms};
+    const double warps_per_scheduler = static_cast<double>(bps * k.desc.warps) / kSchedulersPerSm;
+    t.issue_fraction = options.tensor_cores ? 1.0 : 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
+    const double issue = t.issue_fraction;
+    const SmRates r{issue * mm_rate / sms, issue * gpu.effective_fp32_flops() / sms, issue * gpu.sfu_ops / sms,
+                    gpu.smem_bandwidth_per_sm, gpu.l2_bandwidth / sms};
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;
@@ -119,6 +134,11 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
         else what = "L2 bandwidth per SM";
         t.bound = what;
+        if (t.issue_fraction < 0.9 && compute >= t.smem_s && compute >= t.l2_per_sm_s) {
+            char buf[64];  // few warps to hide latency: say how many
+            std::snprintf(buf, sizeof buf, ", %.2g warp%s/scheduler", warps_per_scheduler, warps_per_scheduler == 1 ? "" : "s");
+            t.bound += buf;
+        }
         if (t.sm_busy_fraction < 0.75) t.bound += " (with " + std::to_string(static_cast<int>((1 - t.sm_busy_fraction) * 100 + 0.5)) + "% of SM time idle)";
     }
     return t;

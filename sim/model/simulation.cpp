@@ -51,7 +51,9 @@ AlgorithmResult simulate(Algo algo, const AttentionProblem& p, const GpuSpec& gp
     r.algo = algo;
     r.problem = p;
     r.gpu_name = gpu.name;
-    r.tiles = choose_tiles(algo, p, gpu, request);
+    TileRequest req = request;
+    req.scores = options.tensor_cores ? Space::Registers : Space::Shared;  // fa-sim's CUDA-core kernels stage S/P
+    r.tiles = choose_tiles(algo, p, gpu, req);
 
     CountingExecutor counter(gpu);
     FootprintExecutor x(counter);
