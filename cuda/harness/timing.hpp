@@ -3,8 +3,11 @@
 //   TimingResult r = time_gpu([&](cudaStream_t s) { run_attention(algo, problem, tensors, s); }, stream);
 //
 // Warm-up runs first (module load, cuBLAS handle creation, first-touch effects stay out of the numbers);
-// then `runs` timed runs, each preceded (outside the timed region) by an L2 flush: a write of a buffer
-// of at least twice the device's L2 size, so that no run finds its inputs in L2. Each run is timed
+// then `runs` timed runs, each preceded (outside the timed region) by an L2 flush: a read of a buffer
+// of at least twice the device's L2 size, so that no run finds its inputs in L2. A read, not a
+// write: a written buffer would leave L2 full of dirty lines whose write-back the timed kernel would
+// pay for; a read evicts the previous run's dirty lines (their write-back happens here, outside the
+// timed region) and leaves only clean lines behind. Each run is timed
 // with CUDA events around the work alone. Reports the median, min and max in milliseconds.
 #pragma once
 
@@ -32,7 +35,9 @@ struct TimingResult {
     std::vector<double> samples_ms;  // in run order
 };
 
-// Overwrites a buffer of at least 2x the L2 size of the current device.
+// Reads a buffer of at least 2x the L2 size of the current device (kernel "l2_flush_read_kernel":
+// fa-validate's ncu mode finds it by that name and counts its DRAM writes as the write-back of the
+// kernel profiled just before it).
 class L2Flusher {
 public:
     L2Flusher();
@@ -41,7 +46,8 @@ public:
 
 private:
     DeviceBuffer buffer_;
-    int value_ = 0;
+    DeviceBuffer sink_;
+    int sms_ = 1;
 };
 
 TimingResult time_gpu(const std::function<void(cudaStream_t)>& work, cudaStream_t stream,

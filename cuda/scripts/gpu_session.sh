@@ -2,8 +2,10 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|ncu|peaks|profile|torch ...]
+#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|paper|ncu|peaks|profile|torch ...]
 #   (default: all but profile)
+# Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
+# cuBLAS; paper = the FlashAttention-2 paper's benchmark setting (16k tokens per batch, hidden 2048).
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -11,7 +13,7 @@ out=$PWD/gpu-session
 rm -rf "$out"
 mkdir -p "$out" "$final"
 trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session; cp "$out/session.log" "$final/" 2>/dev/null' EXIT
-steps=${*:-build check sanitize validate ncu peaks torch}
+steps=${*:-build check sanitize validate half paper ncu peaks torch}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 build=$PWD/build-gpu
@@ -49,10 +51,30 @@ if has validate; then
       --out "$out/validate_fp32.json" > "$out/validate.txt" 2>&1
   "$build/cuda/validate/fa-validate" --algo standard_naive --N 512,1024,2048,4096 --runs 5 --warmup 1 --sample-rows 8 \
       --out "$out/validate_fp32_naive.json" >> "$out/validate.txt" 2>&1
-  log "fa-validate fp16/bf16"
-  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --N 1024,4096 --algo standard_tiled,tiled,fa1,fa2 --runs 5 --warmup 1 \
-      --sample-rows 8 --out "$out/validate_half.json" >> "$out/validate.txt" 2>&1
   tail -3 "$out/validate.txt"
+fi
+
+if has half; then
+  log "fa-validate fp16/bf16"
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo standard_cublas,standard_tiled,tiled,fa1,fa2,fa2_tc --runs 5 \
+      --warmup 1 --sample-rows 8 --out "$out/validate_half.json" > "$out/validate_half.txt" 2>&1
+  tail -3 "$out/validate_half.txt"
+fi
+
+if has paper; then
+  # FlashAttention-2 paper, section 4.1: batch x sequence = 16k tokens, hidden dimension 2048
+  # (32 heads of 64 or 16 heads of 128), fp16. Standard attention here is cuBLAS GEMMs + softmax.
+  log "fa-validate, the FA2 paper's setting"
+  for d in 64 128; do
+    for N in 2048 4096 8192 16384; do
+      "$build/cuda/validate/fa-validate" --dtype fp16 --d "$d" --N "$N" --batch $((16384 / N)) --heads $((2048 / d)) \
+          --algo standard_cublas,fa1,fa2,fa2_tc --runs 5 --warmup 1 --sample-rows 4 \
+          --out "$out/paper_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1
+      python3 cuda/scripts/torch_sdpa.py --N "$N" --d "$d" --dtype fp16 --batch $((16384 / N)) --heads $((2048 / d)) \
+          --runs 10 --out "$out/paper_torch_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1
+    done
+  done
+  tail -4 "$out/paper.txt"
 fi
 
 if has ncu; then

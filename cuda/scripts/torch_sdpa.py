@@ -3,9 +3,10 @@
 
 Times the math backend (standard attention) and the flash backend (FlashAttention-2)
 on the same problems (B, H, N, d, dtype, causal), with CUDA events: warm-up, median
-of many runs, L2 flushed before each run. Writes JSON in fa-validate's result format
-("algo": "torch_math" / "torch_flash"); predictions are added on the host by
-cuda/scripts/add_predictions.py with fa-sim.
+of many runs, L2 flushed before each run by reading a buffer twice its size (a read, as in
+fa-validate: a write would leave dirty lines whose write-back the timed kernel would pay for).
+Writes JSON in fa-validate's result format ("algo": "torch_math" / "torch_flash"); the
+predictions beside them are computed on the host by cuda/scripts/summarize_results.py.
 
     python3 cuda/scripts/torch_sdpa.py --out torch.json
 """
@@ -24,7 +25,7 @@ def time_ms(fn, flush, runs, warmup):
         fn()
     samples = []
     for _ in range(runs):
-        flush.zero_()
+        flush.sum()  # reads the whole buffer: evicts L2, leaves no dirty lines
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

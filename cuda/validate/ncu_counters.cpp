@@ -8,8 +8,10 @@ namespace fasim {
 namespace {
 
 const char* kCoreMetrics =
-    "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,"
+    "dram__bytes_read.sum,dram__bytes_write.sum,l1tex__m_xbar2l1tex_read_sectors.sum,"
+    "l1tex__m_l1tex2xbar_write_sectors.sum,lts__t_sectors_srcunit_tex_op_read.sum,"
     "lts__t_sectors_srcunit_tex_op_write.sum";
+const char* kFlushKernel = "l2_flush_read_kernel";  // harness/timing.cu
 const char* kSmemMetric = "smsp__sass_data_bytes_mem_shared.sum";
 
 std::vector<std::string> csv_fields(const std::string& line) {
@@ -71,11 +73,13 @@ NcuMeasurement parse_ncu_csv(const std::string& text) {
         bool data_row = false;
         for (std::size_t i = 0; i < f.size(); ++i) {
             const std::string& h = header[i];
-            if (h == "Kernel Name") k.name = f[i];
+            if (h == "Kernel Name") k.name = f[i], k.flush = f[i].find(kFlushKernel) != std::string::npos;
             else if (h == "dram__bytes_read.sum") k.dram_read = number(f[i]), data_row = !f[i].empty() && std::isdigit(static_cast<unsigned char>(f[i][0]));
             else if (h == "dram__bytes_write.sum") k.dram_write = number(f[i]);
-            else if (h == "lts__t_sectors_srcunit_tex_op_read.sum") k.l2_read = 32 * number(f[i]);
-            else if (h == "lts__t_sectors_srcunit_tex_op_write.sum") k.l2_write = 32 * number(f[i]);
+            else if (h == "l1tex__m_xbar2l1tex_read_sectors.sum") k.l2_read = 32 * number(f[i]);
+            else if (h == "l1tex__m_l1tex2xbar_write_sectors.sum") k.l2_write = 32 * number(f[i]);
+            else if (h == "lts__t_sectors_srcunit_tex_op_read.sum") k.l2_slice_read = 32 * number(f[i]);
+            else if (h == "lts__t_sectors_srcunit_tex_op_write.sum") k.l2_slice_write = 32 * number(f[i]);
             else if (h == kSmemMetric) k.smem = number(f[i]);
         }
         if (data_row) m.kernels.push_back(k);  // skips the units row
@@ -86,7 +90,8 @@ NcuMeasurement parse_ncu_csv(const std::string& text) {
 NcuMeasurement run_ncu(const std::string& ncu, const std::string& child) {
     for (bool with_smem : {true, false}) {
         const std::string metrics = std::string(kCoreMetrics) + (with_smem ? std::string(",") + kSmemMetric : "");
-        const std::string cmd = ncu + " --clock-control none --csv --page raw --print-units base --metrics " + metrics + " " + child;
+        const std::string cmd = ncu + " --clock-control none --cache-control none --replay-mode application --csv --page raw "
+                                "--print-units base --metrics " + metrics + " " + child;
         int status = 0;
         const std::string out = run(cmd, status);
         NcuMeasurement m = parse_ncu_csv(out);
@@ -104,28 +109,44 @@ nlohmann::json ncu_json(const NcuMeasurement& m, const AlgorithmResult& p) {
     if (!m.error.empty()) return {{"error", m.error}, {"command", m.command}};
     NcuKernel total;
     total.smem = 0;
+    double write_back = 0;  // DRAM writes of the flush after the kernels: their dirty lines
+    bool seen_kernel = false;
     nlohmann::json kernels = nlohmann::json::array();
     for (const auto& k : m.kernels) {
+        kernels.push_back({{"name", k.name}, {"flush", k.flush}, {"dram_read_bytes", k.dram_read},
+                           {"dram_write_bytes", k.dram_write}, {"l2_read_bytes", k.l2_read}, {"l2_write_bytes", k.l2_write},
+                           {"l2_slice_read_bytes", k.l2_slice_read}, {"l2_slice_write_bytes", k.l2_slice_write},
+                           {"smem_bytes", k.smem}});
+        if (k.flush) {
+            if (seen_kernel) write_back += k.dram_write;
+            continue;
+        }
+        seen_kernel = true;
         total.dram_read += k.dram_read;
         total.dram_write += k.dram_write;
         total.l2_read += k.l2_read;
         total.l2_write += k.l2_write;
+        total.l2_slice_read += k.l2_slice_read;
+        total.l2_slice_write += k.l2_slice_write;
         total.smem = k.smem < 0 || total.smem < 0 ? -1 : total.smem + k.smem;
-        kernels.push_back({{"name", k.name}, {"dram_read_bytes", k.dram_read}, {"dram_write_bytes", k.dram_write},
-                           {"l2_read_bytes", k.l2_read}, {"l2_write_bytes", k.l2_write}, {"smem_bytes", k.smem}});
     }
     const double pd_r = static_cast<double>(p.dram.read_bytes()), pd_w = static_cast<double>(p.dram.write_bytes());
     const double pl_r = static_cast<double>(p.l2.read_bytes()), pl_w = static_cast<double>(p.l2.write_bytes());
     const double ps = static_cast<double>(p.smem_read + p.smem_write);
+    const double dram_write = total.dram_write + write_back;
     return {{"command", m.command},
             {"kernels", kernels},
-            {"measured", {{"dram_read_bytes", total.dram_read}, {"dram_write_bytes", total.dram_write},
-                          {"l2_read_bytes", total.l2_read}, {"l2_write_bytes", total.l2_write}, {"smem_bytes", total.smem}}},
+            {"measured", {{"dram_read_bytes", total.dram_read}, {"dram_write_bytes", dram_write},
+                          {"dram_write_during_kernels_bytes", total.dram_write}, {"dram_write_back_after_bytes", write_back},
+                          {"l2_read_bytes", total.l2_read}, {"l2_write_bytes", total.l2_write},
+                          {"l2_slice_read_bytes", total.l2_slice_read}, {"l2_slice_write_bytes", total.l2_slice_write},
+                          {"smem_bytes", total.smem}}},
             {"predicted", {{"dram_read_bytes", pd_r}, {"dram_write_bytes", pd_w}, {"l2_read_bytes", pl_r},
                            {"l2_write_bytes", pl_w}, {"smem_bytes", ps}}},
             {"predicted_over_measured",
-             {{"dram_read", ratio(pd_r, total.dram_read)}, {"dram_write", ratio(pd_w, total.dram_write)},
+             {{"dram_read", ratio(pd_r, total.dram_read)}, {"dram_write", ratio(pd_w, dram_write)},
               {"l2_read", ratio(pl_r, total.l2_read)}, {"l2_write", ratio(pl_w, total.l2_write)},
+              {"l2_slice_read", ratio(pl_r, total.l2_slice_read)},
               {"smem", total.smem > 0 ? ratio(ps, total.smem) : 0.0}}}};
 }
 
@@ -136,11 +157,11 @@ std::string ncu_summary(const NcuMeasurement& m, const AlgorithmResult& p) {
     const auto& r = j["predicted_over_measured"];
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%zu kernels; DRAM read %.3g MB (pred/meas %.2f), write %.3g MB (%.2f); L2 read %.3g MB (%.2f), "
-                  "write %.3g MB (%.2f); smem %.3g MB (%.2f)",
-                  m.kernels.size(), meas["dram_read_bytes"].get<double>() / 1e6, r["dram_read"].get<double>(),
+                  "%zu kernels; DRAM read %.3g MB (pred/meas %.2f), write %.3g MB (%.2f); L2 read %.3g MB (%.2f; "
+                  "slices %.2f), write %.3g MB (%.2f); smem %.3g MB (%.2f)",
+                  j["kernels"].size(), meas["dram_read_bytes"].get<double>() / 1e6, r["dram_read"].get<double>(),
                   meas["dram_write_bytes"].get<double>() / 1e6, r["dram_write"].get<double>(),
-                  meas["l2_read_bytes"].get<double>() / 1e6, r["l2_read"].get<double>(),
+                  meas["l2_read_bytes"].get<double>() / 1e6, r["l2_read"].get<double>(), r["l2_slice_read"].get<double>(),
                   meas["l2_write_bytes"].get<double>() / 1e6, r["l2_write"].get<double>(),
                   meas["smem_bytes"].get<double>() / 1e6, r["smem"].get<double>());
     return buf;
