@@ -25,6 +25,7 @@ const char* cuda_algo_name(CudaAlgo algo) {
         case CudaAlgo::tiled: return "tiled";
         case CudaAlgo::fa1: return "fa1";
         case CudaAlgo::fa2: return "fa2";
+        case CudaAlgo::fa2_tc: return "fa2_tc";
     }
     return "?";
 }
@@ -88,6 +89,11 @@ void validate_problem(const CudaProblem& p) {
             "B*H must be <= 65535 (grid y/z limit)", "use fewer heads or batches per call");
 }
 
+std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& p) {
+    if (algo == CudaAlgo::fa2_tc) return cuda_detail::fa2_tc_unsupported_reason(p.dtype, p.d);
+    return {};
+}
+
 TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block) {
     const int e = static_cast<int>(elem_bytes(dtype));
     TileChoice t;
@@ -145,7 +151,9 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
     t.K = DeviceBuffer(kv_elems * e);
     t.V = DeviceBuffer(kv_elems * e);
     t.O = DeviceBuffer(q_elems * e);
-    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2) t.LSE = DeviceBuffer(rows * sizeof(float));
+    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
+        t.LSE = DeviceBuffer(rows * sizeof(float));
+    }
     if (algo == CudaAlgo::fa1) {
         t.m = DeviceBuffer(rows * sizeof(float));
         t.l = DeviceBuffer(rows * sizeof(float));
@@ -160,6 +168,7 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
 
 CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
     validate_problem(p);
+    if (const std::string why = cuda_algo_unsupported(algo, p); !why.empty()) throw std::invalid_argument(why);
     const std::size_t e = elem_bytes(p.dtype);
     const int BH = p.B * p.H;
     const std::size_t q_bytes = static_cast<std::size_t>(BH) * p.N * p.d * e;
@@ -262,6 +271,12 @@ CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTe
             f.Br = tc.Br;
             f.Bc = tc.Bc;
             info.kernels = cuda_detail::launch_fa1(f, stream);
+            return info;
+        }
+        case CudaAlgo::fa2_tc: {  // fixed 64x64 tiles (fa2_tensor_core.cu), no tile choice
+            check_buffer(t.LSE, row_bytes, "LSE", algo);
+            f.lse = t.LSE.as<float>();
+            info.kernels.push_back(cuda_detail::launch_fa2_tc(f, stream));
             return info;
         }
         default: break;

@@ -11,12 +11,15 @@
 // bottom-right aligned.
 //
 // Which outputs each algorithm writes:
-//   standard_*  S, P, O                 (no LSE)
-//   tiled, fa2  O, LSE
-//   fa1         O, m, l                 (LSE = m + log(l), not written)
+//   standard_*          S, P, O         (no LSE)
+//   tiled, fa2, fa2_tc  O, LSE
+//   fa1                 O, m, l         (LSE = m + log(l), not written)
 //
 // All arithmetic is fp32 on the CUDA cores (no tensor cores), except standard_cublas, whose two
-// GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there).
+// GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there), and
+// fa2_tc, FA2 with its two products on the tensor cores (fp16/bf16 operands, fp32 accumulation;
+// softmax and rescaling in fp32 on the CUDA cores). fa2_tc takes fp16/bf16 with d = 64 or 128 only,
+// and needs compute capability 8.0+.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,11 +36,12 @@
 
 namespace fasim {
 
-enum class CudaAlgo { standard_naive, standard_tiled, standard_cublas, tiled, fa1, fa2 };
+enum class CudaAlgo { standard_naive, standard_tiled, standard_cublas, tiled, fa1, fa2, fa2_tc };
 
-inline constexpr std::array<CudaAlgo, 6> kAllCudaAlgos = {CudaAlgo::standard_naive, CudaAlgo::standard_tiled,
+inline constexpr std::array<CudaAlgo, 7> kAllCudaAlgos = {CudaAlgo::standard_naive, CudaAlgo::standard_tiled,
                                                           CudaAlgo::standard_cublas, CudaAlgo::tiled,
-                                                          CudaAlgo::fa1, CudaAlgo::fa2};
+                                                          CudaAlgo::fa1,            CudaAlgo::fa2,
+                                                          CudaAlgo::fa2_tc};
 
 const char* cuda_algo_name(CudaAlgo algo);
 std::optional<CudaAlgo> parse_cuda_algo(std::string_view name);
@@ -54,6 +58,12 @@ struct CudaProblem {
 
 // Throws std::invalid_argument naming the bad value, the allowed range and a fix.
 void validate_problem(const CudaProblem& problem);
+
+// Empty when `algo` has a kernel for the problem's dtype and head dim; otherwise the reason, the
+// allowed values and the fix (only fa2_tc has gaps: fp16/bf16 and d = 64 or 128). run_attention throws
+// std::invalid_argument with this text. (fa2_tc also needs compute capability 8.0+: run_attention
+// throws std::runtime_error on an older device.)
+std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& problem);
 
 // One kernel launch (or library call) made by run_attention.
 struct CudaKernelLaunch {
@@ -72,13 +82,13 @@ struct CudaLaunchInfo {
 // Device tensors of one problem. Buffers an algorithm does not use are left empty.
 struct DeviceTensors {
     DeviceBuffer Q, K, V, O;
-    DeviceBuffer LSE;  // tiled, fa2
+    DeviceBuffer LSE;  // tiled, fa2, fa2_tc
     DeviceBuffer m, l; // fa1
     DeviceBuffer S, P; // standard_*
 };
 
 // Allocates what `algo` reads and writes (S and P only for the standard algorithms, m and l only
-// for fa1, LSE for tiled and fa2). Contents are uninitialised.
+// for fa1, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
 DeviceTensors allocate_tensors(const CudaProblem& problem, CudaAlgo algo);
 
 // Launches `algo` on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).
@@ -93,6 +103,7 @@ struct TileChoice {
     int Bc = 0;
     std::size_t smem_bytes = 0;
 };
+// (fa2_tc is not chosen here: its tiles are fixed at 64x64, one 16-row mma block per warp.)
 // fa2 and tiled: d <= 64: 128x128; d <= 128: 128x64; else 64x64; then, while the kernel's shared
 // memory (Q, K, V tiles plus its S tile and row statistics) does not fit, halve Bc, then Br, then Bc ...
 TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block);

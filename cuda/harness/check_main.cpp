@@ -8,6 +8,9 @@
 //   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
 //   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
 //
+// A problem an algorithm has no kernel for is skipped, not failed, with one line saying why: fa2_tc
+// (tensor cores) has no fp32 and no d = 32 variant, and needs compute capability 8.0+.
+//
 // Every output buffer is poisoned (all bits set: NaN in every dtype) before each run, so an element
 // a kernel fails to write shows up as NaN and fails. Prints one row per (problem, algorithm), then
 // the failures and an "N passed, M failed" line. Exit codes: 0 all passed, 1 a failure, 2 usage
@@ -158,7 +161,7 @@ AlgoRun run_on_gpu(CudaAlgo algo, const CudaProblem& p, const std::vector<unsign
     CUDA_CHECK(cudaMemcpy(o_bytes.data(), t.O.get(), o_bytes.size(), cudaMemcpyDeviceToHost));
     r.O = from_storage(o_bytes, p.dtype);
     const std::size_t rows = static_cast<std::size_t>(p.B) * p.H * p.N;
-    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2) {
+    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
         const std::vector<float> lse = download_floats(t.LSE, rows);
         r.lse.assign(lse.begin(), lse.end());
     } else if (algo == CudaAlgo::fa1) {
@@ -252,6 +255,8 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         problems.push_back({1, 2, 70, 37, 128, DType::fp32, true});
         problems.push_back({1, 2, 128, 128, 64, DType::bf16, false});
         problems.push_back({2, 1, 20, 150, 32, DType::bf16, true});  // d = 32, two K/V tiles for fa2
+        // d = 128, ragged N and Nk, 3 and 4 K/V tiles of 64: fa2_tc refills its double buffer
+        problems.push_back({1, 1, 100, 200, 128, DType::bf16, true});
     } else {
         for (int N : {1, 37, 128, 300, 1024}) {
             const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
@@ -305,8 +310,9 @@ int main(int argc, char** argv) {
     app.add_flag("--quiet", quiet, "print only failures and the summary");
     app.add_option("--max-n", max_n, "skip problems with N above this (quicker runs)")->check(CLI::PositiveNumber);
     auto* seed_opt = app.add_option("--seed", seed, "base seed (default: fresh, printed)");
-    app.add_option("--algo", algo_names, "algorithms to check (default: all)")
-        ->check(CLI::IsMember({"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2"}));
+    std::vector<std::string> all_algo_names;
+    for (CudaAlgo a : fasim::kAllCudaAlgos) all_algo_names.emplace_back(fasim::cuda_algo_name(a));
+    app.add_option("--algo", algo_names, "algorithms to check (default: all)")->check(CLI::IsMember(all_algo_names));
     app.add_option("--dtype", dtype_names, "storage dtypes to check (default: all)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     try {
@@ -345,7 +351,37 @@ int main(int argc, char** argv) {
         std::printf("seed: %llu   (replay with --seed %llu)\n", static_cast<unsigned long long>(seed),
                     static_cast<unsigned long long>(seed));
 
-        const std::vector<Case> cases = make_cases(small, max_n, seed, dtypes);
+        std::vector<Case> cases = make_cases(small, max_n, seed, dtypes);
+        // Problems an algorithm has no kernel for: skipped (not failed), each reason printed once.
+        const int cc = 10 * prop.major + prop.minor;
+        auto skip_reason = [&](CudaAlgo a, const CudaProblem& p) -> std::string {
+            if (a == CudaAlgo::fa2_tc && cc < 80) {
+                return "fa2_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo fa2";
+            }
+            return fasim::cuda_algo_unsupported(a, p);
+        };
+        int skipped = 0;
+        {
+            std::vector<std::string> reasons;
+            for (const Case& c : cases) {
+                for (CudaAlgo a : algos) {
+                    const std::string why = skip_reason(a, c.problem);
+                    if (why.empty()) continue;
+                    ++skipped;
+                    if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+                }
+            }
+            for (const std::string& why : reasons) std::printf("skipped: %s\n", why.c_str());
+            // A case no selected algorithm runs needs no inputs and no reference.
+            cases.erase(std::remove_if(cases.begin(), cases.end(),
+                                       [&](const Case& c) {
+                                           return std::all_of(algos.begin(), algos.end(), [&](CudaAlgo a) {
+                                               return !skip_reason(a, c.problem).empty();
+                                           });
+                                       }),
+                        cases.end());
+        }
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
 
@@ -370,7 +406,11 @@ int main(int argc, char** argv) {
                     append_storage(x.K, c.problem.dtype, k);
                     append_storage(x.V, c.problem.dtype, v);
                 }
-                for (CudaAlgo a : algos) runs[ci - c0].push_back(run_on_gpu(a, c.problem, q, k, v, stream));
+                for (CudaAlgo a : algos) {
+                    if (skip_reason(a, c.problem).empty()) {
+                        runs[ci - c0].push_back(run_on_gpu(a, c.problem, q, k, v, stream));
+                    }
+                }
             }
             // References and comparisons on the CPU, one case per thread.
             std::vector<std::future<std::vector<Row>>> futures;
@@ -405,7 +445,12 @@ int main(int argc, char** argv) {
             std::printf("\nfailures:\n");
             for (const auto& f : failures) std::printf("%s\n", f.c_str());
         }
-        std::printf("\n%d passed, %d failed\n", passed, failed);
+        if (skipped > 0) {
+            std::printf("\n%d passed, %d failed, %d skipped (no kernel for them, see above)\n", passed, failed,
+                        skipped);
+        } else {
+            std::printf("\n%d passed, %d failed\n", passed, failed);
+        }
         return failed == 0 ? 0 : 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);

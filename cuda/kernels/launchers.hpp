@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "attention_kernels.hpp"
@@ -58,5 +59,11 @@ struct FlashArgs {
 CudaKernelLaunch launch_tiled_two_pass(const FlashArgs& args, cudaStream_t stream);
 std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& args, cudaStream_t stream);  // init, then main
 CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
+// fa2 on the tensor cores (fa2_tensor_core.cu): fixed 64x64 tiles (args.Br, args.Bc are ignored), fp16/bf16,
+// d 64 or 128. Throws std::invalid_argument for another dtype or head dim, std::runtime_error on a
+// device below compute capability 8.0.
+CudaKernelLaunch launch_fa2_tc(const FlashArgs& args, cudaStream_t stream);
+// Empty when fa2_tc has a kernel for (dtype, d); otherwise what is wrong, the allowed values and the fix.
+std::string fa2_tc_unsupported_reason(DType dtype, int d);
 
 }  // namespace fasim::cuda_detail

@@ -1,0 +1,366 @@
+// FlashAttention-2 forward (Dao 2023, Algorithm 1) on the tensor cores: fp16/bf16 products with
+// mma.sync.m16n8k16, fp32 accumulation. sm_80+ (A100, L4, H100, H200); storage fp16 or bf16, d 64 or 128.
+//
+// What it adds over fa2.cu (same algorithm, same grid, same results up to rounding):
+//   - Q K^T and P V run on the tensor cores (mma_fragments.cuh has the instructions and their
+//     register layouts) instead of fp32 FMAs;
+//   - S and P never touch shared memory: S is accumulated in registers, the online softmax runs on
+//     those registers (a row is spread over the 4 lanes of a quad: row max and row sum by shuffles),
+//     and P, rounded to the storage dtype, is used straight away as the A operand of P V;
+//   - Q is loaded to shared memory once and then held in registers as A fragments;
+//   - K and V tiles are double-buffered with cp.async: tile j+1 is copied while tile j is computed.
+//
+//   grid  = (ceil(N/64), B*H): blockIdx.x = Q tile (fastest), blockIdx.y = batch*head, like fa2.cu.
+//   block = 128 threads = 4 warps, split-Q: warp w owns Q-tile rows [16w, 16w + 16) (one m16 row block)
+//           and exchanges nothing with the other warps (they share only the K/V tile loads).
+//   tiles = Br = 64 query rows, Bc = 64 keys, fixed (the host does not choose them).
+//
+// Per warp, per K/V tile j (causal: tiles entirely above the diagonal are skipped, tiles crossing it
+// are masked element-wise; keys past Nk are zero-filled and masked):
+//   S = Q K_j^T * scale * log2(e)          16 x 64 fp32, 8 mma n-tiles of 8 keys, in registers
+//   m_new = max(m, rowmax S);  P = exp2(S - m_new);  l = exp2(m - m_new) l + rowsum P
+//   O = exp2(m - m_new) O + round(P) V      16 x d fp32, d/8 n-tiles, unnormalised, in registers
+// At the end O / l (in the storage dtype) and LSE = (m + log2 l) ln 2 are written once.
+//
+// Where things live:
+//   registers      Q fragments (d/4 regs), S/P (32 floats), O accumulator (d/2 floats), m and l of
+//                  the lane's two rows g and g+8
+//   shared memory  Q tile (64 rows), K and V tiles (2 buffers x 64 rows each), storage dtype, each
+//                  row padded by 8 elements (16 bytes): the row stride is an odd number of 16-byte
+//                  units (d = 64: 9, d = 128: 17), so the 8 row addresses of each ldmatrix phase hit
+//                  8 different 16-byte bank groups (no bank conflicts, no swizzle needed)
+//   global         Q, K, V read once per block through L2 (cp.async.cg); O and LSE written once
+//
+// Run:  build/cuda/cuda-check --algo fa2_tc            (fp32 problems are skipped: use --algo fa2)
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "common/launch.cuh"
+#include "kernels/flash_common.cuh"
+#include "kernels/launchers.hpp"
+#include "kernels/mma_fragments.cuh"
+#include "kernels/smem_layouts.hpp"
+
+namespace fasim::cuda_detail {
+
+namespace {
+
+constexpr int kTcBr = 64;   // query rows per block: 4 warps x 16
+constexpr int kTcBc = 64;   // keys per K/V tile
+constexpr int kTcPad = 8;   // padding per shared-memory row, elements (16 bytes)
+static_assert(kTcBr == 16 * kFlashWarps, "one m16 row block per warp");
+
+// Dynamic shared memory: Q tile, then K buffers 0 and 1, then V buffers 0 and 1; rows of d + 8 elements.
+constexpr std::size_t fa2_tc_smem_bytes(int d, int elem_bytes) {
+    return static_cast<std::size_t>(kTcBr + 4 * kTcBc) * static_cast<std::size_t>(d + kTcPad) *
+           static_cast<std::size_t>(elem_bytes);
+}
+
+struct Fa2TcParams {
+    const void* Q;
+    const void* K;
+    const void* V;
+    void* O;
+    float* lse;
+    int N, Nk;
+    int causal;
+    float scale_log2;  // scale * log2(e): scores in log2 units, exp2f instead of expf
+};
+
+// Starts copying rows [row0, row0 + ROWS) of a row-major [rows][D] matrix (this head's) into a
+// shared tile of row stride D + kTcPad; tile rows r >= nvalid are zero-filled. All threads take part,
+// consecutive threads on consecutive 16-byte chunks (coalesced). Completes at cp_async_wait.
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0, int nvalid) {
+    constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte chunks per row
+    constexpr int kVec = 16 / static_cast<int>(sizeof(T));         // elements per chunk
+    static_assert(ROWS * kChunks % kFlashThreads == 0, "every thread copies the same number of chunks");
+#pragma unroll
+    for (int it = 0; it < ROWS * kChunks / kFlashThreads; ++it) {
+        const int q = static_cast<int>(threadIdx.x) + it * kFlashThreads;
+        const int r = q / kChunks;
+        const int c = (q - r * kChunks) * kVec;
+        const bool valid = r < nvalid;
+        // A row past the end reads nothing; it is pointed at row 0 only to keep the address valid.
+        const T* src = head + (valid ? static_cast<long long>(row0 + r) * D : 0LL) + c;
+        cp_async_16(dst + r * (D + kTcPad) + c, src, valid);
+    }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
+    // devices below 8.0. Trap rather than return garbage should that check ever be bypassed.
+    (void)p;
+    __trap();
+#else
+    constexpr int LD = D + kTcPad;     // shared-memory row stride, elements
+    constexpr int KS_D = D / 16;       // k-steps of S = Q K^T (over the head dim)
+    constexpr int NT_S = kTcBc / 8;    // n-tiles of S (8 keys each)
+    constexpr int KS_KV = kTcBc / 16;  // k-steps of O = P V (over the keys)
+    constexpr int NT_O = D / 8;        // n-tiles of O (8 columns each)
+
+    const int tid = static_cast<int>(threadIdx.x);
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const int g = lane >> 2;  // groupID: this lane's fragment rows are g and g + 8
+    const int t = lane & 3;   // threadID_in_group: its fragment columns are 2t and 2t + 1 (of each 8)
+    const int bh = static_cast<int>(blockIdx.y);
+    const int q0 = static_cast<int>(blockIdx.x) * kTcBr;
+    const int q_rows = imin(kTcBr, p.N - q0);
+    const int wq0 = q0 + 16 * warp;              // global query index of the warp's first row
+    const bool warp_active = wq0 < p.N;          // uniform per warp: rows past N are never computed
+
+    T* Qs = reinterpret_cast<T*>(dynamic_smem());
+    T* Ks = Qs + kTcBr * LD;   // buffer b at Ks + b * kTcBc * LD
+    T* Vs = Ks + 2 * kTcBc * LD;
+
+    const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(bh) * p.N * D;
+    const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(bh) * p.Nk * D;
+    const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(bh) * p.Nk * D;
+
+    const int diag = p.Nk - p.N;  // key k visible to query q iff k <= q + diag (bottom-right causal)
+    const int n_tiles = visible_kv_tiles(q0, q_rows, p.N, p.Nk, kTcBc, p.causal != 0);
+
+    // Prologue: Q (group 1), K_0 and V_0 into buffer 0 (group 2).
+    load_tile_async<T, D, kTcBr>(Qs, Qg, q0, q_rows);
+    cp_async_commit();
+    if (n_tiles > 0) {
+        load_tile_async<T, D, kTcBc>(Ks, Kg, 0, imin(kTcBc, p.Nk));
+        load_tile_async<T, D, kTcBc>(Vs, Vg, 0, imin(kTcBc, p.Nk));
+    }
+    cp_async_commit();
+    cp_async_wait<1>();  // Q has landed (K_0, V_0 may still be in flight) ...
+    __syncthreads();     // ... for every thread's part of it
+
+    // Q as A fragments, held in registers for the whole block: qf[ks] = the warp's 16 rows x head-dim
+    // columns 16ks .. 16ks+15. Matrix i of the ldmatrix_x4 is the quarter (rows + 8*(i & 1), columns
+    // + 8*(i >> 1)) of that 16x16 block (a[0..3] order), so lane L gives the address of row
+    // (L & 7) + 8*((L >> 3) & 1), column 8*(L >> 4).
+    unsigned qf[KS_D][4];
+    if (warp_active) {
+        const T* qrow = Qs + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+#pragma unroll
+        for (int ks = 0; ks < KS_D; ++ks) ldmatrix_x4(qf[ks], qrow + 16 * ks);
+    }
+
+    float o[NT_O][4];  // O accumulator: o[nt] = C fragment of rows g, g+8, columns 8nt + 2t, 8nt + 2t + 1
+#pragma unroll
+    for (int nt = 0; nt < NT_O; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[nt][i] = 0.f;
+    }
+    float m[2] = {-INFINITY, -INFINITY};  // running max of rows g (h = 0) and g + 8 (h = 1), log2 units
+    float l[2] = {0.f, 0.f};              // running sum of the same rows over THIS lane's columns only;
+                                          // the quad's four partial sums are added once, at the end
+
+    for (int j = 0; j < n_tiles; ++j) {
+        const int buf = j & 1;
+        const int k0 = j * kTcBc;
+        // Prefetch K_{j+1}, V_{j+1} into the other buffer (freed by the barrier at the end of j - 1).
+        if (j + 1 < n_tiles) {
+            const int nvalid = imin(kTcBc, p.Nk - (k0 + kTcBc));
+            load_tile_async<T, D, kTcBc>(Ks + (buf ^ 1) * kTcBc * LD, Kg, k0 + kTcBc, nvalid);
+            load_tile_async<T, D, kTcBc>(Vs + (buf ^ 1) * kTcBc * LD, Vg, k0 + kTcBc, nvalid);
+        }
+        cp_async_commit();    // always (possibly empty), so that "all but the newest group" = up to tile j
+        cp_async_wait<1>();   // this thread's copies of tile j have landed ...
+        __syncthreads();      // ... and every other thread's
+
+        if (warp_active) {
+            const T* Kt = Ks + buf * kTcBc * LD;
+            const T* Vt = Vs + buf * kTcBc * LD;
+
+            // ---- S = Q K_j^T: B = K^T, so B fragments are ldmatrix (no .trans) of K's rows. One x4
+            // covers keys 16*np .. 16*np+15 (two n-tiles) x head dims 16ks .. 16ks+15: matrix 0 = keys
+            // +0..7 / dims +0..7 (b0 of n-tile 2np), 1 = keys +0..7 / dims +8..15 (b1 of 2np),
+            // 2 = keys +8..15 / dims +0..7 (b0 of 2np+1), 3 = keys +8..15 / dims +8..15 (b1 of 2np+1).
+            float s[NT_S][4];
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
+            }
+            const T* krow = Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
+#pragma unroll
+            for (int np = 0; np < NT_S / 2; ++np) {
+#pragma unroll
+                for (int ks = 0; ks < KS_D; ++ks) {
+                    unsigned b[4];
+                    ldmatrix_x4(b, krow + 16 * np * LD + 16 * ks);
+                    mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
+                    mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
+                }
+            }
+
+            // ---- scale to log2 units; mask. s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1).
+            const bool need_mask = k0 + kTcBc > p.Nk || (p.causal != 0 && k0 + kTcBc - 1 > wq0 + diag);
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    s[nt][i] *= p.scale_log2;
+                    if (need_mask) {
+                        const int q = wq0 + g + 8 * (i >> 1);
+                        const int k = k0 + 8 * nt + 2 * t + (i & 1);
+                        if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[nt][i] = -INFINITY;
+                    }
+                }
+            }
+
+            // ---- online softmax, rows h = 0 (g) and h = 1 (g + 8). Row g + 8h is held by the quad of
+            // lanes 4g .. 4g+3, elements s[.][2h], s[.][2h+1]; xor-shuffles 1 and 2 stay inside the quad.
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float mx = m[h];
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet: P = 0, no NaN
+                const float alpha = exp2f(m[h] - m_use);         // exp(m_old - m_new); 0 when m_old = -inf
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt) {
+                    s[nt][2 * h] = exp2f(s[nt][2 * h] - m_use);
+                    s[nt][2 * h + 1] = exp2f(s[nt][2 * h + 1] - m_use);
+                    sum += s[nt][2 * h] + s[nt][2 * h + 1];  // the unrounded P, as fa2.cu sums it
+                }
+                l[h] = l[h] * alpha + sum;
+                m[h] = mx;
+#pragma unroll
+                for (int nt = 0; nt < NT_O; ++nt) {
+                    o[nt][2 * h] *= alpha;
+                    o[nt][2 * h + 1] *= alpha;
+                }
+            }
+
+            // ---- P as A fragments, straight from the S accumulators (no shared memory): the C fragments
+            // of n-tiles 2ks and 2ks+1 hold rows g, g+8 x keys 16ks + {2t, 2t+1} and 16ks + 8 + {2t, 2t+1},
+            // exactly the A fragment of k-step ks: a[0] = C_2ks[0,1], a[1] = C_2ks[2,3],
+            // a[2] = C_2ks+1[0,1], a[3] = C_2ks+1[2,3]. pack2 rounds P to the storage dtype.
+            unsigned pf[KS_KV][4];
+#pragma unroll
+            for (int ks = 0; ks < KS_KV; ++ks) {
+                pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
+                pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
+                pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+                pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+            }
+
+            // ---- O += P V_j: V is row-major [key][dim] = B itself, so B fragments are ldmatrix .trans of
+            // V's rows. One x4 covers keys 16ks .. 16ks+15 x dims 16dp .. 16dp+15: matrix 0 = keys +0..7 /
+            // dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of 2dp), 2 = keys +0..7 /
+            // dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
+            const T* vrow = Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+#pragma unroll
+            for (int ks = 0; ks < KS_KV; ++ks) {
+#pragma unroll
+                for (int dp = 0; dp < NT_O / 2; ++dp) {
+                    unsigned b[4];
+                    ldmatrix_x4_trans(b, vrow + 16 * ks * LD + 16 * dp);
+                    mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
+                    mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
+                }
+            }
+        }
+        __syncthreads();  // every warp is done with buffer `buf` before iteration j + 1 refills it
+    }
+    cp_async_wait<0>();  // nothing left in flight (only empty groups can be, but say so)
+
+    // ---- epilogue: O / l and LSE, written once. Rows past N are not stored.
+    if (!warp_active) return;
+    T* Og = static_cast<T*>(p.O) + static_cast<long long>(bh) * p.N * D;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float lsum = l[h];
+        lsum += __shfl_xor_sync(kFullMask, lsum, 1);
+        lsum += __shfl_xor_sync(kFullMask, lsum, 2);
+        const float inv = lsum > 0.f ? 1.f / lsum : 0.f;  // a row that saw no key: O = 0, LSE = -inf
+        const int q = wq0 + g + 8 * h;
+        if (q < p.N) {
+            T* orow = Og + static_cast<long long>(q) * D + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < NT_O; ++nt) {
+                *reinterpret_cast<unsigned*>(orow + 8 * nt) = pack2<T>(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
+            }
+            if (t == 0) {
+                p.lse[static_cast<long long>(bh) * p.N + q] = lsum > 0.f ? (m[h] + log2f(lsum)) * kLn2 : -INFINITY;
+            }
+        }
+    }
+#endif
+}
+
+// Compute capability of the current device, e.g. 90 for 9.0.
+int device_cc() {
+    int device = 0;
+    int major = 0;
+    int minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return 10 * major + minor;
+}
+
+template <typename T>
+void launch_fa2_tc_dtype(const FlashArgs& a, const Fa2TcParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
+    const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
+    auto go = [&](auto kernel, int d) {
+        info.dynamic_smem_bytes = fa2_tc_smem_bytes(d, static_cast<int>(sizeof(T)));
+        launch_kernel("fa2_tc_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
+    };
+    switch (a.d) {  // only d = 64 and 128 are instantiated (compile time)
+        case 64: go(fa2_tc_forward_kernel<T, 64>, 64); return;
+        case 128: go(fa2_tc_forward_kernel<T, 128>, 128); return;
+        default: break;
+    }
+    throw std::invalid_argument(fa2_tc_unsupported_reason(a.dtype, a.d));
+}
+
+}  // namespace
+
+std::string fa2_tc_unsupported_reason(DType dtype, int d) {
+    if (dtype != DType::fp16 && dtype != DType::bf16) {
+        return std::string("fa2_tc: dtype ") + dtype_name(dtype) +
+               " has no tensor-core kernel: fa2_tc takes fp16 or bf16 (mma.m16n8k16). Fix: pass --dtype fp16 or "
+               "bf16, or use --algo fa2 for " + dtype_name(dtype) + ".";
+    }
+    if (d != 64 && d != 128) {
+        return "fa2_tc: head dim d = " + std::to_string(d) +
+               " has no tensor-core kernel: d must be 64 or 128. Fix: pass --d 64 or 128, or use --algo fa2 for d = " +
+               std::to_string(d) + ".";
+    }
+    return {};
+}
+
+CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
+    const std::string unsupported = fa2_tc_unsupported_reason(a.dtype, a.d);
+    if (!unsupported.empty()) throw std::invalid_argument(unsupported);
+    if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr) {
+        throw std::invalid_argument("fa2_tc: Q, K, V, O and LSE buffers are required");
+    }
+    const int cc = device_cc();
+    if (cc < 80) {
+        throw std::runtime_error("fa2_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+                                 std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2");
+    }
+    CudaKernelLaunch info;
+    info.name = "fa2_tc_forward";
+    info.block_threads = kFlashThreads;
+    info.Br = kTcBr;
+    info.Bc = kTcBc;
+    info.grid = {static_cast<unsigned>(ceil_div(a.N, kTcBr)), static_cast<unsigned>(a.BH), 1u};
+    const Fa2TcParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
+                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
+    if (a.dtype == DType::fp16) {
+        launch_fa2_tc_dtype<__half>(a, p, info, stream);
+    } else {
+        launch_fa2_tc_dtype<__nv_bfloat16>(a, p, info, stream);
+    }
+    return info;
+}
+
+}  // namespace fasim::cuda_detail

@@ -1,0 +1,111 @@
+// Thin wrappers over the PTX instructions a tensor-core kernel needs (sm_80+), with the register
+// layouts they produce, so that a kernel can say which matrix element each register holds.
+// Used by fa2_tensor_core.cu only; call them only from code compiled for __CUDA_ARCH__ >= 800.
+//
+//   cp_async_16(dst, src, valid)   16 bytes global -> shared, asynchronous, L2 only (cp.async.cg);
+//                                  valid = false writes 16 zero bytes instead (reads nothing)
+//   cp_async_commit()              closes the current group of cp.async copies
+//   cp_async_wait<n>()             waits until at most n of this thread's groups are still in flight
+//   ldmatrix_x4(r, p)              four 8x8 b16 matrices shared -> registers (layout below)
+//   ldmatrix_x4_trans(r, p)        the same, each matrix transposed
+//   mma_16816<T>(c, a, b0, b1)     c += A B, A 16x16, B 16x8 in T (__half or __nv_bfloat16), c fp32
+//   pack2<T>(lo, hi)               two floats -> one register of two T, rounded to nearest (even)
+//
+// Notation (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"):
+//   lane = 4*g + t,  g = groupID = lane >> 2 (0..7),  t = threadID_in_group = lane & 3 (0..3).
+//   A (16x16, row-major, 4 regs of 2 elements, low half = lower column):
+//       a[0] = A[g][2t, 2t+1]     a[1] = A[g+8][2t, 2t+1]
+//       a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
+//   B (16x8, "col": stored as its transpose, 2 regs):
+//       b0 = B[2t, 2t+1][g]       b1 = B[2t+8, 2t+9][g]
+//   C, D (16x8, fp32, 4 regs):
+//       c[0], c[1] = C[g][2t], C[g][2t+1]       c[2], c[3] = C[g+8][2t], C[g+8][2t+1]
+//   ldmatrix .m8n8 .x4: lanes 8i..8i+7 give the addresses of rows 0..7 of matrix i (16 bytes each,
+//       16-byte aligned); register r[i] of lane 4g+t then holds  M_i[g][2t, 2t+1];
+//       with .trans it holds  M_i[2t][g], M_i[2t+1][g]  (the matrix read column-wise).
+// So an A fragment is ldmatrix_x4 of the four 8x8 quarters (top-left, bottom-left, top-right,
+// bottom-right) of a row-major 16x16 tile; a B fragment of B = Xᵀ is ldmatrix (no .trans) of X's
+// rows, and a B fragment of a row-major B is ldmatrix .trans.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fasim::cuda_detail {
+
+// The 32-bit shared-memory address of a generic pointer into shared memory (what ldmatrix and
+// cp.async take).
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- cp.async: global -> shared without passing through registers ------------------------------
+// The copy runs in the background; the thread goes on until cp_async_wait. .cg: cached in L2 only,
+// like cp16_cg in dtype_traits.cuh. src-size 0 (valid = false) zero-fills the 16 bytes and reads
+// nothing, which is how a tile row past the end of the sequence becomes zeros.
+__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src, bool valid) {
+    const unsigned src_bytes = valid ? 16u : 0u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)), "l"(gmem_src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// ---- ldmatrix: one warp-wide load of 8x8 b16 matrices in mma fragment layout ---------------------
+// `p` is this lane's row address (see the layout above); every lane of the warp must take part.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+// ---- mma.sync m16n8k16: D = A B + C with fp32 accumulation, C and D the same registers -----------
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                                         unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- two floats -> one 32-bit register of two 16-bit values (lo in bits 0..15) --------------------
+// Round to nearest even: what the simulator's round_to_storage models for P.
+template <typename T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi);
+
+template <>
+__device__ __forceinline__ unsigned pack2<__half>(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+
+template <>
+__device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+
+}  // namespace fasim::cuda_detail
