@@ -4,7 +4,7 @@
 # reasons, occupancy, and the L2 traffic at three points (SM side, request coalescer, L2 slices).
 # The runtime model's terms are checked against these (docs/model.md, cuda/results/*/README.md).
 #
-#   cuda/scripts/profile_bottlenecks.sh BUILD_DIR OUT_DIR [N] [d]      (default N=4096, d=64)
+#   [CONFIGS="fa2 fa2_tc"] cuda/scripts/profile_bottlenecks.sh BUILD_DIR OUT_DIR [N] [d]   (default N=4096, d=64)
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
@@ -29,8 +29,9 @@ l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_m
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__warps_active.avg.per_cycle_active,\
 l1tex__m_xbar2l1tex_read_sectors.sum,l1tex__m_l1tex2xbar_write_sectors.sum,\
 lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,dram__bytes_read.sum,dram__bytes_write.sum"
-# Add every lrc__ sector/request counter the chip has.
-lrc=$(grep -oE "^lrc__t_(sectors|requests)[a-z_]*" "$out/metrics_available.txt" | sort -u | sed 's/$/.sum/' | paste -sd, -)
+# The L2 request coalescer's read counters: requests in from the SMs, sectors out to the slices.
+lrc="lrc__xbar2lrc_requests_op_read.sum,lrc__lrc2xbar_sectors_op_read.sum,lrc__lts2lrc_sectors_op_read.sum,\
+lrc__xbar2gpc_sectors_op_read.sum,lrc__lrc2xbar_sectors_op_read_coalescing_achieved.sum"
 [[ -n "$lrc" ]] && want="$want,$lrc"
 pipe=$(grep -oE "^sm__inst_executed_pipe_tensor[a-z_0-9]*" "$out/query_metrics.txt" | sort -u | sed 's/$/.sum/' | paste -sd, -)
 [[ -n "$pipe" ]] && want="$want,$pipe"
@@ -42,7 +43,7 @@ for m in ${want//,/ }; do
 done
 want=$(IFS=,; echo "${keep[*]}")
 
-for cfg in fa2 tiled fa1 standard_tiled fa2_tc; do
+for cfg in ${CONFIGS:-fa2 tiled fa1 standard_tiled fa2_tc}; do  # CONFIGS="fa2_tc" profiles a subset
   dtype=fp32; [[ $cfg == fa2_tc ]] && dtype=fp16
   child=("$exe" --batch 2 --heads 8 --profile-one "$cfg,$N,$d,$dtype,0")
   echo "== $cfg N=$N d=$d $dtype"
