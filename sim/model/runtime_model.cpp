@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <queue>
 
 namespace fasim {
@@ -58,8 +59,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double warps_per_scheduler = static_cast<double>(bps * k.desc.warps) / kSchedulersPerSm;
     t.issue_fraction = options.tensor_cores ? 1.0 : 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
     const double issue = t.issue_fraction;
+    // A library GEMM on the tensor cores moves its operands through shared memory its own way
+    // (large wgmma tiles); the measured library rate already includes that, so the tile program's
+    // 64x64 operand traffic does not bound it.
+    const bool library_smem_in_rate = options.tensor_cores && !mma_sync && dtype != DType::fp32;
+    const double smem_rate = library_smem_in_rate ? std::numeric_limits<double>::infinity() : gpu.smem_bandwidth_per_sm;
     const SmRates r{issue * mm_rate / sms, issue * gpu.effective_fp32_flops() / sms, issue * gpu.sfu_ops / sms,
-                    gpu.smem_bandwidth_per_sm, gpu.l2_bandwidth / sms};
+                    smem_rate, gpu.l2_bandwidth / sms};
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;
