@@ -17,7 +17,8 @@ SIM_ALGO = {"standard_naive": "standard", "standard_tiled": "standard", "standar
 
 
 def on_cuda_cores(r):
-    """fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA2 (fa2_tc)
+    """The table of sim/model/measured_kernels.cpp (which fa-validate and the CI test use), on the CLI:
+    fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA2 (fa2_tc)
     and cuBLAS with fp16/bf16 inputs; PyTorch's kernels use the tensor cores."""
     algo = r["algo"]
     if algo.startswith("torch") or algo == "fa2_tc":

@@ -29,6 +29,7 @@
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
 #include "inputs.hpp"
+#include "model/measured_kernels.hpp"
 #include "model/simulation.hpp"
 #include "precision.hpp"
 #include "validate/ncu_counters.hpp"
@@ -50,19 +51,10 @@ std::string describe(const Config& c) {
            dtype_name(c.dtype) + (c.causal ? " causal" : "");
 }
 
-// The simulator's algorithm and tiles for a CUDA kernel family.
-Algo sim_algo(CudaAlgo a) {
-    switch (a) {
-        case CudaAlgo::standard_naive:
-        case CudaAlgo::standard_tiled:
-        case CudaAlgo::standard_cublas: return Algo::standard;
-        case CudaAlgo::tiled: return Algo::tiled;
-        case CudaAlgo::fa1: return Algo::fa1;
-        case CudaAlgo::fa2:
-        case CudaAlgo::fa2_tc: return Algo::fa2;  // same algorithm; the products run on the tensor cores
-    }
-    return Algo::fa2;
-}
+// How the simulator models a kernel family (sim/model/measured_kernels.hpp: one table for
+// fa-validate, the predicted-vs-measured figure and the CI test).
+KernelModel kernel_model(const Config& c) { return *model_of_measured_kernel(cuda_algo_name(c.algo), c.dtype); }
+Algo sim_algo(const Config& c) { return kernel_model(c).algo; }
 
 AttentionProblem sim_problem(const Config& c, int B, int H) {
     AttentionProblem p;
@@ -77,17 +69,15 @@ AttentionProblem sim_problem(const Config& c, int B, int H) {
 }
 
 AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& launch, const GpuSpec& gpu) {
+    const KernelModel km = kernel_model(c);
     TileRequest req;
-    req.matmul = c.algo == CudaAlgo::standard_naive ? MatmulMode::naive : MatmulMode::tiled;
-    if (sim_algo(c.algo) != Algo::standard && !launch.kernels.empty()) {
+    req.matmul = km.matmul;
+    if (km.algo != Algo::standard && !launch.kernels.empty()) {
         const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
         req.Br = main.Br;
         req.Bc = main.Bc;
     }
-    ModelOptions model;
-    // fa2_tc and cuBLAS (fp16/bf16) multiply on the tensor cores; every other kernel of ours on the CUDA cores.
-    model.tensor_cores = c.algo == CudaAlgo::fa2_tc || (c.algo == CudaAlgo::standard_cublas && c.dtype != DType::fp32);
-    return simulate(sim_algo(c.algo), sim_problem(c, B, H), gpu, req, model);
+    return simulate(km.algo, sim_problem(c, B, H), gpu, req, km.options);
 }
 
 std::string gpu_preset_for(const std::string& device_name, std::size_t memory_bytes) {
@@ -197,7 +187,7 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
 
 json outcome_json(const Outcome& o, int B, int H) {
     const Config& c = o.config;
-    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", algo_name(sim_algo(c.algo))}, {"N", c.N}, {"Nk", c.N},
+    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", algo_name(sim_algo(c))}, {"N", c.N}, {"Nk", c.N},
               {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", c.causal}, {"batch", B}, {"heads", H}};
     if (!o.error.empty()) {
         j["error"] = o.error;

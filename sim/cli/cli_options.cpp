@@ -90,7 +90,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--matmul", matmul, "standard attention's matrix products: tiled (default) or naive");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
-                 "model every matrix product on the CUDA cores (no tensor cores), like fa-sim's own kernels");
+                 "model fa-sim's own CUDA-core kernels: every matrix product on the CUDA cores (no tensor cores), S/P staged in shared memory");
     app.add_flag("--json", o.json, "print JSON (schema: docs/output-schema.md)");
     app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
     app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");

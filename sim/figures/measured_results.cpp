@@ -172,6 +172,13 @@ private:
         r.causal = causal.get<bool>();
         r.batch = int_field(member(e, path, "batch"), path + "batch", 1, ProblemLimits::max_batch);
         r.heads = int_field(member(e, path, "heads"), path + "heads", 1, ProblemLimits::max_heads);
+        if (auto l = e.find("launches"); l != e.end() && l->is_array() && !l->empty() && l->back().is_object()) {
+            const json& main = l->back();  // the attention kernel (fa1's init comes first)
+            if (main.contains("Br") && main.contains("Bc") && main["Br"].is_number_integer() && main["Bc"].is_number_integer()) {
+                r.Br = main["Br"].get<std::int64_t>();
+                r.Bc = main["Bc"].get<std::int64_t>();
+            }
+        }
         return r;  // measured_s and predicted_s are read by the caller unless the run failed
     }
 

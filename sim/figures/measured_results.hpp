@@ -33,8 +33,9 @@ struct MeasuredRecord {
     DType dtype = DType::fp16;
     bool causal = false;
     std::int64_t batch = 1, heads = 1;
+    std::int64_t Br = 0, Bc = 0;  // the main kernel's tiles ("launches"), 0 when not recorded
     double measured_s = 0;
-    double predicted_s = 0;
+    double predicted_s = 0;  // as recorded in the file (the simulator of the day of the run)
 };
 
 struct MeasuredResults {

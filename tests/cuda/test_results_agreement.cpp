@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/gpu_catalog.hpp"
+#include "model/measured_kernels.hpp"
 #include "model/simulation.hpp"
 
 using namespace fasim;
@@ -30,10 +31,9 @@ json load(const std::string& path) {
     return json::parse(in);
 }
 
-// The simulator's view of one fa-validate result: the same problem, tiles and GPU. fa-sim's own
-// kernels compute on the CUDA cores, except fa2_tc and cuBLAS with fp16/bf16 inputs.
+// The simulator's view of one fa-validate result: the same problem, tiles and GPU, the kernel
+// modelled as fa-validate models it (model/measured_kernels.hpp).
 AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
-    const std::string algo = r.at("algo");
     AttentionProblem p;
     p.batch = r.at("batch");
     p.heads = r.at("heads");
@@ -42,18 +42,16 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     p.d = r.at("d");
     p.dtype = *parse_dtype(r.at("dtype").get<std::string>());
     p.causal = r.at("causal");
+    const auto km = model_of_measured_kernel(r.at("algo").get<std::string>(), p.dtype);
+    REQUIRE(km);
     TileRequest req;
-    Algo a = Algo::standard;
-    if (algo == "standard_naive") req.matmul = MatmulMode::naive;
-    else if (algo == "tiled" || algo == "fa1" || algo == "fa2" || algo == "fa2_tc") {
-        a = algo == "fa2_tc" ? Algo::fa2 : *parse_algo(algo);
+    req.matmul = km->matmul;
+    if (km->algo != Algo::standard) {
         const json& main = r.at("launches").back();
         req.Br = main.at("Br").get<std::int64_t>();
         req.Bc = main.at("Bc").get<std::int64_t>();
     }
-    ModelOptions model;
-    model.tensor_cores = algo == "fa2_tc" || (algo == "standard_cublas" && p.dtype != DType::fp32);
-    return simulate(a, p, gpu, req, model);
+    return simulate(km->algo, p, gpu, req, km->options);
 }
 
 double ratio(double predicted, double measured) { return predicted / measured; }
