@@ -19,6 +19,7 @@
 #include "common/sim_helpers.hpp"
 #include "common/text.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "model/measured_kernels.hpp"
 #include "report/units.hpp"
 
 #ifndef FASIM_SOURCE_DIR
@@ -34,30 +35,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The CUDA kernel families of cuda/ and how fa-validate predicts each with the simulator.
-struct CudaFamily {
-    const char* name;
-    Algo algo;
-    MatmulMode matmul;
-};
-constexpr CudaFamily kFamilies[] = {
-    {"standard_naive", Algo::standard, MatmulMode::naive}, {"standard_tiled", Algo::standard, MatmulMode::tiled},
-    {"standard_cublas", Algo::standard, MatmulMode::tiled}, {"tiled", Algo::tiled, MatmulMode::tiled},
-    {"fa1", Algo::fa1, MatmulMode::tiled},                   {"fa2", Algo::fa2, MatmulMode::tiled},
-};
+// The CUDA kernel families of cuda/; how the simulator models each (as fa-validate does) is the
+// table of model/measured_kernels.hpp.
+constexpr const char* kFamilies[] = {"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2", "fa2_tc"};
 
-const CudaFamily* family(const std::string& name) {
-    for (const auto& f : kFamilies)
-        if (name == f.name) return &f;
-    return nullptr;
-}
-
-// fa-sim's own kernels do their products on CUDA cores; cuBLAS uses tensor cores for fp16/bf16.
-ModelOptions model_for(const CudaFamily& f, DType dtype) {
-    ModelOptions m;
-    m.tensor_cores = std::string(f.name) == "standard_cublas" && dtype != DType::fp32;
-    return m;
-}
+// fa2_tc (tensor cores) has fp16/bf16 kernels only.
+bool has_kernel(const std::string& family, DType dtype) { return family != "fa2_tc" || dtype != DType::fp32; }
 
 struct Measurement {
     std::string file, gpu, preset, driver, date;
@@ -77,28 +60,30 @@ std::string preset_for_device(const std::string& device) {
     return "";
 }
 
-// Reads every *.json in dir (sorted by name). Unreadable files and entries are listed in `skipped`.
+// Reads every *.json in dir and its subfolders (one per run, as cuda/results/ keeps them), sorted by
+// path. Unreadable files and entries are listed in `skipped`.
 std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::string>& files, std::vector<std::string>& skipped) {
     std::vector<Measurement> out;
     if (!fs::is_directory(dir)) return out;
     std::vector<fs::path> paths;
-    for (const auto& e : fs::directory_iterator(dir))
+    for (const auto& e : fs::recursive_directory_iterator(dir))
         if (e.is_regular_file() && e.path().extension() == ".json") paths.push_back(e.path());
     std::sort(paths.begin(), paths.end());
     for (const auto& path : paths) {
+        const std::string name = fs::relative(path, dir).string();  // e.g. 2026-11-22-h200/validate_fp32.json
         nlohmann::json doc;
         try {
             std::ifstream f(path);
             doc = nlohmann::json::parse(f);
         } catch (const std::exception& e) {
-            skipped.push_back(path.filename().string() + ": not valid JSON");
+            skipped.push_back(name + ": not valid JSON");
             continue;
         }
         if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
-            skipped.push_back(path.filename().string() + ": no \"results\" array");
+            skipped.push_back(name + ": no \"results\" array");
             continue;
         }
-        files.push_back(path.filename().string());
+        files.push_back(name);
         const std::string gpu = doc.value("gpu", std::string("?"));
         std::string preset = doc.value("gpu_preset", std::string());
         if (preset.empty()) preset = preset_for_device(gpu);
@@ -110,7 +95,7 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
                     continue;
                 }
                 Measurement m;
-                m.file = path.filename().string();
+                m.file = name;
                 m.gpu = gpu;
                 m.preset = preset;
                 m.driver = doc.value("driver", std::string("?"));
@@ -131,7 +116,7 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
                 }
                 m.measured_s = r.at("measured_s").get<double>();
                 m.predicted_then_s = r.value("predicted_s", 0.0);
-                if (!family(m.algo) || m.measured_s <= 0) {
+                if (!model_of_measured_kernel(m.algo, p.dtype) || m.measured_s <= 0) {
                     ++bad;
                     continue;
                 }
@@ -141,7 +126,7 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
             }
         }
         if (bad)
-            skipped.push_back(path.filename().string() + ": " + std::to_string(bad) +
+            skipped.push_back(name + ": " + std::to_string(bad) +
                               (bad == 1 ? " entry" : " entries") + " without a usable measurement");
     }
     return out;
@@ -150,15 +135,15 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
 // The current simulator's prediction for a measurement (as fa-validate makes it).
 std::optional<AlgorithmResult> predict_now(const Measurement& m) {
     if (m.preset.empty()) return std::nullopt;
-    const CudaFamily* f = family(m.algo);
+    const auto km = model_of_measured_kernel(m.algo, m.problem.dtype);
     TileRequest req;
-    req.matmul = f->matmul;
-    if (f->algo != Algo::standard) {
+    req.matmul = km->matmul;
+    if (km->algo != Algo::standard) {
         req.Br = m.Br;
         req.Bc = m.Bc;
     }
     try {
-        return simulate(f->algo, m.problem, find_gpu_preset(m.preset), req, model_for(*f, m.problem.dtype));
+        return simulate(km->algo, m.problem, find_gpu_preset(m.preset), req, km->options);
     } catch (const std::exception&) {
         return std::nullopt;
     }
@@ -310,17 +295,23 @@ as fa-validate models them. These are predictions, not measurements.)",
                     c.out << p.describe() << " on " << gpu.name << "\n\n";
                     Table t({"kernel", "predicted", "bound by"}, "lrl");
                     Json rows = Json::array();
-                    for (const auto& f : kFamilies) {
+                    for (const char* f : kFamilies) {
+                        if (!has_kernel(f, p.dtype)) {
+                            t.row({f, "-", "no fp32 kernel (fp16/bf16 only)"});
+                            continue;
+                        }
+                        const KernelModel km = *model_of_measured_kernel(f, p.dtype);
                         TileRequest req;
-                        req.matmul = f.matmul;
+                        req.matmul = km.matmul;
                         try {
-                            const AlgorithmResult r = simulate(f.algo, p, gpu, req, model_for(f, p.dtype));
+                            const AlgorithmResult r = simulate(km.algo, p, gpu, req, km.options);
                             std::string bound = r.longest_kernel().name + ": " + r.longest_kernel().bound;
                             if (display_width(bound) > 50) bound = bound.substr(0, bound.find(" ("));
-                            t.row({f.name, units::seconds(r.time_s), bound});
-                            rows.push_back({{"algo", f.name}, {"predicted_s", r.time_s}, {"bound", r.longest_kernel().bound}});
+                            if (display_width(bound) > 50) bound = bound.substr(0, bound.find(", "));
+                            t.row({f, units::seconds(r.time_s), bound});
+                            rows.push_back({{"algo", f}, {"predicted_s", r.time_s}, {"bound", r.longest_kernel().bound}});
                         } catch (const UsageError& e) {
-                            t.row({f.name, "-", "does not fit"});
+                            t.row({f, "-", "does not fit"});
                         }
                     }
                     t.print(c.out);
