@@ -39,9 +39,9 @@ std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_
         case Algo::fa2:
         case Algo::tiled:  // Q_i, K_j, V_j; with a staged S: S_ij and the row statistics m, l, alpha (fp32)
             return (Br + 2 * Bc) * d * e + (cfg.scores == Space::Shared ? (Br * Bc + 3 * Br) * 4 : 0);
-        case Algo::fa1:  // K_j, V_j, Q_i, O_i, l_i, m_i, plus the split-K exchange buffer: every warp's
-                         // partial P·V (fp32), 16 rows at a time
-            return 2 * Bc * d * e + 2 * Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;
+        case Algo::fa1:  // K_j, V_j, Q_i, l_i, m_i (O_i passes through registers), plus the split-K
+                         // exchange buffer: every warp's partial P·V (fp32), 16 rows at a time
+            return 2 * Bc * d * e + Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;
         case Algo::standard: {
             const std::int64_t gemm = cfg.matmul == MatmulMode::tiled ? (cfg.gemm_m + cfg.gemm_n) * cfg.gemm_k * e : 0;
             return std::max(gemm, cfg.softmax_chunk * e);

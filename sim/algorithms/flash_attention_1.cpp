@@ -48,7 +48,9 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
                 if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 8
-                Tile Oi = b.load(view(O, bh).rows(q0, rows), Space::Shared, "O_i");
+                // O_i goes straight to registers: it is read once, combined with P~V and written back
+                // (the kernel streams it through the threads' registers; shared memory holds K, V, Q).
+                Tile Oi = b.load(view(O, bh).rows(q0, rows), Space::Registers, "O_i");
                 Tile li = b.load(view(l, bh).tile(0, 1, q0, rows), Space::Shared, "l_i");
                 Tile mi = b.load(view(m, bh).tile(0, 1, q0, rows), Space::Shared, "m_i");
 

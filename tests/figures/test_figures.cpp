@@ -221,17 +221,19 @@ TEST_CASE("traffic_vs_n: one point per N, closed forms, HBM limit marker", "[fig
 }
 
 TEST_CASE("traffic_vs_n leaves out points over the work budget and says so", "[figures]") {
-    // T4, d=128: FA1's tiles shrink to 32x31 (64 KiB must hold K_j, V_j, Q_i, O_i and the
-    // split-K exchange), so its tile steps grow as N²/(Br·Bc); at N=16384 with B·H=16 that
-    // is over the budget, while the other algorithms stay within theirs.
+    // T4, d=128: FA1's tiles shrink to 42x42 (64 KiB must hold K_j, V_j, Q_i and the split-K
+    // exchange), so its tile steps grow as N²/(Br·Bc); at N=16384 with B·H=16 that is 2.4 M
+    // steps, within the budget; with B·H=32 it is over, while the other algorithms stay within theirs.
     FigureRequest req = small_request();
     req.gpu = find_gpu_preset("T4");
     req.problem.d = 128;
+    req.problem.heads *= 2;
     req.sweep_n = {512, 1024, 2048, 16384};
     const TileConfig t = choose_tiles(Algo::fa1, problem_at(req.problem, 16384), req.gpu, req.tiles);
-    CHECK(t.Br == 32);
-    CHECK(t.Bc == 31);
-    CHECK(tile_steps(Algo::fa1, problem_at(req.problem, 16384), t) == 16 * ceil_div(16384, t.Br) * ceil_div(16384, t.Bc));
+    CHECK(t.Br == 42);
+    CHECK(t.Bc == 42);
+    CHECK(tile_steps(Algo::fa1, problem_at(req.problem, 16384), t) ==
+          req.problem.batch_heads() * ceil_div(16384, t.Br) * ceil_div(16384, t.Bc));
     CHECK(tile_steps(Algo::fa1, problem_at(req.problem, 16384), t) > tile_step_budget(Algo::fa1));
     const NSweep sweep = run_n_sweep(req);
     REQUIRE(sweep.algos[2] == Algo::fa1);
