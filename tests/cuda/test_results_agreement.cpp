@@ -133,7 +133,7 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS and fa-sim's fp3
     CHECK(checked["standard_cublas"] == 16);
     CHECK(checked["fa2"] == 16);
     CHECK(checked["tiled"] == 16);
-    CHECK(checked["fa1"] == 8);  // d = 64 only (README)
+    CHECK(checked["fa1"] == 8);  // d = 64: d = 128 was measured later (-h200-b), 25-35% off (README)
 }
 
 TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 alike (fp32, N >= 2048)", "[hardware][order]") {
@@ -152,7 +152,7 @@ TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 ali
     std::vector<std::string> swapped;
     const char* algos[] = {"standard_cublas", "fa2", "tiled", "fa1"};
     for (const auto& [key, v] : by_config) {
-        if (v.size() != 4) continue;  // fa1 at d=128: kernel tiles the model does not hold (README)
+        if (v.size() != 4) continue;  // fa1 at d=128 is not in this run (measured later, in -h200-b)
         for (const char* a : algos)
             for (const char* b : algos) {
                 const auto [ma, pa] = v.at(a);
