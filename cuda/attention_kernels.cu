@@ -157,6 +157,7 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
     if (algo == CudaAlgo::fa1) {
         t.m = DeviceBuffer(rows * sizeof(float));
         t.l = DeviceBuffer(rows * sizeof(float));
+        if (p.dtype != DType::fp32) t.O_acc = DeviceBuffer(q_elems * sizeof(float));
     }
     if (is_standard(algo)) {
         const std::size_t s_elems = rows * static_cast<std::size_t>(p.Nk);
@@ -267,6 +268,10 @@ CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTe
             check_buffer(t.l, row_bytes, "l", algo);
             f.m = t.m.as<float>();
             f.l = t.l.as<float>();
+            if (p.dtype != DType::fp32) {
+                check_buffer(t.O_acc, q_bytes / e * sizeof(float), "O_acc", algo);
+                f.o_acc = t.O_acc.as<float>();
+            }
             const TileChoice tc = fa1_tiles(p.d, p.dtype, smem);
             f.Br = tc.Br;
             f.Bc = tc.Bc;

@@ -84,11 +84,12 @@ struct DeviceTensors {
     DeviceBuffer Q, K, V, O;
     DeviceBuffer LSE;  // tiled, fa2, fa2_tc
     DeviceBuffer m, l; // fa1
+    DeviceBuffer O_acc; // fa1 with fp16/bf16 storage: the running O in fp32 (FlashAttention-1's o_tmp)
     DeviceBuffer S, P; // standard_*
 };
 
-// Allocates what `algo` reads and writes (S and P only for the standard algorithms, m and l only
-// for fa1, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
+// Allocates what `algo` reads and writes (S and P only for the standard algorithms, m, l (and O_acc
+// for 16-bit storage) only for fa1, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
 DeviceTensors allocate_tensors(const CudaProblem& problem, CudaAlgo algo);
 
 // Launches `algo` on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).

@@ -17,14 +17,16 @@ namespace {
 
 // Algorithm 1's per-head HBM traffic in bytes (non-causal): K and V once, and on each
 // of the Tc outer iterations Q, O, l, m read and O, l, m written; plus the init kernel.
+// l, m and the running O are fp32 (4 bytes; O_acc when the storage dtype is 16-bit); the
+// last outer iteration writes O in the storage dtype (e bytes).
 struct Fa1Formula {
     std::int64_t reads = 0, writes = 0;
 };
 Fa1Formula fa1_formula(const AttentionProblem& p, std::int64_t Bc) {
     const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), Tc = ceil_div(Nk, Bc);
     Fa1Formula f;
-    f.reads = 2 * Nk * d * e + Tc * (2 * N * d * e + 2 * N * 4);
-    f.writes = (N * d * e + 2 * N * 4) * (1 + Tc);
+    f.reads = 2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4);
+    f.writes = (N * d * 4 + 2 * N * 4) * Tc + N * d * e + 2 * N * 4;
     return f;
 }
 

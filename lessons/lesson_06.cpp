@@ -270,14 +270,18 @@ plt.show())PY"});
 
         L.exercise({"o_writes",
                     "FA1 with Br = Bc = 64 on one head of N=1024, d=64, fp16: how many times is each element of O "
-                    "written to HBM, counting the initialisation?",
+                    "written to HBM, counting the initialisation (the running O_acc in fp32 and the final O "
+                    "in fp16 both count)?",
                     Exercise::Kind::integer, 0, {}, "times",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 1, 1024, 64);
                         const AlgorithmResult r = sim(Algo::fa1, q, gpu, tiles(64, 64));
-                        return static_cast<double>(written_of(r.hbm, TensorName::O)) / static_cast<double>(q.N * q.d * q.elem_bytes());
+                        const auto elements = static_cast<double>(q.N * q.d);
+                        return static_cast<double>(written_of(r.hbm, TensorName::O)) / (elements * static_cast<double>(q.elem_bytes())) +
+                               static_cast<double>(written_of(r.hbm, TensorName::O_acc)) / (elements * 4);
                     }, {},
-                    "one write by fa1_init, then one per outer iteration: Tc = ⌈N/Bc⌉ of them. FA2 writes it once."});
+                    "one write by fa1_init, then one per outer iteration: Tc = ⌈N/Bc⌉ of them (the last one in "
+                    "fp16 to O, the others in fp32 to O_acc). FA2 writes it once."});
         L.exercise({"nonmatmul_ratio",
                     "B=1, H=16, N=4096, d=64, fp16 on " + gpu.name + ", both algorithms on Br = Bc = 64 tiles: "
                     "FA1's non-matmul FLOPs divided by FA2's?",

@@ -27,8 +27,11 @@
 //                  (4 rows x d/8 columns) while multiplying by V
 //   shared memory  K_j, V_j, Q_i tiles (storage dtype); S/P of a 16-row chunk (fp32), reused for the
 //                  four partial P~V products (fp32); partial row max/sum per warp; line-12 factors
-//   global         O_i (storage dtype: rounded after every update, as the paper's HBM-resident O is),
-//                  m_i, l_i (fp32, m in natural-log units), read and written every (i, j)
+//   global         running O_i, m_i, l_i (fp32, m in natural-log units), read and written every (i, j).
+//                  With fp16/bf16 storage the running O_i is a separate fp32 buffer (o_acc, FlashAttention-1's
+//                  o_tmp): rounding it to 16 bits on each of its Tc round trips compounds the error (bf16,
+//                  N=8192: 1.2x over the 2x-naive bound). The last K/V tile a Q tile sees writes O_i in the
+//                  storage dtype to O. fp32 storage accumulates in O itself.
 //
 // Run:  build/cuda/cuda-check --algo fa1
 #include <cmath>
@@ -43,13 +46,21 @@ namespace fasim::cuda_detail {
 
 namespace {
 
+// Zeroes the running O (fp32) and, with a separate accumulator, the first `hidden_rows` rows of every
+// head of O: causal masking hides every key from them, so the main kernel never writes them.
 template <typename T>
-__global__ void __launch_bounds__(256) fa1_init_kernel(T* O, float* m, float* l, long long o_elems, long long rows) {
+__global__ void __launch_bounds__(256) fa1_init_kernel(float* o_acc, T* O, float* m, float* l, long long o_elems,
+                                                       long long rows, int N, int d, int hidden_rows) {
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < o_elems; i += stride) {
-        O[i] = from_f<T>(0.f);
+    const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (long long i = tid; i < o_elems; i += stride) o_acc[i] = 0.f;
+    if (hidden_rows > 0 && static_cast<void*>(O) != static_cast<void*>(o_acc)) {
+        const long long head_elems = static_cast<long long>(hidden_rows) * d;
+        for (long long i = tid; i < rows / N * head_elems; i += stride) {
+            O[(i / head_elems) * static_cast<long long>(N) * d + i % head_elems] = from_f<T>(0.f);
+        }
     }
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) {
+    for (long long i = tid; i < rows; i += stride) {
         m[i] = -INFINITY;
         l[i] = 0.f;
     }
@@ -60,6 +71,7 @@ struct Fa1Params {
     const void* K;
     const void* V;
     void* O;
+    float* o_acc;  // running O in fp32 (== O for fp32 storage)
     float* m;
     float* l;
     int N, Nk, Br, Bc;
@@ -97,6 +109,7 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_forward_kernel(Fa1Params p)
     const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(bh) * p.Nk * D;
     const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(bh) * p.Nk * D;
     T* Og = static_cast<T*>(p.O) + static_cast<long long>(bh) * p.N * D;
+    float* Oacc = p.o_acc + static_cast<long long>(bh) * p.N * D;
     float* mg = p.m + static_cast<long long>(bh) * p.N;
     float* lg = p.l + static_cast<long long>(bh) * p.N;
 
@@ -115,6 +128,9 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_forward_kernel(Fa1Params p)
             const int q0 = i * p.Br;
             const int q_rows = imin(p.Br, p.N - q0);
             if (p.causal != 0 && q0 + q_rows - 1 + diag < k0) continue;  // tile above the diagonal: skipped
+            // The last K/V tile this Q tile sees writes O_i in the storage dtype; earlier ones the fp32 O_acc.
+            const int j_last = p.causal != 0 ? imin(Tc - 1, (q0 + q_rows - 1 + diag) / p.Bc) : Tc - 1;
+            const bool final_write = j == j_last;
             ScoreMask mask;
             mask.k0 = k0;
             mask.kv_valid = kv_valid;
@@ -215,14 +231,16 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_forward_kernel(Fa1Params p)
                     const float4 s1 = *reinterpret_cast<const float4*>(U + (1 * RC + rr) * D + c);
                     const float4 s2 = *reinterpret_cast<const float4*>(U + (2 * RC + rr) * D + c);
                     const float4 s3 = *reinterpret_cast<const float4*>(U + (3 * RC + rr) * D + c);
-                    T* og = Og + static_cast<long long>(q0 + rc0 + rr) * D + c;
-                    const float4 old = ldcg4(og);
+                    const long long off = static_cast<long long>(q0 + rc0 + rr) * D + c;
+                    const float4 old = ldcg4(Oacc + off);
                     const float a = coef_a[rr];
                     const float b = coef_b[rr];
-                    st4(og, make_float4(a * old.x + b * ((s0.x + s1.x) + (s2.x + s3.x)),
-                                        a * old.y + b * ((s0.y + s1.y) + (s2.y + s3.y)),
-                                        a * old.z + b * ((s0.z + s1.z) + (s2.z + s3.z)),
-                                        a * old.w + b * ((s0.w + s1.w) + (s2.w + s3.w))));
+                    const float4 o_new = make_float4(a * old.x + b * ((s0.x + s1.x) + (s2.x + s3.x)),
+                                                     a * old.y + b * ((s0.y + s1.y) + (s2.y + s3.y)),
+                                                     a * old.z + b * ((s0.z + s1.z) + (s2.z + s3.z)),
+                                                     a * old.w + b * ((s0.w + s1.w) + (s2.w + s3.w)));
+                    if (final_write) st4(Og + off, o_new);
+                    else st4(Oacc + off, o_new);
                 }
                 __syncthreads();  // U, red_m, red_l, coef_* are reused by the next chunk
             }
@@ -239,6 +257,18 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
     }
     if (a.O == nullptr || a.m == nullptr || a.l == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr) {
         throw std::invalid_argument("fa1: Q, K, V, O, m and l buffers are required");
+    }
+    if (a.dtype != DType::fp32 && a.o_acc == nullptr) {
+        throw std::invalid_argument("fa1: fp16/bf16 storage needs the fp32 running-O buffer o_acc (B*H*N*d floats)");
+    }
+    float* o_acc = a.dtype == DType::fp32 ? static_cast<float*>(a.O) : a.o_acc;
+    // Rows of each head that causal masking hides from every key: the leading Q tiles whose last row
+    // sees no key. The main kernel never visits them, so the init kernel writes their O.
+    int hidden_rows = 0;
+    if (a.causal) {
+        for (int q0 = 0; q0 < a.N && q0 + imin(a.Br, a.N - q0) - 1 + (a.Nk - a.N) < 0; q0 += a.Br) {
+            hidden_rows = imin(a.N, q0 + a.Br);
+        }
     }
     std::vector<CudaKernelLaunch> infos(2);
     CudaKernelLaunch& init = infos[0];
@@ -257,12 +287,12 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
     main.Bc = a.Bc;
     const dim3 grid(static_cast<unsigned>(a.BH), 1, 1);
     main.grid = {grid.x, grid.y, grid.z};
-    Fa1Params p{a.Q, a.K, a.V, a.O, a.m, a.l, a.N, a.Nk, a.Br, a.Bc, a.causal ? 1 : 0,
+    Fa1Params p{a.Q, a.K, a.V, a.O, o_acc, a.m, a.l, a.N, a.Nk, a.Br, a.Bc, a.causal ? 1 : 0,
                 static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     with_dtype(a.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_kernel("fa1_init", fa1_init_kernel<T>, init_grid, dim3(256), 0, stream, static_cast<T*>(a.O), a.m, a.l,
-                      o_elems, rows);
+        launch_kernel("fa1_init", fa1_init_kernel<T>, init_grid, dim3(256), 0, stream, o_acc, static_cast<T*>(a.O),
+                      a.m, a.l, o_elems, rows, a.N, a.d, hidden_rows);
         with_head_dim(a.d, [&](auto dc) {
             constexpr int D = decltype(dc)::value;
             main.dynamic_smem_bytes = fa1_smem_layout(a.Br, a.Bc, D, static_cast<int>(sizeof(T))).total;

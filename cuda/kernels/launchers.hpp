@@ -51,6 +51,7 @@ struct FlashArgs {
     float* lse = nullptr;  // tiled, fa2
     float* m = nullptr;    // fa1
     float* l = nullptr;    // fa1
+    float* o_acc = nullptr; // fa1 with fp16/bf16 storage: the running O in fp32 (fp32 accumulates in O)
     int BH = 1, N = 1, Nk = 1;
     int Br = 0, Bc = 0;
     bool causal = false;

@@ -11,6 +11,10 @@
 //    products are exchanged through shared memory with barriers.
 //  - O_i is normalised on every step (divided by ℓ_new, multiplied back by ℓ_i on
 //    the next): the extra non-matmul work FlashAttention-2 removes.
+//  - With fp16/bf16 storage the running O_i makes its round trips in fp32 (O_acc,
+//    FlashAttention-1's o_tmp): rounding it to 16 bits Tc times would compound the
+//    error. The last K/V tile a Q tile sees writes O_i in the storage dtype to O.
+//    Element counts are the paper's; only O_acc's bytes per element differ.
 #include "algorithms/flash_steps.hpp"
 
 namespace fasim {
@@ -24,15 +28,30 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
     const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
     const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
+    const GlobalTensor O_fp32{TensorName::O_acc, BH, N, d, 4, Br, d};
+    const bool separate_acc = e != 4;  // fp32 storage accumulates in O itself
+    const GlobalTensor& O_acc = separate_acc ? O_fp32 : O;
     const GlobalTensor l{TensorName::l, BH, 1, N, 4, 1, Br, true};
     const GlobalTensor m{TensorName::m, BH, 1, N, 4, 1, Br, true};
     for (const auto* t : {&Q, &K, &V, &O, &l, &m}) x.declare(*t);
+    if (separate_acc) x.declare(O_acc);
 
-    // Line 2: initialise O = 0, ℓ = 0, m = −inf in HBM.
+    // The last K/V tile Q tile i sees (causal: the one holding its last row's diagonal);
+    // -1 when causal masking hides every key from the whole tile.
+    auto last_kv_tile = [&](std::int64_t q0, std::int64_t rows) -> std::int64_t {
+        if (!p.causal) return Tc - 1;
+        const std::int64_t last_key = q0 + rows - 1 + (Nk - N);
+        return last_key < 0 ? -1 : std::min(Tc - 1, last_key / Bc);
+    };
+
+    // Line 2: initialise O = 0, ℓ = 0, m = −inf in HBM (O_acc when it is separate; O too
+    // for rows no key is visible to, which the main kernel never writes).
     const KernelDesc init{"fa1_init", "line 2: write O = 0, l = 0, m = -inf to HBM", Tr, BH, cfg.warps};
     x.launch(init, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
-        b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O, bh).rows(q0, rows));
+        b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O_acc, bh).rows(q0, rows));
+        if (separate_acc && last_kv_tile(q0, rows) < 0)
+            b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O, bh).rows(q0, rows));
         b.store(b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i"), view(l, bh).tile(0, 1, q0, rows));
         b.store(b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i"), view(m, bh).tile(0, 1, q0, rows));
     });
@@ -50,7 +69,7 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 8
                 // O_i goes straight to registers: it is read once, combined with P~V and written back
                 // (the kernel streams it through the threads' registers; shared memory holds K, V, Q).
-                Tile Oi = b.load(view(O, bh).rows(q0, rows), Space::Registers, "O_i");
+                Tile Oi = b.load(view(O_acc, bh).rows(q0, rows), Space::Registers, "O_i");
                 Tile li = b.load(view(l, bh).tile(0, 1, q0, rows), Space::Shared, "l_i");
                 Tile mi = b.load(view(m, bh).tile(0, 1, q0, rows), Space::Shared, "m_i");
 
@@ -81,7 +100,8 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
                 b.scale_rows(PV, c);
                 b.add(Oi, PV);
                 b.divide_rows(Oi, l_new);
-                b.store(Oi, view(O, bh).rows(q0, rows));
+                const bool last = j == last_kv_tile(q0, rows);
+                b.store(Oi, view(last ? O : O_acc, bh).rows(q0, rows));
                 b.store(l_new, view(l, bh).tile(0, 1, q0, rows));               // line 13
                 b.store(m_new, view(m, bh).tile(0, 1, q0, rows));
             }

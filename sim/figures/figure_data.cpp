@@ -149,7 +149,7 @@ std::optional<double> closed_form_hbm_bytes(Algo algo, const AttentionProblem& p
     const double e = static_cast<double>(p.elem_bytes()), BH = static_cast<double>(p.batch_heads());
     switch (algo) {
         case Algo::standard: return 4 * N * Nk * e * BH;
-        case Algo::fa1: return (Nk / static_cast<double>(tiles.Bc)) * (3 * N * d * e + 4 * N * 4) * BH;
+        case Algo::fa1: return (Nk / static_cast<double>(tiles.Bc)) * (N * d * e + 2 * N * d * 4 + 4 * N * 4) * BH;
         case Algo::fa2: return 2 * N * Nk * d * e * BH / static_cast<double>(tiles.Br);
         case Algo::tiled: break;
     }
@@ -163,9 +163,10 @@ std::string closed_form_text(Algo algo, const AttentionProblem& p, const TileCon
         case Algo::standard:
             return "standard 4\u00B7" + nnk + "\u00B7e\u00B7B\u00B7H (S and P each written and read once)";
         case Algo::fa1:
-            return "FA1 (" + nk + "/Bc)\u00B7N\u00B7(3d\u00B7e + 16)\u00B7B\u00B7H with Bc=" + std::to_string(tiles.Bc) +
+            return "FA1 (" + nk + "/Bc)\u00B7N\u00B7(d\u00B7e + 8d + 16)\u00B7B\u00B7H with Bc=" + std::to_string(tiles.Bc) +
                    (tiles.M_elements > 0 && tiles.Bc == ceil_div(tiles.M_elements, 4 * p.d) ? " = \u2308M/4d\u2309" : "") +
-                   " (Q read, O read and written, fp32 m and \u2113 read and written once per K/V block: \u221D N\u00B2d\u00B2/M)";
+                   " (Q read, fp32 running O read and written, fp32 m and \u2113 read and written once per K/V block: "
+                   "\u221D N\u00B2d\u00B2/M)";
         case Algo::fa2:
             return "FA2 2\u00B7" + nnk + "\u00B7d\u00B7e\u00B7B\u00B7H/Br with Br=" + std::to_string(tiles.Br) +
                    " (K and V read once per Q block)";

@@ -231,7 +231,7 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
     // Q, K, V, O in the blue/green family of the palette, S and P warm, statistics grey/yellow.
     static const std::map<TensorName, std::string> colors = {
         {TensorName::Q, "#0072B2"}, {TensorName::K, "#56B4E9"}, {TensorName::V, "#009E73"},
-        {TensorName::O, "#D55E00"}, {TensorName::S, "#CC79A7"}, {TensorName::P, "#E69F00"},
+        {TensorName::O, "#D55E00"}, {TensorName::O_acc, "#F4A582"}, {TensorName::S, "#CC79A7"}, {TensorName::P, "#E69F00"},
         {TensorName::m, "#9A9A9A"}, {TensorName::l, "#5A5A5A"}, {TensorName::LSE, "#F0E442"}};
 
     plot::StackedBars& b = f.bars;

@@ -9,15 +9,18 @@
 namespace fasim {
 
 // Every tensor the forward programs touch, named as in the papers. Traffic is
-// reported per tensor, so a student sees which one dominates.
-enum class TensorName : std::uint8_t { Q, K, V, O, S, P, m, l, LSE };
-inline constexpr int kTensorCount = 9;
+// reported per tensor, so a student sees which one dominates. O_acc is FA1's running
+// output in fp32 when the storage dtype is 16-bit (FlashAttention-1's o_tmp): rounding
+// O to fp16/bf16 on each of its Tc round trips would compound the error.
+enum class TensorName : std::uint8_t { Q, K, V, O, O_acc, S, P, m, l, LSE };
+inline constexpr int kTensorCount = 10;
 inline constexpr std::array<TensorName, kTensorCount> kAllTensors = {
-    TensorName::Q, TensorName::K, TensorName::V, TensorName::O, TensorName::S,
+    TensorName::Q, TensorName::K, TensorName::V, TensorName::O, TensorName::O_acc, TensorName::S,
     TensorName::P, TensorName::m, TensorName::l, TensorName::LSE};
 
 constexpr std::string_view tensor_label(TensorName t) {
-    constexpr std::array<std::string_view, kTensorCount> labels = {"Q", "K", "V", "O", "S", "P", "m", "l", "LSE"};
+    constexpr std::array<std::string_view, kTensorCount> labels = {"Q",   "K", "V", "O", "O_acc",
+                                                                   "S", "P", "m", "l", "LSE"};
     return labels[static_cast<std::size_t>(t)];
 }
 constexpr int index_of(TensorName t) { return static_cast<int>(t); }

@@ -33,13 +33,15 @@ inline Bytes standard_tiled_gemm_bytes(const AttentionProblem& p, std::int64_t T
     return {BH * e * reads, BH * e * writes};
 }
 
-// FlashAttention Algorithm 1: reads 2Nk·d + Tc(2Nd + 2N), writes (Nd + 2N) + Tc(Nd + 2N);
-// O in the storage dtype, ℓ and m in fp32.
+// FlashAttention Algorithm 1: reads 2Nk·d + Tc(2Nd + 2N), writes (Nd + 2N) + Tc(Nd + 2N)
+// elements. Q, K, V and the final O in the storage dtype; ℓ, m and the running O in fp32
+// (O_acc, FlashAttention-1's o_tmp): the init and the first Tc - 1 O writes and all Tc O
+// reads are 4 bytes per element, the last write e bytes.
 inline Bytes fa1_bytes(const AttentionProblem& p, std::int64_t Bc) {
     const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
     const std::int64_t Tc = cdiv(Nk, Bc);
-    return {BH * (2 * Nk * d * e + Tc * (2 * N * d * e + 2 * N * 4)),
-            BH * ((N * d * e + 2 * N * 4) + Tc * (N * d * e + 2 * N * 4))};
+    return {BH * (2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4)),
+            BH * ((N * d * 4 + 2 * N * 4) + (Tc - 1) * N * d * 4 + N * d * e + Tc * 2 * N * 4)};
 }
 
 // FlashAttention-2: reads Nd + Tr·2Nk·d, writes Nd + N (LSE in fp32).

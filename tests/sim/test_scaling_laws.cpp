@@ -45,7 +45,9 @@ TEST_CASE("FA2 moves fewer bytes than FA1, and both far fewer than standard, for
         TileRequest same;
         same.Bc = fa2.tiles.Br;
         CHECK(fa2.hbm.total() < simulate(Algo::fa1, p, a100(), same).hbm.total());
-        CHECK(fa1.hbm.total() * 5 < std_.hbm.total());
+        // FA1's ratio is N-independent: per outer step Q (d·e) and the fp32 running O (8d) per row
+        // against standard's 4·N·e, i.e. (d·e + 8d + 16) / (4·e·Bc) = 0.25 at fp16 d=64, Bc=326.
+        CHECK(fa1.hbm.total() * 3 < std_.hbm.total());
         CHECK(fa2.hbm.total() * 5 < std_.hbm.total());
         CHECK(fa2.dram.total() * 5 < std_.dram.total());
     }
