@@ -17,10 +17,16 @@
 //
 // Per warp, per K/V tile j (causal: tiles entirely above the diagonal are skipped, tiles crossing it
 // are masked element-wise; keys past Nk are zero-filled and masked):
-//   S = Q K_j^T * scale * log2(e)          16 x 64 fp32, 8 mma n-tiles of 8 keys, in registers
-//   m_new = max(m, rowmax S);  P = exp2(S - m_new);  l = exp2(m - m_new) l + rowsum P
+//   S = Q K_j^T                             16 x 64 fp32, 8 mma n-tiles of 8 keys, in registers
+//   m_new = max(m, c rowmax S);  P = exp2(c S - m_new);  l = exp2(m - m_new) l + rowsum P
+//                                           (c = scale * log2(e); m in log2 units)
 //   O = exp2(m - m_new) O + round(P) V      16 x d fp32, d/8 n-tiles, unnormalised, in registers
 // At the end O / l (in the storage dtype) and LSE = (m + log2 l) ln 2 are written once.
+// The softmax is what the CUDA cores issue between the mma's, so it is kept to the minimum per score:
+// one FMNMX, one FFMA + one MUFU.EX2 (ex2.approx.ftz, as --use_fast_math builds of FlashAttention
+// use), one FADD and half an F2FP pack. Only tiles crossing the diagonal or the end of K run the
+// masked copy of the step (nvcc otherwise predicates the mask, and predicated-off instructions still
+// issue: ncu counted 21 instructions per score before, cuda/results/2026-11-22-h200-b/profile).
 //
 // Where things live:
 //   registers      Q fragments (d/4 regs), S/P (32 floats), O accumulator (d/2 floats), m and l of
@@ -35,6 +41,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/launch.cuh"
 #include "kernels/flash_common.cuh"
@@ -57,6 +64,16 @@ constexpr std::size_t fa2_tc_smem_bytes(int d, int elem_bytes) {
            static_cast<std::size_t>(elem_bytes);
 }
 
+// 2^x on the SFU: ex2.approx.ftz.f32 (relative error about 2^-22; results below 2^-126 flush to 0).
+// exp2f adds a range check and two multiplies to keep such denormal results, which P never needs.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800  // used by the sm_80+ kernel body only
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif
+
 struct Fa2TcParams {
     const void* Q;
     const void* K;
@@ -65,7 +82,7 @@ struct Fa2TcParams {
     float* lse;
     int N, Nk;
     int causal;
-    float scale_log2;  // scale * log2(e): scores in log2 units, exp2f instead of expf
+    float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
 // Starts copying rows [row0, row0 + ROWS) of a row-major [rows][D] matrix (this head's) into a
@@ -156,6 +173,110 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
     float l[2] = {0.f, 0.f};              // running sum of the same rows over THIS lane's columns only;
                                           // the quad's four partial sums are added once, at the end
 
+    // One K/V tile for this warp: S = Q K_j^T, online softmax, O += P V_j. `masked` (a type, so that
+    // the unmasked copy carries no masking instructions at all: predicated-off instructions still
+    // issue) selects the element-wise mask.
+    auto tile_step = [&](int buf, int k0, auto masked) {
+        constexpr bool kMasked = decltype(masked)::value;
+        const T* Kt = Ks + buf * kTcBc * LD;
+        const T* Vt = Vs + buf * kTcBc * LD;
+
+        // ---- S = Q K_j^T (raw scores: the scale is folded into the exponent below). B = K^T, so B
+        // fragments are ldmatrix (no .trans) of K's rows. One x4 covers keys 16*np .. 16*np+15 (two
+        // n-tiles) x head dims 16ks .. 16ks+15: matrix 0 = keys +0..7 / dims +0..7 (b0 of n-tile 2np),
+        // 1 = keys +0..7 / dims +8..15 (b1 of 2np), 2 = keys +8..15 / dims +0..7 (b0 of 2np+1),
+        // 3 = keys +8..15 / dims +8..15 (b1 of 2np+1).
+        float s[NT_S][4];
+#pragma unroll
+        for (int nt = 0; nt < NT_S; ++nt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
+        }
+        const T* krow = Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
+#pragma unroll
+        for (int np = 0; np < NT_S / 2; ++np) {
+#pragma unroll
+            for (int ks = 0; ks < KS_D; ++ks) {
+                unsigned b[4];
+                ldmatrix_x4(b, krow + 16 * np * LD + 16 * ks);
+                mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
+                mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
+            }
+        }
+
+        // ---- mask. s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1).
+        if constexpr (kMasked) {
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int q = wq0 + g + 8 * (i >> 1);
+                    const int k = k0 + 8 * nt + 2 * t + (i & 1);
+                    if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[nt][i] = -INFINITY;
+                }
+            }
+        }
+
+        // ---- online softmax, rows h = 0 (g) and h = 1 (g + 8). Row g + 8h is held by the quad of
+        // lanes 4g .. 4g+3, elements s[.][2h], s[.][2h+1]; xor-shuffles 1 and 2 stay inside the quad.
+        // m is in log2 units (scale * log2 e applied); the max is taken on raw scores (scale > 0), and
+        // P = 2^(s * scale_log2 - m) is one FFMA and one ex2 per element.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+            const float m_new = fmaxf(m[h], mx * p.scale_log2);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+            const float alpha = fast_exp2(m[h] - m_use);          // exp(m_old - m_new); 0 when m_old = -inf
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt) {
+                s[nt][2 * h] = fast_exp2(fmaf(s[nt][2 * h], p.scale_log2, -m_use));
+                s[nt][2 * h + 1] = fast_exp2(fmaf(s[nt][2 * h + 1], p.scale_log2, -m_use));
+                sum += s[nt][2 * h] + s[nt][2 * h + 1];  // the unrounded P, as fa2.cu sums it
+            }
+            l[h] = l[h] * alpha + sum;
+            m[h] = m_new;
+#pragma unroll
+            for (int nt = 0; nt < NT_O; ++nt) {
+                o[nt][2 * h] *= alpha;
+                o[nt][2 * h + 1] *= alpha;
+            }
+        }
+
+        // ---- P as A fragments, straight from the S accumulators (no shared memory): the C fragments
+        // of n-tiles 2ks and 2ks+1 hold rows g, g+8 x keys 16ks + {2t, 2t+1} and 16ks + 8 + {2t, 2t+1},
+        // exactly the A fragment of k-step ks: a[0] = C_2ks[0,1], a[1] = C_2ks[2,3],
+        // a[2] = C_2ks+1[0,1], a[3] = C_2ks+1[2,3]. pack2 rounds P to the storage dtype.
+        unsigned pf[KS_KV][4];
+#pragma unroll
+        for (int ks = 0; ks < KS_KV; ++ks) {
+            pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
+            pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
+            pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+            pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+        }
+
+        // ---- O += P V_j: V is row-major [key][dim] = B itself, so B fragments are ldmatrix .trans of
+        // V's rows. One x4 covers keys 16ks .. 16ks+15 x dims 16dp .. 16dp+15: matrix 0 = keys +0..7 /
+        // dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of 2dp), 2 = keys +0..7 /
+        // dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
+        const T* vrow = Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+#pragma unroll
+        for (int ks = 0; ks < KS_KV; ++ks) {
+#pragma unroll
+            for (int dp = 0; dp < NT_O / 2; ++dp) {
+                unsigned b[4];
+                ldmatrix_x4_trans(b, vrow + 16 * ks * LD + 16 * dp);
+                mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
+                mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
+            }
+        }
+    };
+
     for (int j = 0; j < n_tiles; ++j) {
         const int buf = j & 1;
         const int k0 = j * kTcBc;
@@ -169,102 +290,12 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
         cp_async_wait<1>();   // this thread's copies of tile j have landed ...
         __syncthreads();      // ... and every other thread's
 
+        // A tile crossing the causal diagonal or the end of K needs the element-wise mask; the others
+        // (all but one or two per block) run a copy of the step without it. Warp-uniform branch.
+        const bool need_mask = k0 + kTcBc > p.Nk || (p.causal != 0 && k0 + kTcBc - 1 > wq0 + diag);
         if (warp_active) {
-            const T* Kt = Ks + buf * kTcBc * LD;
-            const T* Vt = Vs + buf * kTcBc * LD;
-
-            // ---- S = Q K_j^T: B = K^T, so B fragments are ldmatrix (no .trans) of K's rows. One x4
-            // covers keys 16*np .. 16*np+15 (two n-tiles) x head dims 16ks .. 16ks+15: matrix 0 = keys
-            // +0..7 / dims +0..7 (b0 of n-tile 2np), 1 = keys +0..7 / dims +8..15 (b1 of 2np),
-            // 2 = keys +8..15 / dims +0..7 (b0 of 2np+1), 3 = keys +8..15 / dims +8..15 (b1 of 2np+1).
-            float s[NT_S][4];
-#pragma unroll
-            for (int nt = 0; nt < NT_S; ++nt) {
-#pragma unroll
-                for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
-            }
-            const T* krow = Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
-#pragma unroll
-            for (int np = 0; np < NT_S / 2; ++np) {
-#pragma unroll
-                for (int ks = 0; ks < KS_D; ++ks) {
-                    unsigned b[4];
-                    ldmatrix_x4(b, krow + 16 * np * LD + 16 * ks);
-                    mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
-                    mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
-                }
-            }
-
-            // ---- scale to log2 units; mask. s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1).
-            const bool need_mask = k0 + kTcBc > p.Nk || (p.causal != 0 && k0 + kTcBc - 1 > wq0 + diag);
-#pragma unroll
-            for (int nt = 0; nt < NT_S; ++nt) {
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    s[nt][i] *= p.scale_log2;
-                    if (need_mask) {
-                        const int q = wq0 + g + 8 * (i >> 1);
-                        const int k = k0 + 8 * nt + 2 * t + (i & 1);
-                        if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[nt][i] = -INFINITY;
-                    }
-                }
-            }
-
-            // ---- online softmax, rows h = 0 (g) and h = 1 (g + 8). Row g + 8h is held by the quad of
-            // lanes 4g .. 4g+3, elements s[.][2h], s[.][2h+1]; xor-shuffles 1 and 2 stay inside the quad.
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float mx = m[h];
-#pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-                const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet: P = 0, no NaN
-                const float alpha = exp2f(m[h] - m_use);         // exp(m_old - m_new); 0 when m_old = -inf
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) {
-                    s[nt][2 * h] = exp2f(s[nt][2 * h] - m_use);
-                    s[nt][2 * h + 1] = exp2f(s[nt][2 * h + 1] - m_use);
-                    sum += s[nt][2 * h] + s[nt][2 * h + 1];  // the unrounded P, as fa2.cu sums it
-                }
-                l[h] = l[h] * alpha + sum;
-                m[h] = mx;
-#pragma unroll
-                for (int nt = 0; nt < NT_O; ++nt) {
-                    o[nt][2 * h] *= alpha;
-                    o[nt][2 * h + 1] *= alpha;
-                }
-            }
-
-            // ---- P as A fragments, straight from the S accumulators (no shared memory): the C fragments
-            // of n-tiles 2ks and 2ks+1 hold rows g, g+8 x keys 16ks + {2t, 2t+1} and 16ks + 8 + {2t, 2t+1},
-            // exactly the A fragment of k-step ks: a[0] = C_2ks[0,1], a[1] = C_2ks[2,3],
-            // a[2] = C_2ks+1[0,1], a[3] = C_2ks+1[2,3]. pack2 rounds P to the storage dtype.
-            unsigned pf[KS_KV][4];
-#pragma unroll
-            for (int ks = 0; ks < KS_KV; ++ks) {
-                pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
-                pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
-                pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-                pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-            }
-
-            // ---- O += P V_j: V is row-major [key][dim] = B itself, so B fragments are ldmatrix .trans of
-            // V's rows. One x4 covers keys 16ks .. 16ks+15 x dims 16dp .. 16dp+15: matrix 0 = keys +0..7 /
-            // dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of 2dp), 2 = keys +0..7 /
-            // dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
-            const T* vrow = Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
-#pragma unroll
-            for (int ks = 0; ks < KS_KV; ++ks) {
-#pragma unroll
-                for (int dp = 0; dp < NT_O / 2; ++dp) {
-                    unsigned b[4];
-                    ldmatrix_x4_trans(b, vrow + 16 * ks * LD + 16 * dp);
-                    mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
-                    mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
-                }
-            }
+            if (need_mask) tile_step(buf, k0, std::true_type{});
+            else tile_step(buf, k0, std::false_type{});
         }
         __syncthreads();  // every warp is done with buffer `buf` before iteration j + 1 refills it
     }
