@@ -64,8 +64,11 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     // 64x64 operand traffic does not bound it.
     const bool library_smem_in_rate = options.tensor_cores && !mma_sync && dtype != DType::fp32;
     const double smem_rate = library_smem_in_rate ? std::numeric_limits<double>::infinity() : gpu.smem_bandwidth_per_sm;
-    const SmRates r{issue * mm_rate / sms, issue * gpu.effective_fp32_flops() / sms, issue * gpu.sfu_ops / sms,
-                    smem_rate, gpu.l2_bandwidth / sms};
+    // Non-matmul FLOPs (max, add, multiply, compare) are one instruction each, not fused pairs: the
+    // FP32 pipe retires them at half its FFMA FLOP rate (docs/flop-accounting.md counts FLOPs).
+    const double nonmatmul_rate = gpu.effective_fp32_flops() / 2;
+    const SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
+                    gpu.l2_bandwidth / sms};
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;

@@ -2,9 +2,11 @@
 // a change to the model that breaks agreement with hardware fails here, on any
 // machine, GPU or not. What is asserted is what agrees today (see
 // cuda/results/README.md for what does not, and by how much).
-// Two runs on one H200 (2026-11-22): the first timed the fp32 grid; the second
+// Three runs on one H200 (2026-11-22): the first timed the fp32 grid; the second
 // (suffix -b) read the counters with write-back and SM-side L2 sectors, timed the
-// fp16/bf16 grid with the tensor-core FA2, and the FlashAttention-2 paper's setting.
+// fp16/bf16 grid with the tensor-core FA2, and the FlashAttention-2 paper's setting;
+// the third (suffix -c) re-ran the fp16/bf16 grid and the paper's setting after FA1's
+// running O moved to fp32 and fa2_tc's softmax lost its predicated mask.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,7 @@ namespace {
 const std::string kResults = std::string(FASIM_SOURCE_DIR) + "/cuda/results/";
 const std::string kRunA = kResults + "2026-11-22-h200/";
 const std::string kRunB = kResults + "2026-11-22-h200-b/";
+const std::string kRunC = kResults + "2026-11-22-h200-c/";
 
 json load(const std::string& path) {
     std::ifstream in(path);
@@ -46,7 +49,7 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     REQUIRE(km);
     TileRequest req;
     req.matmul = km->matmul;
-    if (km->algo != Algo::standard) {
+    if (km->algo != Algo::standard && r.contains("launches")) {  // PyTorch's kernels: the simulator's own tiles
         const json& main = r.at("launches").back();
         req.Br = main.at("Br").get<std::int64_t>();
         req.Bc = main.at("Bc").get<std::int64_t>();
@@ -170,7 +173,7 @@ TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 ali
     CHECK(swapped == std::vector<std::string>{"16384 d64 causal: fa2 < standard_cublas", "8192 d64 causal: fa2 < standard_cublas"});
 }
 
-TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats FA1, tensor-core FA2 beats standard at d=64",
+TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats FA1, tensor-core FA2 beats standard",
           "[hardware][papers]") {
     int checked = 0;
     for (int d : {64, 128}) {
@@ -178,7 +181,7 @@ TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats 
             const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
             std::map<std::pair<std::string, bool>, double> t;
             for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
-                const json doc = load(kRunB + file);
+                const json doc = load(kRunC + file);
                 for (const json& r : doc.at("results"))
                     if (r.contains("measured_s"))
                         t[{r.at("algo").get<std::string>(), r.at("causal").get<bool>()}] = r.at("measured_s").get<double>();
@@ -189,7 +192,8 @@ TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats 
                 CHECK(at("fa2") < at("fa1"));                   // same CUDA-core arithmetic, FA2's parallelism
                 CHECK(at("fa2_tc") < at("fa1"));
                 CHECK(at("torch_flash") < at("standard_cublas"));
-                if (d == 64) CHECK(at("fa2_tc") * 1.9 < at("standard_cublas"));  // 2.0-3.7x measured
+                CHECK(at("fa2_tc") < at("standard_cublas"));  // d=128: 1.1-1.2x, causal 1.8-2.0x measured
+                if (d == 64) CHECK(at("fa2_tc") * 2.2 < at("standard_cublas"));  // 2.4-4.5x measured
                 if (t.count({"torch_math", causal})) CHECK(at("torch_flash") * 10 < at("torch_math"));
                 ++checked;
             }
@@ -198,8 +202,10 @@ TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats 
     CHECK(checked == 16);
 }
 
-TEST_CASE("every fp16/bf16 kernel of the second run met the accuracy rule except FA1's bf16 O round trips", "[hardware][accuracy]") {
-    const json doc = load(kRunB + "validate_half.json");
+TEST_CASE("every fp16/bf16 kernel meets the accuracy rule (third run: FA1's running O in fp32)", "[hardware][accuracy]") {
+    // The second run failed one: FA1 bf16 N=8192 d=128, 1.39e-3 against 1.17e-3 allowed, when FA1 rounded
+    // its O to bf16 on each of its Tc round trips through HBM.
+    const json doc = load(kRunC + "validate_half.json");
     int failed = 0, tc = 0;
     for (const json& r : doc.at("results")) {
         if (!r.contains("accuracy")) continue;
@@ -209,11 +215,34 @@ TEST_CASE("every fp16/bf16 kernel of the second run met the accuracy rule except
         }
         if (!r.at("accuracy").at("pass").get<bool>()) {
             ++failed;
-            // README: fa1 rounds its O to bf16 at every one of its Tc round trips through HBM.
-            CHECK(r.at("algo") == "fa1");
-            CHECK(r.at("dtype") == "bf16");
+            CAPTURE(r.at("algo").get<std::string>(), r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>());
         }
     }
     CHECK(tc == 48);
-    CHECK(failed == 1);
+    CHECK(failed == 0);
+}
+
+TEST_CASE("predicted time is within 25% for the tensor-core FA2s (fa-sim's at d=64, PyTorch's everywhere), N >= 2048",
+          "[hardware][time]") {
+    // fa2_tc at d=128 is not claimed: 192 registers per thread leave 2 warps per scheduler and the model
+    // has no latency term for mma.sync kernels (README: -32..-8%).
+    int checked = 0;
+    for (int d : {64, 128}) {
+        for (int N : {2048, 4096, 8192, 16384}) {
+            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
+            for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
+                const json doc = load(kRunC + file);
+                const GpuSpec gpu = find_gpu_preset("H200");  // torch_sdpa.py's files name the GPU, not a preset
+                REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+                for (const json& r : doc.at("results")) {
+                    const std::string algo = r.at("algo");
+                    if (!r.contains("measured_s") || !(algo == "torch_flash" || (algo == "fa2_tc" && d == 64))) continue;
+                    CAPTURE(algo, N, d, r.at("causal").get<bool>());
+                    CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
+                    ++checked;
+                }
+            }
+        }
+    }
+    CHECK(checked == 8 * 2 + 4 * 2);
 }

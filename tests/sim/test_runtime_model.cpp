@@ -32,7 +32,12 @@ TEST_CASE("Hopper: flash kernels run at the measured mma.sync rate, standard's G
     const AlgorithmResult fa2 = simulate(Algo::fa2, p, h200, {}, {});
     const AlgorithmResult fa2_lib = simulate(Algo::fa2, p, no_mma, {}, {});
     CHECK(matmul_seconds(fa2, "fa2_forward") / matmul_seconds(fa2_lib, "fa2_forward") == Approx(ratio).epsilon(1e-9));
-    CHECK(fa2.timing.front().bound == "tensor cores (mma.sync)");
+    // At d=64 the online softmax outweighs the mma.sync time (FA2 paper, section 3.1: non-matmul FLOPs
+    // are far slower). ncu on fa2_tc, N=4096 d=64 fp16 (cuda/results/2026-11-22-h200-c/profile): the
+    // schedulers issue in 44% of cycles, the tensor pipe is busy in 39%.
+    const KernelTiming& t = fa2.timing.front();
+    CHECK(t.nonmatmul_s + t.sfu_s > t.matmul_s);
+    CHECK(t.bound.find("non-matmul") != std::string::npos);
 
     const AlgorithmResult std_h = simulate(Algo::standard, p, h200, {}, {});
     const AlgorithmResult std_lib = simulate(Algo::standard, p, no_mma, {}, {});
