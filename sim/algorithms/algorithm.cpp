@@ -160,6 +160,24 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
                               " needs " + bytes_text(c.smem_bytes) + " of shared memory per block even with the smallest tiles",
                           gpu.name + " allows " + bytes_text(limit),
                           "use a smaller --d or a 2-byte --dtype");
+    if (req.q_splits != 0 && req.q_splits != 1) {
+        const std::string qs = "--q-splits " + std::to_string(req.q_splits);
+        // tiled and FA2 already give every Q tile its own block; standard has no Q-tile loop.
+        if (algo != Algo::fa1)
+            throw usage_error(qs + " does not apply to " + algo_name(algo),
+                              "only fa1 splits its Q tiles over several blocks per batch*head",
+                              "use --algo fa1, or drop --q-splits");
+        const std::int64_t Tr = ceil_div(p.N, c.Br);
+        if (req.q_splits < 1 || req.q_splits > Tr)  // a block without a Q tile would do nothing
+            throw usage_error(qs + " is out of range for fa1 with N=" + std::to_string(p.N) + ", Br=" + std::to_string(c.Br),
+                              "q-splits must be 1..Tr = ceil(N/Br) = " + std::to_string(Tr) + " (each block takes at least one Q tile)",
+                              "pass --q-splits 1.." + std::to_string(Tr) + ", or a smaller --Br for more Q tiles");
+        c.q_splits = req.q_splits;
+        c.reasons.push_back("q_splits = " + std::to_string(c.q_splits) + ": " + std::to_string(c.q_splits) +
+                            " blocks per batch*head (FlashAttention-1's num_splits), block s takes Q tiles s, s+" +
+                            std::to_string(c.q_splits) + ", ... of Tr = " + std::to_string(Tr) +
+                            " and reads the K/V tiles they see itself");
+    }
     return c;
 }
 

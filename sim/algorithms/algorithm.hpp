@@ -24,13 +24,16 @@ std::optional<Algo> parse_algo(const std::string& s);
 // thread reads its operands from global memory: what a first CUDA attempt does).
 enum class MatmulMode { tiled, naive };
 
-struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul)
+struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul/--q-splits)
     std::optional<std::int64_t> Br, Bc;
     MatmulMode matmul = MatmulMode::tiled;
     // Where tiled and FA2 keep the score tile S_ij (then P_ij): in registers, as tensor-core
     // kernels do (FA2's way), or in shared memory, as fa-sim's CUDA-core kernels do (fp32 S/P
     // of a 128x128 tile would need 128 registers per thread). simulate() sets it from ModelOptions.
     Space scores = Space::Registers;
+    // FA1 only (--q-splits): blocks per batch·head, each taking every q_splits-th Q tile.
+    // 0 or 1 = one block per batch·head, Algorithm 1 as written.
+    std::int64_t q_splits = 0;
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -43,6 +46,9 @@ struct TileConfig {
     std::int64_t smem_bytes = 0;         // shared memory one block needs (formula)
     int warps = 4;
     Space scores = Space::Registers;     // tiled and FA2's S_ij/P_ij (TileRequest::scores)
+    // FA1's blocks per batch·head (FlashAttention-1's num_splits): with few batch·heads one
+    // block each leaves SMs idle, so Q tiles are dealt round-robin to q_splits blocks.
+    std::int64_t q_splits = 1;
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

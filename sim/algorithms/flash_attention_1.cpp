@@ -9,6 +9,10 @@
 //  - One thread block per batch·head. Its 4 warps split K and V ("split-K"): each
 //    warp sees a quarter of the keys, so row maxima, row sums and the partial P·V
 //    products are exchanged through shared memory with barriers.
+//  - Optionally q_splits blocks per batch·head (FlashAttention-1's num_splits, which
+//    the tensor-core FA1 kernel uses when batch·heads alone leave SMs idle): block s
+//    takes Q tiles s, s + q_splits, ... and reads the K/V tiles they see itself, so
+//    K and V are read up to q_splits times.
 //  - O_i is normalised on every step (divided by ℓ_new, multiplied back by ℓ_i on
 //    the next): the extra non-matmul work FlashAttention-2 removes.
 //  - With fp16/bf16 storage the running O_i makes its round trips in fp32 (O_acc,
@@ -56,14 +60,23 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
         b.store(b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i"), view(m, bh).tile(0, 1, q0, rows));
     });
 
-    const KernelDesc kernel{"fa1_forward", "one block per batch*head; outer loop K/V tiles, inner loop Q tiles",
-                            1, BH, cfg.warps};
-    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t) {
-        for (std::int64_t j = 0; j < Tc; ++j) {                               // line 5
+    // Grid (q_splits, BH): Q tiles are dealt round-robin (FlashAttention-1's num_splits), so
+    // causal blocks get similar work. With q_splits = 1 this is Algorithm 1 as written.
+    const std::int64_t splits = cfg.q_splits;
+    const KernelDesc kernel{"fa1_forward",
+                            (splits == 1 ? std::string("one block") : std::to_string(splits) + " blocks (Q tiles round-robin)") +
+                                " per batch*head; outer loop K/V tiles, inner loop Q tiles",
+                            splits, BH, cfg.warps};
+    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t s) {
+        // Causal visibility only grows down the rows, so the block's last Q tile sees every K/V
+        // tile any of its Q tiles sees; the block does not load the ones after it.
+        const std::int64_t last_i = s + (Tr - 1 - s) / splits * splits;
+        const std::int64_t last_j = last_kv_tile(last_i * Br, std::min(Br, N - last_i * Br));
+        for (std::int64_t j = 0; j <= last_j; ++j) {                          // line 5
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 6
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
-            for (std::int64_t i = 0; i < Tr; ++i) {                           // line 7
+            for (std::int64_t i = s; i < Tr; i += splits) {                   // line 7: this block's Q tiles
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
                 if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 8

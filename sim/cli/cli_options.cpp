@@ -74,7 +74,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                  "fa-sim"};
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
-    std::string gpu_name, gpu_file, br, bc, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
+    std::string gpu_name, gpu_file, br, bc, q_splits, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
     app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
@@ -87,6 +87,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--gpu-file", gpu_file, "describe another GPU in a JSON file (docs/gpu-file.md)");
     app.add_option("--Br", br, "Q-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
     app.add_option("--Bc", bc, "K/V-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
+    app.add_option("--q-splits", q_splits,
+                   "fa1 only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
+                   "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
     app.add_option("--matmul", matmul, "standard attention's matrix products: tiled (default) or naive");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
@@ -151,6 +154,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
 
     if (!br.empty()) o.tiles.Br = parse_integer("--Br", br, 1, 4096, "pass a tile size such as 64 or 128");
     if (!bc.empty()) o.tiles.Bc = parse_integer("--Bc", bc, 1, 4096, "pass a tile size such as 64 or 128");
+    // The upper bound, Tr = ceil(N/Br), depends on the tiles: choose_tiles checks it.
+    if (!q_splits.empty())
+        o.tiles.q_splits = parse_integer("--q-splits", q_splits, 1, ProblemLimits::max_seq,
+                                         "pass 1 (one block per batch*head, the default) up to ceil(N/Br), the number of "
+                                         "fa1's Q tiles, e.g. --q-splits 2");
     if (matmul == "tiled") o.tiles.matmul = MatmulMode::tiled;
     else if (matmul == "naive") o.tiles.matmul = MatmulMode::naive;
     else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled or naive", "e.g. --matmul naive");
@@ -166,6 +174,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                   std::to_string(p.batch_heads()) + " would print too many steps",
                               "--trace needs N, Nk <= 64 and batch*heads <= 4", "e.g. --N 8 --d 4 --heads 1");
     }
+    if (o.tiles.q_splits > 1 && o.plot_dir)
+        throw usage_error("--q-splits " + std::to_string(o.tiles.q_splits) + " was combined with --plot",
+                          "the figures follow the papers' grids (fa1: one block per batch*head)", "drop --q-splits");
     if (o.json && o.csv) throw usage_error("--json and --csv were both given", "one output format per run", "pass only one");
     return o;
 }

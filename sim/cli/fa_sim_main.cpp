@@ -50,6 +50,7 @@ int trace(const CliOptions& o) {
         V.push_back(in.V);
     }
     std::cout << "fa-sim trace: " << algo_title(algo) << "\n" << p.describe() << ", Br=" << tiles.Br << ", Bc=" << tiles.Bc
+              << (tiles.q_splits > 1 ? ", q_splits=" + std::to_string(tiles.q_splits) : "")
               << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
               << "\nQ, K, V ~ N(0,1), seed " << o.seed << "; values shown for the first 4 rows\n\n";
     TracePrinter printer(std::cout);

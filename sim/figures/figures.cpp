@@ -540,6 +540,7 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
             tiles.Br = r.Br;
             tiles.Bc = r.Bc;
         }
+        if (km->algo == Algo::fa1) tiles.q_splits = r.q_splits;
         return simulate(km->algo, p, gpu, tiles, km->options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
         return std::nullopt;

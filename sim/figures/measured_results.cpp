@@ -178,6 +178,7 @@ private:
                 r.Br = main["Br"].get<std::int64_t>();
                 r.Bc = main["Bc"].get<std::int64_t>();
             }
+            if (auto q = main.find("q_splits"); q != main.end() && q->is_number_integer()) r.q_splits = q->get<std::int64_t>();
         }
         return r;  // measured_s and predicted_s are read by the caller unless the run failed
     }

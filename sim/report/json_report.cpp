@@ -104,6 +104,7 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
               {"memory", {{"global_bytes", r.global_bytes}, {"fits_in_hbm", r.fits_in_hbm}}},
               {"time", {{"predicted_s", r.time_s}, {"matmul_flops_per_s", r.achieved_flops()}}},
               {"kernels", kernels}};
+    if (r.tiles.q_splits > 1) j["tiles"]["q_splits"] = r.tiles.q_splits;  // absent when 1: that output is unchanged
     if (standard && standard != &r) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         j["vs_standard"] = {{"hbm_bytes_ratio", ratio(static_cast<double>(r.hbm.total()), static_cast<double>(standard->hbm.total()))},

@@ -88,7 +88,8 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
     gpu_lines(out, gpu, st);
     out << "Problem  " << p.describe() << "\n\n";
 
-    out << "Tiles    Br=" << r.tiles.Br << ", Bc=" << r.tiles.Bc << dot(st)
+    out << "Tiles    Br=" << r.tiles.Br << ", Bc=" << r.tiles.Bc
+        << (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "") << dot(st)
         << units::capacity(static_cast<double>(r.tiles.smem_bytes)) << " shared memory per block\n";
     for (const auto& why : r.tiles.reasons) wrapped(out, "         ", why, st.width);
     out << '\n';
@@ -149,7 +150,10 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
         row(label, [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
     };
     header();
-    row("tiles Br x Bc", [](const AlgorithmResult& r) { return std::to_string(r.tiles.Br) + "x" + std::to_string(r.tiles.Bc); });
+    row("tiles Br x Bc", [](const AlgorithmResult& r) {
+        return std::to_string(r.tiles.Br) + "x" + std::to_string(r.tiles.Bc) +
+               (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "");
+    });
     row("HBM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
     vs_standard("  vs standard", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
     row("L2 requests", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.l2.total())); });

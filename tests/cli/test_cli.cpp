@@ -61,6 +61,32 @@ TEST_CASE("tiles that do not fit in shared memory are refused, never clamped", "
     expect_usage_error("--algo fa1 --Br 512 --Bc 2048 --d 128", "allows at most");
 }
 
+TEST_CASE("FA1's --q-splits must be 1..ceil(N/Br) and is refused for other algorithms", "[cli][errors][q-splits]") {
+    expect_usage_error("--algo fa1 --q-splits 0", "--q-splits 0 is out of range");
+    expect_usage_error("--algo fa1 --q-splits two", "--q-splits 'two' is not a whole number");
+    expect_usage_error("--algo fa1 --N 200 --Br 16 --q-splits 14", "--q-splits 14 is out of range for fa1 with N=200, Br=16");
+    expect_usage_error("--algo fa1 --N 200 --Br 16 --q-splits 14", "q-splits must be 1..Tr = ceil(N/Br) = 13");
+    expect_usage_error("--algo fa2 --q-splits 2", "--q-splits 2 does not apply to fa2");
+    expect_usage_error("--algo all --q-splits 2", "use --algo fa1, or drop --q-splits");
+    expect_usage_error("--algo fa1 --q-splits 2 --plot /tmp/fasim-q-splits", "--q-splits 2 was combined with --plot");
+}
+
+TEST_CASE("FA1 with --q-splits reports the splits and launches that many blocks per batch*head", "[cli][q-splits]") {
+    const auto text = run_command(fa_sim("--algo fa1 --N 200 --Br 16 --q-splits 3"));
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("Br=16, Bc=") != std::string::npos);
+    CHECK(text.out.find(", q_splits=3") != std::string::npos);
+    CHECK(text.out.find("(16 heads x 3 per head)") != std::string::npos);
+    const auto r = run_command(fa_sim("--algo fa1 --N 200 --Br 16 --q-splits 3 --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto a = nlohmann::json::parse(r.out).at("algorithms").at(0);
+    CHECK(a.at("tiles").at("q_splits") == 3);
+    CHECK(a.at("kernels").back().at("blocks_per_head") == 3);
+    const auto plain = run_command(fa_sim("--algo fa1 --N 200 --Br 16 --json"));  // no key when there is one block
+    REQUIRE(plain.exit_code == 0);
+    CHECK(!nlohmann::json::parse(plain.out).at("algorithms").at(0).at("tiles").contains("q_splits"));
+}
+
 TEST_CASE("a bad sweep says how to write one", "[cli][errors]") {
     expect_usage_error("--sweep N=500:1000", "not a power of two");
     expect_usage_error("--sweep N=1024:512", "runs backwards");

@@ -53,6 +53,7 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
         const json& main = r.at("launches").back();
         req.Br = main.at("Br").get<std::int64_t>();
         req.Bc = main.at("Bc").get<std::int64_t>();
+        if (km->algo == Algo::fa1) req.q_splits = main.value("q_splits", std::int64_t{1});
     }
     return simulate(km->algo, p, gpu, req, km->options);
 }

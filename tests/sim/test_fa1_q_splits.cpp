@@ -1,0 +1,127 @@
+// FA1's Q splits (q_splits, FlashAttention-1's num_splits): q_splits blocks per batch·head,
+// each taking every q_splits-th Q tile and loading the K/V tiles its Q tiles see itself.
+// The Q/O/ℓ/m traffic is Algorithm 1's; only the K/V reads multiply (fewer when causal).
+#include <catch2/catch.hpp>
+
+#include "closed_forms.hpp"
+#include "common/errors.hpp"
+#include "exec/functional_executor.hpp"
+#include "inputs.hpp"
+#include "precision.hpp"
+#include "test_helpers.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+namespace {
+
+std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
+std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
+
+AlgorithmResult fa1_with(const AttentionProblem& p, std::int64_t q_splits, std::optional<std::int64_t> Br = std::nullopt,
+                         std::optional<std::int64_t> Bc = std::nullopt) {
+    TileRequest req;
+    req.Br = Br;
+    req.Bc = Bc;
+    req.q_splits = q_splits;
+    return simulate(Algo::fa1, p, a100(), req);
+}
+
+}  // namespace
+
+TEST_CASE("FA1 q_splits = s (non-causal) reads K and V exactly s times as often, Q, O, O_acc, l and m traffic unchanged",
+          "[fa1][q-splits][closed-form]") {
+    for (auto [N, Nk, d, t] : {std::tuple{1000L, 1000L, 64L, DType::fp16}, {2048L, 777L, 128L, DType::bf16},
+                               {513L, 4096L, 32L, DType::fp32}})
+        for (std::int64_t s : {2L, 3L, 5L}) {
+            CAPTURE(N, Nk, d, dtype_name(t), s);
+            const auto p = problem(N, d, 4, t, false, Nk);
+            const auto one = fa1_with(p, 1), split = fa1_with(p, s);
+            REQUIRE(split.tiles.q_splits == s);
+            REQUIRE(split.tiles.Br == one.tiles.Br);
+            REQUIRE(split.tiles.Bc == one.tiles.Bc);
+            CHECK(one.hbm.read_bytes() == fa1_bytes(p, one.tiles.Bc).read);  // q_splits = 1 is Algorithm 1
+            CHECK(split.kernels.back().desc.blocks_per_head == s);
+            CHECK(split.kernels.back().desc.grid() == s * p.batch_heads());
+            for (TensorName n : {TensorName::K, TensorName::V}) {
+                CHECK(read_of(split.hbm, n) == s * read_of(one.hbm, n));  // bytes requested from global
+                CHECK(read_of(split.l2, n) == s * read_of(one.l2, n));    // the same requests in sectors
+                CHECK(write_of(split.hbm, n) == 0);
+            }
+            for (TensorName n : {TensorName::Q, TensorName::O, TensorName::O_acc, TensorName::l, TensorName::m}) {
+                CHECK(read_of(split.hbm, n) == read_of(one.hbm, n));
+                CHECK(write_of(split.hbm, n) == write_of(one.hbm, n));
+            }
+            CHECK(split.matmul_flops == one.matmul_flops);
+        }
+}
+
+TEST_CASE("FA1 causal with q_splits = 3 and ragged N equals exact attention, and blocks skip K/V tiles none of their Q "
+          "tiles sees",
+          "[fa1][q-splits][functional]") {
+    for (std::int64_t Nk : {200L, 150L, 260L})
+        for (DType t : {DType::fp32, DType::fp16}) {
+            CAPTURE(Nk, dtype_name(t));
+            const auto p = problem(200, 32, 2, t, true, Nk);  // Tr = 13 Q tiles of 16 rows, the last one 8
+            const auto one = fa1_with(p, 1, 16, 64), split = fa1_with(p, 3, 16, 64);
+            REQUIRE(split.tiles.q_splits == 3);
+            for (TensorName n : {TensorName::K, TensorName::V}) {
+                CHECK(read_of(split.hbm, n) < 3 * read_of(one.hbm, n));
+                CHECK(read_of(split.hbm, n) > read_of(one.hbm, n));
+            }
+            for (TensorName n : {TensorName::Q, TensorName::O, TensorName::O_acc, TensorName::l, TensorName::m}) {
+                CHECK(read_of(split.hbm, n) == read_of(one.hbm, n));
+                CHECK(write_of(split.hbm, n) == write_of(one.hbm, n));
+            }
+
+            std::vector<reference::Matrix> Q, K, V;
+            for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+                auto qkv = reference::random_qkv(p.N, p.Nk, p.d, 41 + static_cast<std::uint64_t>(h), t);
+                Q.push_back(qkv.Q);
+                K.push_back(qkv.K);
+                V.push_back(qkv.V);
+            }
+            const FunctionalRun run = run_functional(Algo::fa1, p, a100(), split.tiles, Q, K, V);
+            reference::AttentionOptions opt;
+            opt.causal = true;
+            for (std::size_t h = 0; h < Q.size(); ++h) {
+                const auto check = reference::check_tolerance(run.O[h], Q[h], K[h], V[h], opt, t);
+                CAPTURE(h, check.error, check.bound, check.naive_error);
+                CHECK(check.pass);
+            }
+            REQUIRE(run.kernels.size() == split.kernels.size());
+            for (std::size_t k = 0; k < run.kernels.size(); ++k) {  // the functional run moves what was counted
+                CHECK(run.kernels[k].hbm.read == split.kernels[k].hbm.read);
+                CHECK(run.kernels[k].hbm.write == split.kernels[k].hbm.write);
+            }
+        }
+}
+
+TEST_CASE("q_splits 0 and 1 both mean one block per batch*head, Algorithm 1 as written", "[fa1][q-splits]") {
+    const auto p = problem(1000, 64, 4, DType::fp16, true);
+    const auto zero = fa1_with(p, 0), one = fa1_with(p, 1);
+    CHECK(zero.tiles.q_splits == 1);
+    CHECK(zero.kernels.back().desc.blocks_per_head == 1);
+    CHECK(zero.hbm.read == one.hbm.read);
+    CHECK(zero.hbm.write == one.hbm.write);
+}
+
+TEST_CASE("choose_tiles refuses q_splits outside 1..Tr and for algorithms other than FA1", "[fa1][q-splits][errors]") {
+    const auto p = problem(200, 64);
+    TileRequest req;
+    req.Br = 16;  // Tr = 13
+    req.q_splits = 14;
+    CHECK_THROWS_WITH(choose_tiles(Algo::fa1, p, a100(), req), Catch::Contains("--q-splits 14 is out of range") &&
+                                                                   Catch::Contains("1..Tr = ceil(N/Br) = 13") &&
+                                                                   Catch::Contains("Fix:"));
+    req.q_splits = -1;
+    CHECK_THROWS_AS(choose_tiles(Algo::fa1, p, a100(), req), UsageError);
+    req.q_splits = 13;
+    CHECK(choose_tiles(Algo::fa1, p, a100(), req).q_splits == 13);
+    req.q_splits = 2;
+    for (Algo a : {Algo::standard, Algo::tiled, Algo::fa2}) {
+        CAPTURE(algo_name(a));
+        CHECK_THROWS_WITH(choose_tiles(a, p, a100(), req),
+                          Catch::Contains("--q-splits 2 does not apply to") && Catch::Contains("--algo fa1"));
+    }
+}
