@@ -250,6 +250,31 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_forward_kernel(Fa1Params p)
 
 }  // namespace
 
+CudaKernelLaunch launch_fa1_init(const FlashArgs& a, float* o_acc, cudaStream_t stream) {
+    // Rows of each head that causal masking hides from every key: the leading Q tiles whose last row
+    // sees no key. The main kernel never visits them, so the init kernel writes their O.
+    int hidden_rows = 0;
+    if (a.causal) {
+        for (int q0 = 0; q0 < a.N && q0 + imin(a.Br, a.N - q0) - 1 + (a.Nk - a.N) < 0; q0 += a.Br) {
+            hidden_rows = imin(a.N, q0 + a.Br);
+        }
+    }
+    CudaKernelLaunch init;
+    const long long rows = static_cast<long long>(a.BH) * a.N;
+    const long long o_elems = rows * a.d;
+    init.name = "fa1_init";
+    init.block_threads = 256;
+    const long long init_blocks = (o_elems + 255) / 256;
+    const dim3 init_grid(static_cast<unsigned>(init_blocks < 65536 ? init_blocks : 65536));
+    init.grid = {init_grid.x, 1, 1};
+    with_dtype(a.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        launch_kernel("fa1_init", fa1_init_kernel<T>, init_grid, dim3(256), 0, stream, o_acc, static_cast<T*>(a.O),
+                      a.m, a.l, o_elems, rows, a.N, a.d, hidden_rows);
+    });
+    return init;
+}
+
 std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream) {
     if (a.Br <= 0 || a.Bc <= 0) {
         throw std::invalid_argument("fa1: tile " + std::to_string(a.Br) + "x" + std::to_string(a.Bc) +
@@ -262,25 +287,9 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
         throw std::invalid_argument("fa1: fp16/bf16 storage needs the fp32 running-O buffer o_acc (B*H*N*d floats)");
     }
     float* o_acc = a.dtype == DType::fp32 ? static_cast<float*>(a.O) : a.o_acc;
-    // Rows of each head that causal masking hides from every key: the leading Q tiles whose last row
-    // sees no key. The main kernel never visits them, so the init kernel writes their O.
-    int hidden_rows = 0;
-    if (a.causal) {
-        for (int q0 = 0; q0 < a.N && q0 + imin(a.Br, a.N - q0) - 1 + (a.Nk - a.N) < 0; q0 += a.Br) {
-            hidden_rows = imin(a.N, q0 + a.Br);
-        }
-    }
     std::vector<CudaKernelLaunch> infos(2);
-    CudaKernelLaunch& init = infos[0];
+    infos[0] = launch_fa1_init(a, o_acc, stream);
     CudaKernelLaunch& main = infos[1];
-    const long long rows = static_cast<long long>(a.BH) * a.N;
-    const long long o_elems = rows * a.d;
-    init.name = "fa1_init";
-    init.block_threads = 256;
-    const long long init_blocks = (o_elems + 255) / 256;
-    const dim3 init_grid(static_cast<unsigned>(init_blocks < 65536 ? init_blocks : 65536));
-    init.grid = {init_grid.x, 1, 1};
-
     main.name = "fa1_forward";
     main.block_threads = kFlashThreads;
     main.Br = a.Br;
@@ -291,8 +300,6 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
                 static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     with_dtype(a.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_kernel("fa1_init", fa1_init_kernel<T>, init_grid, dim3(256), 0, stream, o_acc, static_cast<T*>(a.O),
-                      a.m, a.l, o_elems, rows, a.N, a.d, hidden_rows);
         with_head_dim(a.d, [&](auto dc) {
             constexpr int D = decltype(dc)::value;
             main.dynamic_smem_bytes = fa1_smem_layout(a.Br, a.Bc, D, static_cast<int>(sizeof(T))).total;

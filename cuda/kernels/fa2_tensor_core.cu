@@ -64,16 +64,6 @@ constexpr std::size_t fa2_tc_smem_bytes(int d, int elem_bytes) {
            static_cast<std::size_t>(elem_bytes);
 }
 
-// 2^x on the SFU: ex2.approx.ftz.f32 (relative error about 2^-22; results below 2^-126 flush to 0).
-// exp2f adds a range check and two multiplies to keep such denormal results, which P never needs.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800  // used by the sm_80+ kernel body only
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-#endif
-
 struct Fa2TcParams {
     const void* Q;
     const void* K;
@@ -85,24 +75,10 @@ struct Fa2TcParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
-// Starts copying rows [row0, row0 + ROWS) of a row-major [rows][D] matrix (this head's) into a
-// shared tile of row stride D + kTcPad; tile rows r >= nvalid are zero-filled. All threads take part,
-// consecutive threads on consecutive 16-byte chunks (coalesced). Completes at cp_async_wait.
+// This kernel's tile copies: ROWS x D, row stride D + kTcPad, all kFlashThreads threads.
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0, int nvalid) {
-    constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte chunks per row
-    constexpr int kVec = 16 / static_cast<int>(sizeof(T));         // elements per chunk
-    static_assert(ROWS * kChunks % kFlashThreads == 0, "every thread copies the same number of chunks");
-#pragma unroll
-    for (int it = 0; it < ROWS * kChunks / kFlashThreads; ++it) {
-        const int q = static_cast<int>(threadIdx.x) + it * kFlashThreads;
-        const int r = q / kChunks;
-        const int c = (q - r * kChunks) * kVec;
-        const bool valid = r < nvalid;
-        // A row past the end reads nothing; it is pointed at row 0 only to keep the address valid.
-        const T* src = head + (valid ? static_cast<long long>(row0 + r) * D : 0LL) + c;
-        cp_async_16(dst + r * (D + kTcPad) + c, src, valid);
-    }
+__device__ __forceinline__ void load_padded_tile(T* dst, const T* head, int row0, int nvalid) {
+    load_tile_async<T, D, ROWS, D + kTcPad, kFlashThreads>(dst, head, row0, nvalid);
 }
 
 template <typename T, int D>
@@ -142,11 +118,11 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
     const int n_tiles = visible_kv_tiles(q0, q_rows, p.N, p.Nk, kTcBc, p.causal != 0);
 
     // Prologue: Q (group 1), K_0 and V_0 into buffer 0 (group 2).
-    load_tile_async<T, D, kTcBr>(Qs, Qg, q0, q_rows);
+    load_padded_tile<T, D, kTcBr>(Qs, Qg, q0, q_rows);
     cp_async_commit();
     if (n_tiles > 0) {
-        load_tile_async<T, D, kTcBc>(Ks, Kg, 0, imin(kTcBc, p.Nk));
-        load_tile_async<T, D, kTcBc>(Vs, Vg, 0, imin(kTcBc, p.Nk));
+        load_padded_tile<T, D, kTcBc>(Ks, Kg, 0, imin(kTcBc, p.Nk));
+        load_padded_tile<T, D, kTcBc>(Vs, Vg, 0, imin(kTcBc, p.Nk));
     }
     cp_async_commit();
     cp_async_wait<1>();  // Q has landed (K_0, V_0 may still be in flight) ...
@@ -283,8 +259,8 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
         // Prefetch K_{j+1}, V_{j+1} into the other buffer (freed by the barrier at the end of j - 1).
         if (j + 1 < n_tiles) {
             const int nvalid = imin(kTcBc, p.Nk - (k0 + kTcBc));
-            load_tile_async<T, D, kTcBc>(Ks + (buf ^ 1) * kTcBc * LD, Kg, k0 + kTcBc, nvalid);
-            load_tile_async<T, D, kTcBc>(Vs + (buf ^ 1) * kTcBc * LD, Vg, k0 + kTcBc, nvalid);
+            load_padded_tile<T, D, kTcBc>(Ks + (buf ^ 1) * kTcBc * LD, Kg, k0 + kTcBc, nvalid);
+            load_padded_tile<T, D, kTcBc>(Vs + (buf ^ 1) * kTcBc * LD, Vg, k0 + kTcBc, nvalid);
         }
         cp_async_commit();    // always (possibly empty), so that "all but the newest group" = up to tile j
         cp_async_wait<1>();   // this thread's copies of tile j have landed ...

@@ -1,11 +1,16 @@
 // Thin wrappers over the PTX instructions a tensor-core kernel needs (sm_80+), with the register
 // layouts they produce, so that a kernel can say which matrix element each register holds.
-// Used by fa2_tensor_core.cu only; call them only from code compiled for __CUDA_ARCH__ >= 800.
+// Used by the tensor-core kernels (fa1_tensor_core.cu, fa2_tensor_core.cu); call them only from code
+// compiled for __CUDA_ARCH__ >= 800.
 //
 //   cp_async_16(dst, src, valid)   16 bytes global -> shared, asynchronous, L2 only (cp.async.cg);
 //                                  valid = false writes 16 zero bytes instead (reads nothing)
 //   cp_async_commit()              closes the current group of cp.async copies
 //   cp_async_wait<n>()             waits until at most n of this thread's groups are still in flight
+//   load_tile_async<T, D, ROWS, LD, THREADS>(dst, head, row0, nvalid)
+//                                  a ROWS x D tile of a row-major matrix into shared memory (row
+//                                  stride LD) by cp_async_16, rows past nvalid zero-filled
+//   fast_exp2(x)                   2^x with one ex2.approx.ftz (no range check, denormals flushed)
 //   ldmatrix_x4(r, p)              four 8x8 b16 matrices shared -> registers (layout below)
 //   ldmatrix_x4_trans(r, p)        the same, each matrix transposed
 //   mma_16816<T>(c, a, b0, b1)     c += A B, A 16x16, B 16x8 in T (__half or __nv_bfloat16), c fp32
@@ -53,6 +58,35 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Starts copying rows [row0, row0 + ROWS) of a row-major [rows][D] matrix (one head's) into a
+// shared tile of row stride LD; tile rows r >= nvalid are zero-filled. All THREADS threads of the
+// block take part, consecutive threads on consecutive 16-byte chunks (coalesced). Completes at
+// cp_async_wait.
+template <typename T, int D, int ROWS, int LD, int THREADS>
+__device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0, int nvalid) {
+    constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte chunks per row
+    constexpr int kVec = 16 / static_cast<int>(sizeof(T));         // elements per chunk
+    static_assert(ROWS * kChunks % THREADS == 0, "every thread copies the same number of chunks");
+#pragma unroll
+    for (int it = 0; it < ROWS * kChunks / THREADS; ++it) {
+        const int q = static_cast<int>(threadIdx.x) + it * THREADS;
+        const int r = q / kChunks;
+        const int c = (q - r * kChunks) * kVec;
+        const bool valid = r < nvalid;
+        // A row past the end reads nothing; it is pointed at row 0 only to keep the address valid.
+        const T* src = head + (valid ? static_cast<long long>(row0 + r) * D : 0LL) + c;
+        cp_async_16(dst + r * LD + c, src, valid);
+    }
+}
+
+// 2^x on the SFU: ex2.approx.ftz.f32 (relative error about 2^-22; results below 2^-126 flush to 0).
+// exp2f adds a range check and two multiplies to keep such denormal results, which P never needs.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
 // ---- ldmatrix: one warp-wide load of 8x8 b16 matrices in mma fragment layout ---------------------
