@@ -88,7 +88,7 @@ TEST_CASE("DRAM reads and writes (with the write-back of dirty lines) match the 
     CHECK(checked == 11);
 }
 
-TEST_CASE("L2 reads at the SMs match the counters within 10%; Hopper's coalescer cuts fa2's slice reads", "[hardware][l2]") {
+TEST_CASE("L2 reads at the SMs match the counters within 10%, and Hopper's coalescer cuts fa2's slice reads", "[hardware][l2]") {
     const json doc = load(kRunB + "validate_ncu.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     int checked = 0;

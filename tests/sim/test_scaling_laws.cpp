@@ -88,7 +88,7 @@ TEST_CASE("FA2 does fewer non-matmul FLOPs than FA1 (FA2 paper, section 3.1)", "
     }
 }
 
-TEST_CASE("grids: FA1 launches B*H blocks, FA2 B*H*ceil(N/Br); B*H=16 leaves 92 of 108 A100 SMs idle", "[grid]") {
+TEST_CASE("grids: FA1 launches B*H blocks, FA2 B*H*ceil(N/Br), and B*H=16 leaves 92 of 108 A100 SMs idle", "[grid]") {
     const auto p = problem(4096, 64, 16);
     const auto fa1 = simulate(Algo::fa1, p, a100());
     const auto fa2 = simulate(Algo::fa2, p, a100());
