@@ -25,6 +25,7 @@ const char* cuda_algo_name(CudaAlgo algo) {
         case CudaAlgo::tiled: return "tiled";
         case CudaAlgo::fa1: return "fa1";
         case CudaAlgo::fa2: return "fa2";
+        case CudaAlgo::fa1_tc: return "fa1_tc";
         case CudaAlgo::fa2_tc: return "fa2_tc";
     }
     return "?";
@@ -91,6 +92,7 @@ void validate_problem(const CudaProblem& p) {
 
 std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& p) {
     if (algo == CudaAlgo::fa2_tc) return cuda_detail::fa2_tc_unsupported_reason(p.dtype, p.d);
+    if (algo == CudaAlgo::fa1_tc) return cuda_detail::fa1_tc_unsupported_reason(p.dtype, p.d);
     return {};
 }
 
@@ -154,7 +156,7 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
     if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
         t.LSE = DeviceBuffer(rows * sizeof(float));
     }
-    if (algo == CudaAlgo::fa1) {
+    if (algo == CudaAlgo::fa1 || algo == CudaAlgo::fa1_tc) {
         t.m = DeviceBuffer(rows * sizeof(float));
         t.l = DeviceBuffer(rows * sizeof(float));
         if (p.dtype != DType::fp32) t.O_acc = DeviceBuffer(q_elems * sizeof(float));
@@ -263,7 +265,8 @@ CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTe
                                                          : cuda_detail::launch_tiled_two_pass(f, stream));
             return info;
         }
-        case CudaAlgo::fa1: {
+        case CudaAlgo::fa1:
+        case CudaAlgo::fa1_tc: {
             check_buffer(t.m, row_bytes, "m", algo);
             check_buffer(t.l, row_bytes, "l", algo);
             f.m = t.m.as<float>();
@@ -271,6 +274,10 @@ CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTe
             if (p.dtype != DType::fp32) {
                 check_buffer(t.O_acc, q_bytes / e * sizeof(float), "O_acc", algo);
                 f.o_acc = t.O_acc.as<float>();
+            }
+            if (algo == CudaAlgo::fa1_tc) {  // fixed tiles (fa1_tensor_core.cu), no tile choice
+                info.kernels = cuda_detail::launch_fa1_tc(f, stream);
+                return info;
             }
             const TileChoice tc = fa1_tiles(p.d, p.dtype, smem);
             f.Br = tc.Br;

@@ -13,13 +13,13 @@
 // Which outputs each algorithm writes:
 //   standard_*          S, P, O         (no LSE)
 //   tiled, fa2, fa2_tc  O, LSE
-//   fa1                 O, m, l         (LSE = m + log(l), not written)
+//   fa1, fa1_tc         O, m, l         (LSE = m + log(l), not written)
 //
 // All arithmetic is fp32 on the CUDA cores (no tensor cores), except standard_cublas, whose two
 // GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there), and
 // fa2_tc, FA2 with its two products on the tensor cores (fp16/bf16 operands, fp32 accumulation;
-// softmax and rescaling in fp32 on the CUDA cores). fa2_tc takes fp16/bf16 with d = 64 or 128 only,
-// and needs compute capability 8.0+.
+// softmax and rescaling in fp32 on the CUDA cores), and fa1_tc, FA1 likewise on the tensor cores.
+// fa1_tc and fa2_tc take fp16/bf16 with d = 64 or 128 only, and need compute capability 8.0+.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,12 +36,12 @@
 
 namespace fasim {
 
-enum class CudaAlgo { standard_naive, standard_tiled, standard_cublas, tiled, fa1, fa2, fa2_tc };
+enum class CudaAlgo { standard_naive, standard_tiled, standard_cublas, tiled, fa1, fa2, fa1_tc, fa2_tc };
 
-inline constexpr std::array<CudaAlgo, 7> kAllCudaAlgos = {CudaAlgo::standard_naive, CudaAlgo::standard_tiled,
+inline constexpr std::array<CudaAlgo, 8> kAllCudaAlgos = {CudaAlgo::standard_naive, CudaAlgo::standard_tiled,
                                                           CudaAlgo::standard_cublas, CudaAlgo::tiled,
                                                           CudaAlgo::fa1,            CudaAlgo::fa2,
-                                                          CudaAlgo::fa2_tc};
+                                                          CudaAlgo::fa1_tc,         CudaAlgo::fa2_tc};
 
 const char* cuda_algo_name(CudaAlgo algo);
 std::optional<CudaAlgo> parse_cuda_algo(std::string_view name);
@@ -60,8 +60,8 @@ struct CudaProblem {
 void validate_problem(const CudaProblem& problem);
 
 // Empty when `algo` has a kernel for the problem's dtype and head dim; otherwise the reason, the
-// allowed values and the fix (only fa2_tc has gaps: fp16/bf16 and d = 64 or 128). run_attention throws
-// std::invalid_argument with this text. (fa2_tc also needs compute capability 8.0+: run_attention
+// allowed values and the fix (only fa1_tc and fa2_tc have gaps: fp16/bf16 and d = 64 or 128). run_attention
+// throws std::invalid_argument with this text. (They also need compute capability 8.0+: run_attention
 // throws std::runtime_error on an older device.)
 std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& problem);
 
@@ -73,6 +73,7 @@ struct CudaKernelLaunch {
     std::size_t dynamic_smem_bytes = 0;
     int Br = 0;  // flash kernels: Q-tile rows; GEMMs: output tile rows; 0 where not meaningful
     int Bc = 0;  // flash kernels: K/V-tile rows; GEMMs: output tile columns
+    int q_splits = 0;  // fa1_tc: blocks per batch*head (grid.x), each visiting every q_splits-th Q tile
 };
 
 struct CudaLaunchInfo {
@@ -83,13 +84,13 @@ struct CudaLaunchInfo {
 struct DeviceTensors {
     DeviceBuffer Q, K, V, O;
     DeviceBuffer LSE;  // tiled, fa2, fa2_tc
-    DeviceBuffer m, l; // fa1
-    DeviceBuffer O_acc; // fa1 with fp16/bf16 storage: the running O in fp32 (FlashAttention-1's o_tmp)
+    DeviceBuffer m, l; // fa1, fa1_tc
+    DeviceBuffer O_acc; // fa1 and fa1_tc with fp16/bf16 storage: the running O in fp32 (FlashAttention-1's o_tmp)
     DeviceBuffer S, P; // standard_*
 };
 
 // Allocates what `algo` reads and writes (S and P only for the standard algorithms, m, l (and O_acc
-// for 16-bit storage) only for fa1, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
+// for 16-bit storage) only for fa1 and fa1_tc, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
 DeviceTensors allocate_tensors(const CudaProblem& problem, CudaAlgo algo);
 
 // Launches `algo` on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).
@@ -104,7 +105,7 @@ struct TileChoice {
     int Bc = 0;
     std::size_t smem_bytes = 0;
 };
-// (fa2_tc is not chosen here: its tiles are fixed at 64x64, one 16-row mma block per warp.)
+// (fa1_tc and fa2_tc are not chosen here: their tiles are fixed in their kernel files.)
 // fa2 and tiled: d <= 64: 128x128; d <= 128: 128x64; else 64x64; then, while the kernel's shared
 // memory (Q, K, V tiles plus its S tile and row statistics) does not fit, halve Bc, then Br, then Bc ...
 TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block);

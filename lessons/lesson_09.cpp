@@ -37,10 +37,12 @@ namespace {
 
 // The CUDA kernel families of cuda/; how the simulator models each (as fa-validate does) is the
 // table of model/measured_kernels.hpp.
-constexpr const char* kFamilies[] = {"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2", "fa2_tc"};
+constexpr const char* kFamilies[] = {"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2", "fa1_tc", "fa2_tc"};
 
-// fa2_tc (tensor cores) has fp16/bf16 kernels only.
-bool has_kernel(const std::string& family, DType dtype) { return family != "fa2_tc" || dtype != DType::fp32; }
+// fa1_tc and fa2_tc (tensor cores) have fp16/bf16 kernels only.
+bool has_kernel(const std::string& family, DType dtype) {
+    return (family != "fa1_tc" && family != "fa2_tc") || dtype != DType::fp32;
+}
 
 struct Measurement {
     std::string file, gpu, preset, driver, date;

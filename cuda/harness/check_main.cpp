@@ -8,8 +8,8 @@
 //   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
 //   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
 //
-// A problem an algorithm has no kernel for is skipped, not failed, with one line saying why: fa2_tc
-// (tensor cores) has no fp32 and no d = 32 variant, and needs compute capability 8.0+.
+// A problem an algorithm has no kernel for is skipped, not failed, with one line saying why: fa1_tc
+// and fa2_tc (tensor cores) have no fp32 and no d = 32 variant, and need compute capability 8.0+.
 //
 // Every output buffer is poisoned (all bits set: NaN in every dtype) before each run, so an element
 // a kernel fails to write shows up as NaN and fails. Prints one row per (problem, algorithm), then
@@ -164,7 +164,7 @@ AlgoRun run_on_gpu(CudaAlgo algo, const CudaProblem& p, const std::vector<unsign
     if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
         const std::vector<float> lse = download_floats(t.LSE, rows);
         r.lse.assign(lse.begin(), lse.end());
-    } else if (algo == CudaAlgo::fa1) {
+    } else if (algo == CudaAlgo::fa1 || algo == CudaAlgo::fa1_tc) {
         const std::vector<float> m = download_floats(t.m, rows);
         const std::vector<float> l = download_floats(t.l, rows);
         r.lse.resize(rows);
@@ -257,6 +257,9 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         problems.push_back({2, 1, 20, 150, 32, DType::bf16, true});  // d = 32, two K/V tiles for fa2
         // d = 128, ragged N and Nk, 3 and 4 K/V tiles of 64: fa2_tc refills its double buffer
         problems.push_back({1, 1, 100, 200, 128, DType::bf16, true});
+        // 32 heads: fa1_tc splits each head's 19 Q tiles over a few blocks (2-3 each, so its Q
+        // prefetch buffer is refilled) and sees 3 K/V tiles of 256
+        problems.push_back({2, 16, 300, 600, 64, DType::fp16, true});
     } else {
         for (int N : {1, 37, 128, 300, 1024}) {
             const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
@@ -269,6 +272,13 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
                     }
                 }
             }
+        }
+        // Many heads: fa1_tc then runs 3 blocks per head (q_splits, on a GPU of about 132 SMs), each
+        // visiting every third Q tile, or one block per head visiting all of them.
+        for (DType dt : {DType::fp16, DType::bf16}) {
+            problems.push_back({4, 25, 300, 555, 64, dt, true});
+            problems.push_back({2, 50, 257, 257, 128, dt, false});
+            problems.push_back({8, 40, 200, 300, 64, dt, false});
         }
     }
     std::vector<Case> cases;
@@ -355,9 +365,10 @@ int main(int argc, char** argv) {
         // Problems an algorithm has no kernel for: skipped (not failed), each reason printed once.
         const int cc = 10 * prop.major + prop.minor;
         auto skip_reason = [&](CudaAlgo a, const CudaProblem& p) -> std::string {
-            if (a == CudaAlgo::fa2_tc && cc < 80) {
-                return "fa2_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
-                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo fa2";
+            if ((a == CudaAlgo::fa1_tc || a == CudaAlgo::fa2_tc) && cc < 80) {
+                return std::string(cuda_algo_name(a)) + " needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
+                       (a == CudaAlgo::fa1_tc ? "fa1" : "fa2");
             }
             return fasim::cuda_algo_unsupported(a, p);
         };

@@ -60,8 +60,13 @@ struct FlashArgs {
 CudaKernelLaunch launch_tiled_two_pass(const FlashArgs& args, cudaStream_t stream);
 std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& args, cudaStream_t stream);  // init, then main
 // FA1's init kernel (line 2): o_acc = 0, l = 0, m = -inf, and O = 0 in the rows causal masking hides
-// from every key (counted in Q tiles of args.Br rows). Used by launch_fa1.
+// from every key (counted in Q tiles of args.Br rows). Used by launch_fa1 and launch_fa1_tc.
 CudaKernelLaunch launch_fa1_init(const FlashArgs& args, float* o_acc, cudaStream_t stream);
+// fa1 on the tensor cores (fa1_tensor_core.cu): fixed tiles Br = 16, Bc = 256 (d = 64) or 128 (d = 128)
+// (args.Br, args.Bc are ignored), fp16/bf16 with the fp32 o_acc, d 64 or 128, (q_splits, B*H) blocks.
+// Init, then main. Throws like launch_fa2_tc.
+std::vector<CudaKernelLaunch> launch_fa1_tc(const FlashArgs& args, cudaStream_t stream);
+std::string fa1_tc_unsupported_reason(DType dtype, int d);
 CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
 // fa2 on the tensor cores (fa2_tensor_core.cu): fixed 64x64 tiles (args.Br, args.Bc are ignored), fp16/bf16,
 // d 64 or 128. Throws std::invalid_argument for another dtype or head dim, std::runtime_error on a

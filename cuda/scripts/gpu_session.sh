@@ -56,7 +56,8 @@ fi
 
 if has half; then
   log "fa-validate fp16/bf16"
-  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo standard_cublas,standard_tiled,tiled,fa1,fa2,fa2_tc --runs 5 \
+  # HALF_ALGOS="fa1_tc,fa2_tc" runs a subset of the grid's kernels.
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo "${HALF_ALGOS:-standard_cublas,standard_tiled,tiled,fa1,fa2,fa1_tc,fa2_tc}" --runs 5 \
       --warmup 1 --sample-rows 8 --out "$out/validate_half.json" > "$out/validate_half.txt" 2>&1
   tail -3 "$out/validate_half.txt"
 fi
@@ -68,7 +69,7 @@ if has paper; then
   for d in 64 128; do
     for N in 2048 4096 8192 16384; do
       "$build/cuda/validate/fa-validate" --dtype fp16 --d "$d" --N "$N" --batch $((16384 / N)) --heads $((2048 / d)) \
-          --algo standard_cublas,fa1,fa2,fa2_tc --runs 5 --warmup 1 --sample-rows 4 \
+          --algo standard_cublas,fa1,fa2,fa1_tc,fa2_tc --runs 5 --warmup 1 --sample-rows 4 \
           --out "$out/paper_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1
       python3 cuda/scripts/torch_sdpa.py --N "$N" --d "$d" --dtype fp16 --batch $((16384 / N)) --heads $((2048 / d)) \
           --runs 10 --out "$out/paper_torch_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1

@@ -44,7 +44,7 @@ done
 want=$(IFS=,; echo "${keep[*]}")
 
 for cfg in ${CONFIGS:-fa2 tiled fa1 standard_tiled fa2_tc}; do  # CONFIGS="fa2_tc" profiles a subset
-  dtype=fp32; [[ $cfg == fa2_tc ]] && dtype=fp16
+  dtype=fp32; [[ $cfg == *_tc ]] && dtype=fp16  # the tensor-core kernels have no fp32
   child=("$exe" --batch 2 --heads 8 --profile-one "$cfg,$N,$d,$dtype,0")
   echo "== $cfg N=$N d=$d $dtype"
   "$ncu" --clock-control none --csv --page raw --print-units base --metrics "$want" "${child[@]}" \

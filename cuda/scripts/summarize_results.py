@@ -13,15 +13,15 @@ import sys
 from collections import defaultdict
 
 SIM_ALGO = {"standard_naive": "standard", "standard_tiled": "standard", "standard_cublas": "standard",
-            "tiled": "tiled", "fa1": "fa1", "fa2": "fa2", "fa2_tc": "fa2", "torch_math": "standard", "torch_flash": "fa2"}
+            "tiled": "tiled", "fa1": "fa1", "fa2": "fa2", "fa1_tc": "fa1", "fa2_tc": "fa2", "torch_math": "standard", "torch_flash": "fa2"}
 
 
 def on_cuda_cores(r):
     """The table of sim/model/measured_kernels.cpp (which fa-validate and the CI test use), on the CLI:
-    fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA2 (fa2_tc)
-    and cuBLAS with fp16/bf16 inputs; PyTorch's kernels use the tensor cores."""
+    fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA1 and FA2
+    (fa1_tc, fa2_tc) and cuBLAS with fp16/bf16 inputs; PyTorch's kernels use the tensor cores."""
     algo = r["algo"]
-    if algo.startswith("torch") or algo == "fa2_tc":
+    if algo.startswith("torch") or algo in ("fa1_tc", "fa2_tc"):
         return False
     return not (algo == "standard_cublas" and r["dtype"] != "fp32")
 
@@ -40,6 +40,8 @@ def predict(fa_sim, gpu, r):
         main = launches[-1]
         if main.get("Br"):
             args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
+        if (main.get("q_splits") or 1) > 1:  # the tensor-core FA1's Q splits (FlashAttention-1's num_splits)
+            args += ["--q-splits", str(main["q_splits"])]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip()
@@ -50,7 +52,7 @@ def pct(p, m):
     return f"{100.0 * (p - m) / m:+.0f}%"
 
 
-PAPER_ALGOS = ["standard_cublas", "torch_math", "fa1", "fa2", "fa2_tc", "torch_flash"]
+PAPER_ALGOS = ["standard_cublas", "torch_math", "fa1", "fa2", "fa1_tc", "fa2_tc", "torch_flash"]
 
 
 def paper_section(a, paper_files):
@@ -77,10 +79,12 @@ def paper_section(a, paper_files):
                   "batch = 16384 / N, heads = 2048 / d, fp16).", ""]
     lines += ["Measured time in ms (predicted now in parentheses); speedup = standard_cublas time / this time. "
               "standard_cublas: cuBLAS GEMMs (tensor cores) + fa-sim's softmax kernel; torch_math: PyTorch's "
-              "math backend; fa1, fa2: fa-sim's CUDA-core kernels; fa2_tc: fa-sim's tensor-core FA2; "
+              "math backend; fa1, fa2: fa-sim's CUDA-core kernels; fa1_tc, fa2_tc: fa-sim's tensor-core FA1 and FA2; "
               "torch_flash: PyTorch's FlashAttention-2 backend.", ""]
-    header = "| d | N | causal | B x H | " + " | ".join(PAPER_ALGOS) + " | speedup fa1 | speedup fa2 | speedup fa2_tc | fa2_tc vs fa1 |"
-    lines += [header, "|" + "---|" * (4 + len(PAPER_ALGOS) + 4)]
+    speedups = ["fa1", "fa2", "fa1_tc", "fa2_tc"]
+    header = ("| d | N | causal | B x H | " + " | ".join(PAPER_ALGOS) + " | " +
+              " | ".join(f"speedup {al}" for al in speedups) + " | fa2_tc vs fa1 | fa2_tc vs fa1_tc |")
+    lines += [header, "|" + "---|" * (4 + len(PAPER_ALGOS) + len(speedups) + 2)]
     for key in sorted(by_key):
         v = by_key[key]
         d, n, causal, b, h = key
@@ -94,9 +98,10 @@ def paper_section(a, paper_files):
         base = v.get("standard_cublas", (None,))[0]
         def speed(al):
             return f"{base / v[al][0]:.1f}x" if base and al in v else "-"
-        tc_vs_fa1 = f"{v['fa1'][0] / v['fa2_tc'][0]:.1f}x" if "fa1" in v and "fa2_tc" in v else "-"
-        lines.append(f"| {d} | {n} | {'yes' if causal else 'no'} | {b} x {h} | " + " | ".join(cells) +
-                     f" | {speed('fa1')} | {speed('fa2')} | {speed('fa2_tc')} | {tc_vs_fa1} |")
+        def ratio(slow, fast):
+            return f"{v[slow][0] / v[fast][0]:.1f}x" if slow in v and fast in v else "-"
+        lines.append(f"| {d} | {n} | {'yes' if causal else 'no'} | {b} x {h} | " + " | ".join(cells) + " | " +
+                     " | ".join(speed(al) for al in speedups) + f" | {ratio('fa1', 'fa2_tc')} | {ratio('fa1_tc', 'fa2_tc')} |")
     lines.append("")
     return lines
 

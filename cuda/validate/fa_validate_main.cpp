@@ -8,8 +8,8 @@
 //   build/cuda/fa-validate --ncu --out r.json    plus hardware counters, results to JSON
 //   build/cuda/fa-validate --algo fa2,fa2_tc --dtype fp16,bf16   CUDA cores vs tensor cores
 //
-// fa2_tc (tensor cores) has no fp32 variant and needs compute capability 8.0+: the configurations it
-// cannot run are skipped with one note each (not counted as failures).
+// fa1_tc and fa2_tc (tensor cores) have no fp32 variant and need compute capability 8.0+: the
+// configurations they cannot run are skipped with one note each (not counted as failures).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -76,6 +76,7 @@ AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& lau
         const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
         req.Br = main.Br;
         req.Bc = main.Bc;
+        req.q_splits = main.q_splits;  // fa1_tc: blocks per batch*head
     }
     return simulate(km.algo, sim_problem(c, B, H), gpu, req, km.options);
 }
@@ -217,9 +218,11 @@ json outcome_json(const Outcome& o, int B, int H) {
     }
     j["predicted_kernels"] = kernels;
     json launches = json::array();
-    for (const auto& l : o.launch.kernels)
+    for (const auto& l : o.launch.kernels) {
         launches.push_back({{"name", l.name}, {"grid", l.grid}, {"threads", l.block_threads},
                             {"dynamic_smem_bytes", l.dynamic_smem_bytes}, {"Br", l.Br}, {"Bc", l.Bc}});
+        if (l.q_splits > 0) launches.back()["q_splits"] = l.q_splits;
+    }
     j["launches"] = launches;
     return j;
 }
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
     app.add_option("--d", ds, "head dimensions (default 64,128)");
     app.add_option("--causal", causal, "off, on or both (default both)");
     app.add_option("--dtype", dtypes, "storage dtypes, comma separated (default fp32)");
-    app.add_option("--algo", algos, "standard_naive,standard_tiled,standard_cublas,tiled,fa1,fa2,fa2_tc or all");
+    app.add_option("--algo", algos, "standard_naive,standard_tiled,standard_cublas,tiled,fa1,fa2,fa1_tc,fa2_tc or all");
     app.add_option("--batch", B, "batch (default 2)");
     app.add_option("--heads", H, "heads (default 8)");
     app.add_option("--runs", runs, "timed runs per configuration (median reported; default 10)");
@@ -342,11 +345,12 @@ int main(int argc, char** argv) {
         std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
                     "TFLOP/s", "GB/s", "predicted bound");
 
-        // Configurations an algorithm has no kernel for (fa2_tc: fp32; a GPU below 8.0): skipped, noted once.
+        // Configurations an algorithm has no kernel for (fa1_tc, fa2_tc: fp32; a GPU below 8.0): skipped, noted once.
         auto skip_reason = [&](CudaAlgo a, const CudaProblem& p) -> std::string {
-            if (a == CudaAlgo::fa2_tc && prop.major < 8) {
-                return "fa2_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
-                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo fa2";
+            if ((a == CudaAlgo::fa1_tc || a == CudaAlgo::fa2_tc) && prop.major < 8) {
+                return std::string(cuda_algo_name(a)) + " needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
+                       (a == CudaAlgo::fa1_tc ? "fa1" : "fa2");
             }
             return cuda_algo_unsupported(a, p);
         };

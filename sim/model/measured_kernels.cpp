@@ -18,6 +18,9 @@ std::optional<KernelModel> model_of_measured_kernel(std::string_view kernel, DTy
     } else if (kernel == "fa2_tc" || kernel == "torch_flash") {
         m.algo = Algo::fa2;  // ...except the tensor-core FA2s (fa-sim's and PyTorch's)
         m.options.tensor_cores = true;
+    } else if (kernel == "fa1_tc") {
+        m.algo = Algo::fa1;  // ...and fa-sim's tensor-core FA1
+        m.options.tensor_cores = true;
     } else {
         return std::nullopt;
     }
