@@ -4,7 +4,7 @@
 # reasons, occupancy, and the L2 traffic at three points (SM side, request coalescer, L2 slices).
 # The runtime model's terms are checked against these (docs/model.md, cuda/results/*/README.md).
 #
-#   [CONFIGS="fa2 fa2_tc"] cuda/scripts/profile_bottlenecks.sh BUILD_DIR OUT_DIR [N] [d]   (default N=4096, d=64)
+#   [CONFIGS="fa2 fa2_tc"] [DTYPE=fp16] cuda/scripts/profile_bottlenecks.sh BUILD_DIR OUT_DIR [N] [d]   (default N=4096, d=64)
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
@@ -44,7 +44,8 @@ done
 want=$(IFS=,; echo "${keep[*]}")
 
 for cfg in ${CONFIGS:-fa2 tiled fa1 standard_tiled fa2_tc}; do  # CONFIGS="fa2_tc" profiles a subset
-  dtype=fp32; [[ $cfg == *_tc ]] && dtype=fp16  # the tensor-core kernels have no fp32
+  dtype=${DTYPE:-fp32}  # DTYPE=fp16 profiles every kernel in fp16 (cuBLAS then runs on the tensor cores)
+  [[ -z ${DTYPE:-} && $cfg == *_tc ]] && dtype=fp16  # the tensor-core kernels have no fp32
   child=("$exe" --batch 2 --heads 8 --profile-one "$cfg,$N,$d,$dtype,0")
   echo "== $cfg N=$N d=$d $dtype"
   "$ncu" --clock-control none --csv --page raw --print-units base --metrics "$want" "${child[@]}" \

@@ -26,6 +26,15 @@ const char* algo_title(Algo a) {
     return "?";
 }
 
+const char* matmul_name(MatmulMode m) {
+    switch (m) {
+        case MatmulMode::tiled: return "tiled";
+        case MatmulMode::naive: return "naive";
+        case MatmulMode::library: return "library";
+    }
+    return "?";
+}
+
 std::optional<Algo> parse_algo(const std::string& s) {
     for (Algo a : kAllAlgos)
         if (s == algo_name(a)) return a;
@@ -43,7 +52,10 @@ std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_
                          // exchange buffer: every warp's partial P·V (fp32), 16 rows at a time
             return 2 * Bc * d * e + Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;
         case Algo::standard: {
-            const std::int64_t gemm = cfg.matmul == MatmulMode::tiled ? (cfg.gemm_m + cfg.gemm_n) * cfg.gemm_k * e : 0;
+            // Operand tiles of one k-step; a library GEMM keeps two k-steps in flight (double buffering).
+            const std::int64_t stages = cfg.matmul == MatmulMode::library ? 2 : 1;
+            const std::int64_t gemm = cfg.matmul == MatmulMode::naive ? 0
+                                    : stages * std::max(cfg.gemm_m + cfg.gemm_n, cfg.pv_m + cfg.pv_n) * cfg.gemm_k * e;
             return std::max(gemm, cfg.softmax_chunk * e);
         }
     }
@@ -83,8 +95,22 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
         case Algo::standard: {
             if (req.Br || req.Bc) c.reasons.push_back("--Br/--Bc do not apply to standard attention (GEMM tiles are fixed)");
             if (c.matmul == MatmulMode::naive) {
-                c.gemm_m = c.gemm_n = 16;
+                c.gemm_m = c.gemm_n = c.pv_m = c.pv_n = 16;
                 c.reasons.push_back("naive GEMMs: 16x16 outputs per block, each thread reads its own operands from global memory");
+            } else if (c.matmul == MatmulMode::library) {
+                // cuBLAS on the H200 (ncu, cuda/results/2026-11-23-h200/profile_cublas_fp16_d*): 384-thread
+                // blocks, k-step 64 fp16 elements (128 bytes), output tiles of 32768 elements: 256x128 for S,
+                // 512x64 or 256x128 for O. Taken here as (32768/d) x d for O, at most 512 rows (so the
+                // operand tiles of d = 32 still fit).
+                c.gemm_m = 256;
+                c.gemm_n = 128;
+                c.gemm_k = 128 / e;
+                c.pv_n = std::min<std::int64_t>(d, 128);
+                c.pv_m = std::min<std::int64_t>(32768 / c.pv_n, 512);
+                c.gemm_warps = 12;
+                c.reasons.push_back("library GEMMs (cuBLAS-like): output tiles S 256x128, O " + std::to_string(c.pv_m) + "x" +
+                                    std::to_string(c.pv_n) + ", k-step " + std::to_string(c.gemm_k) +
+                                    " double-buffered, 12 warps per block");
             } else {
                 c.reasons.push_back("tiled GEMMs: 64x64 output tile per block, k-step 32, operand tiles in shared memory");
             }

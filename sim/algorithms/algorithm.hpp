@@ -20,9 +20,11 @@ const char* algo_name(Algo a);           // "standard", "tiled", "fa1", "fa2"
 const char* algo_title(Algo a);          // "Standard attention (Algorithm 0)" ...
 std::optional<Algo> parse_algo(const std::string& s);
 
-// Standard attention's two matrix products: SRAM-tiled (default) or naive (every
-// thread reads its operands from global memory: what a first CUDA attempt does).
-enum class MatmulMode { tiled, naive };
+// Standard attention's two matrix products: SRAM-tiled (default: 64x64 output tiles),
+// naive (every thread reads its operands from global memory: what a first CUDA attempt
+// does), or library (a vendor GEMM's large tiles: what cuBLAS runs on Hopper's tensor cores).
+enum class MatmulMode { tiled, naive, library };
+const char* matmul_name(MatmulMode m);  // "tiled", "naive", "library"
 
 struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul/--q-splits)
     std::optional<std::int64_t> Br, Bc;
@@ -41,7 +43,9 @@ struct TileConfig {
     std::int64_t Br = 0, Bc = 0;         // Q-tile rows, K/V-tile rows
     std::int64_t M_elements = 0;         // FA1's SRAM size M, in elements
     MatmulMode matmul = MatmulMode::tiled;
-    std::int64_t gemm_m = 64, gemm_n = 64, gemm_k = 32;  // standard's tiled GEMM (naive: 16x16 outputs)
+    std::int64_t gemm_m = 64, gemm_n = 64, gemm_k = 32;  // standard's GEMM tiles: S = QK^T (naive: 16x16 outputs)
+    std::int64_t pv_m = 64, pv_n = 64;  // ...and O = PV's output tile (the same, except for library GEMMs)
+    int gemm_warps = 8;                 // threads / 32 of a GEMM block
     std::int64_t softmax_chunk = 0;      // standard's softmax: columns of S staged at once (Nk if a row fits)
     std::int64_t smem_bytes = 0;         // shared memory one block needs (formula)
     int warps = 4;

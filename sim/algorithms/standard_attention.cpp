@@ -7,7 +7,8 @@
 //
 // The two products are SRAM-tiled GEMMs (64×64 output tile per block, operand
 // tiles of k-step 32 through shared memory), or with --matmul naive, GEMMs whose
-// threads each read their own operands from global memory (no SRAM reuse). A
+// threads each read their own operands from global memory (no SRAM reuse), or with
+// --matmul library, a vendor GEMM's large tiles (cuBLAS on Hopper: 32768 outputs per block). A
 // tiled GEMM re-reads operand panels from global memory (once per output tile
 // column/row); the papers' formula counts each operand once, which is what DRAM
 // sees when L2 serves those re-reads.
@@ -37,7 +38,7 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
     Tile C = b.alloc(mr, nc, Space::Registers, Fill::Zero, "C");
     for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
         const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
-        if (cfg.matmul == MatmulMode::tiled) {
+        if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
             Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Shared, "A tile");
             Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
             b.barrier();  // tiles complete before any warp reads them
@@ -60,17 +61,18 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
 
 void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
-    const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;
+    const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;  // S = QK^T's tiles
+    const std::int64_t Pm = cfg.pv_m, Pn = cfg.pv_n;                        // O = PV's output tile
 
     const GlobalTensor Q{TensorName::Q, BH, N, d, e, Tm, Tk};
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Tn, Tk};
-    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Tk, Tn};
+    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Tk, Pn};
     const GlobalTensor S{TensorName::S, BH, N, Nk, e, 1, Tk};
     const GlobalTensor P{TensorName::P, BH, N, Nk, e, 1, Tk};
-    const GlobalTensor O{TensorName::O, BH, N, d, e, Tm, Tn};
+    const GlobalTensor O{TensorName::O, BH, N, d, e, Pm, Pn};
     for (const auto* t : {&Q, &K, &V, &S, &P, &O}) x.declare(*t);
 
-    constexpr std::int64_t gemm_warps = 8;  // 256 threads per GEMM block, tiled or naive
+    const std::int64_t gemm_warps = cfg.gemm_warps;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
@@ -129,12 +131,12 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     });
 
     // 3. O = P·V, P read from HBM.
-    const std::int64_t o_tiles_n = ceil_div(d, Tn);
-    const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Tm) * o_tiles_n, BH,
+    const std::int64_t o_tiles_n = ceil_div(d, Pn);
+    const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm) * o_tiles_n, BH,
                              static_cast<int>(gemm_warps), MatrixInstruction::library_gemm};
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
-        const std::int64_t m0 = (t / o_tiles_n) * Tm, n0 = (t % o_tiles_n) * Tn;
-        const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, d - n0);
+        const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
+        const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);
         Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, Nk}, cfg, m0, mr, n0, nc);
         b.store(C, view(O, bh).tile(m0, mr, n0, nc));
     });

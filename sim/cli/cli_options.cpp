@@ -90,7 +90,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--q-splits", q_splits,
                    "fa1 only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
                    "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
-    app.add_option("--matmul", matmul, "standard attention's matrix products: tiled (default) or naive");
+    app.add_option("--matmul", matmul,
+                   "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like "
+                   "32768-element tiles)");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
                  "model fa-sim's own CUDA-core kernels: every matrix product on the CUDA cores (no tensor cores), S/P staged in shared memory");
@@ -161,7 +163,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                          "fa1's Q tiles, e.g. --q-splits 2");
     if (matmul == "tiled") o.tiles.matmul = MatmulMode::tiled;
     else if (matmul == "naive") o.tiles.matmul = MatmulMode::naive;
-    else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled or naive", "e.g. --matmul naive");
+    else if (matmul == "library") o.tiles.matmul = MatmulMode::library;
+    else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled, naive or library",
+                           "e.g. --matmul naive");
 
     if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
     o.seed = static_cast<std::uint64_t>(parse_integer("--seed", seed, 0, std::numeric_limits<std::int64_t>::max(), "pass a whole number"));

@@ -87,7 +87,7 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
                {{"Br", r.tiles.Br},
                 {"Bc", r.tiles.Bc},
                 {"M_elements", r.tiles.M_elements},
-                {"matmul", r.tiles.matmul == MatmulMode::tiled ? "tiled" : "naive"},
+                {"matmul", matmul_name(r.tiles.matmul)},
                 {"smem_bytes_per_block", r.tiles.smem_bytes},
                 {"reasons", r.tiles.reasons}}},
               {"hbm", level_json(r.hbm)},

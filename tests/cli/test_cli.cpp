@@ -40,6 +40,7 @@ TEST_CASE("bad choices name the value and the choices", "[cli][errors]") {
     expect_usage_error("--dtype fp8", "--dtype 'fp8'");
     expect_usage_error("--algo fa3", "--algo 'fa3'");
     expect_usage_error("--matmul fast", "--matmul 'fast'");
+    expect_usage_error("--matmul fast", "choose tiled, naive or library");
     expect_usage_error("--gpu B200", "B200");
     expect_usage_error("--gpu A100-SXM4-40GB --gpu-file x.json", "both given");
     expect_usage_error("--json --csv", "both given");

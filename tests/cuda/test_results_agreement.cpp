@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "gpu/gpu_catalog.hpp"
@@ -297,4 +298,75 @@ TEST_CASE("papers' direction with both tensor-core kernels (FA2 paper's setting,
         }
     }
     CHECK(checked == 16);
+}
+
+namespace {
+
+// The kernels of an `ncu --csv --page raw` file: column name -> value (thousands separators removed
+// from numbers). cuda/scripts/profile_bottlenecks.sh writes these.
+std::vector<std::map<std::string, std::string>> ncu_raw_kernels(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    auto fields = [](const std::string& line) {
+        std::vector<std::string> f;
+        std::string cur;
+        bool quoted = false;
+        for (char ch : line) {
+            if (ch == '"') quoted = !quoted;
+            else if (ch == ',' && !quoted) f.push_back(std::move(cur)), cur.clear();
+            else cur += ch;
+        }
+        f.push_back(cur);
+        return f;
+    };
+    std::vector<std::string> header;
+    std::vector<std::map<std::string, std::string>> kernels;
+    for (std::string line; std::getline(in, line);) {
+        const auto f = fields(line);
+        if (header.empty()) {
+            if (!f.empty() && f[0] == "ID") header = f;
+            continue;
+        }
+        if (f.size() != header.size() || f[0].empty()) continue;  // the units row
+        std::map<std::string, std::string> k;
+        for (std::size_t i = 0; i < f.size(); ++i) k[header[i]] = f[i];
+        kernels.push_back(std::move(k));
+    }
+    return kernels;
+}
+
+double ncu_number(const std::map<std::string, std::string>& k, const std::string& metric) {
+    std::string digits;
+    for (char c : k.at(metric))
+        if (c != ',') digits += c;
+    return std::stod(digits);
+}
+
+}  // namespace
+
+TEST_CASE("cuBLAS's fp16 GEMMs: the library-tile model's L2 reads at the SMs and DRAM reads match ncu within 5%",
+          "[hardware][l2][cublas]") {
+    // ncu on the H200 (2026-11-23-h200/profile_cublas_fp16_d*, N=4096, B=2, H=8): cuBLAS runs S = QK^T with
+    // 256x128 output tiles and O = PV with 256x128 (d=128) or 512x64 (d=64) tiles, 384-thread persistent
+    // blocks. The model's 64x64 tiles read 2.7x (d=128) more operand bytes and predicted cuBLAS 11-47% slow.
+    const GpuSpec gpu = find_gpu_preset("H200");
+    for (int d : {64, 128}) {
+        std::vector<std::map<std::string, std::string>> gemms;
+        for (auto& k : ncu_raw_kernels(kRunD + "profile_cublas_fp16_d" + std::to_string(d) + "/raw_standard_cublas.csv"))
+            if (k.at("Kernel Name").find("nvjet") != std::string::npos) gemms.push_back(std::move(k));
+        REQUIRE(gemms.size() == 2);  // S = QK^T, then O = PV
+        const json r = {{"batch", 2}, {"heads", 8}, {"N", 4096}, {"Nk", 4096}, {"d", d}, {"dtype", "fp16"},
+                        {"causal", false}, {"algo", "standard_cublas"}};
+        const AlgorithmResult sim = predict(r, gpu);
+        REQUIRE(sim.kernels.size() == 3);
+        const KernelRecord& qk = sim.kernels[0];
+        const KernelRecord& pv = sim.kernels[2];
+        CAPTURE(d);
+        const double qk_l2 = ncu_number(gemms[0], "l1tex__m_xbar2l1tex_read_sectors.sum") * 32;
+        const double pv_l2 = ncu_number(gemms[1], "l1tex__m_xbar2l1tex_read_sectors.sum") * 32;
+        CHECK(ratio(static_cast<double>(qk.l2.read_bytes()), qk_l2) == Approx(1.0).epsilon(0.05));
+        CHECK(ratio(static_cast<double>(pv.l2.read_bytes()), pv_l2) == Approx(1.0).epsilon(0.05));
+        CHECK(ratio(static_cast<double>(pv.dram.read_bytes()), ncu_number(gemms[1], "dram__bytes_read.sum")) ==
+              Approx(1.0).epsilon(0.05));
+    }
 }

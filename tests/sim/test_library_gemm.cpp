@@ -1,0 +1,87 @@
+// Standard attention with a library's GEMM tiles (--matmul library): cuBLAS on Hopper computes
+// S = QK^T in 256x128 output tiles and O = PV in (32768/d) x d tiles, at most 512 rows (ncu on the H200,
+// cuda/results/2026-11-23-h200/profile_cublas_fp16_d*). A block reads (Tm + Tn)·K operand elements
+// for its Tm·Tn outputs, so larger tiles read the operands fewer times; the papers' Θ(N²) HBM
+// traffic of S and P does not change.
+#include <catch2/catch.hpp>
+
+#include "exec/functional_executor.hpp"
+#include "inputs.hpp"
+#include "precision.hpp"
+#include "test_helpers.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+namespace {
+
+std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
+std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
+
+AlgorithmResult standard_with(const AttentionProblem& p, MatmulMode m) {
+    TileRequest req;
+    req.matmul = m;
+    return simulate(Algo::standard, p, find_gpu_preset("H200"), req);
+}
+
+}  // namespace
+
+TEST_CASE("library GEMM tiles: Q is read Nk/128 times and K N/256 times for S, P once and V N·d/32768 times for O",
+          "[standard][library][closed-form]") {
+    for (auto [N, Nk, d, t] : {std::tuple{4096L, 4096L, 64L, DType::fp16}, {2048L, 1024L, 128L, DType::bf16},
+                               {1024L, 2048L, 64L, DType::fp32}}) {
+        CAPTURE(N, Nk, d, dtype_name(t));
+        const auto p = problem(N, d, 4, t, false, Nk);
+        const std::int64_t BH = p.batch_heads(), e = p.elem_bytes();
+        const auto lib = standard_with(p, MatmulMode::library);
+        REQUIRE(lib.tiles.gemm_m == 256);
+        REQUIRE(lib.tiles.gemm_n == 128);
+        REQUIRE(lib.tiles.pv_n == d);
+        REQUIRE(lib.tiles.pv_m == std::min<std::int64_t>(32768 / d, 512));
+        REQUIRE(lib.tiles.gemm_k * e == 128);  // 64 fp16/bf16 or 32 fp32 elements
+        REQUIRE(lib.kernels.size() == 3);
+        const KernelRecord &qk = lib.kernels[0], &pv = lib.kernels[2];
+        CHECK(qk.desc.grid() == BH * (N / 256) * (Nk / 128));
+        CHECK(pv.desc.grid() == BH * ceil_div(N, lib.tiles.pv_m));
+        CHECK(qk.desc.warps == 12);
+        // Rows of Q, K (d elements) and of P (Nk elements) are whole 32-byte sectors here, so the
+        // L2 requests are exactly the elements read.
+        CHECK(read_of(qk.l2, TensorName::Q) == BH * N * d * e * (Nk / 128));
+        CHECK(read_of(qk.l2, TensorName::K) == BH * Nk * d * e * (N / 256));
+        CHECK(read_of(pv.l2, TensorName::P) == BH * N * Nk * e);
+        CHECK(read_of(pv.l2, TensorName::V) == BH * Nk * d * e * ceil_div(N, lib.tiles.pv_m));
+        // The tiles change how often operands are re-read, not the S and P the softmax moves; with
+        // 64x64 tiles P is read once per 64 columns of O (twice at d = 128).
+        const auto tiled = standard_with(p, MatmulMode::tiled);
+        CHECK(read_of(lib.hbm, TensorName::S) == read_of(tiled.hbm, TensorName::S));
+        CHECK(write_of(lib.hbm, TensorName::S) == write_of(tiled.hbm, TensorName::S));
+        CHECK(write_of(lib.hbm, TensorName::P) == write_of(tiled.hbm, TensorName::P));
+        CHECK(read_of(tiled.hbm, TensorName::P) == (d / 64) * read_of(lib.hbm, TensorName::P));
+        CHECK(read_of(tiled.l2, TensorName::Q) == BH * N * d * e * (Nk / 64));  // 64x64 tiles: twice as often
+        CHECK(lib.matmul_flops == tiled.matmul_flops);
+    }
+}
+
+TEST_CASE("library GEMM tiles on ragged sizes equal exact attention, causal or not", "[standard][library][functional]") {
+    for (bool causal : {false, true})
+        for (DType t : {DType::fp32, DType::fp16}) {
+            CAPTURE(causal, dtype_name(t));
+            const auto p = problem(300, 32, 2, t, causal, 333);  // partial 256x128 and 512x32 tiles
+            const auto lib = standard_with(p, MatmulMode::library);
+            std::vector<reference::Matrix> Q, K, V;
+            for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+                auto qkv = reference::random_qkv(p.N, p.Nk, p.d, 77 + static_cast<std::uint64_t>(h), t);
+                Q.push_back(qkv.Q);
+                K.push_back(qkv.K);
+                V.push_back(qkv.V);
+            }
+            const FunctionalRun run = run_functional(Algo::standard, p, find_gpu_preset("H200"), lib.tiles, Q, K, V);
+            reference::AttentionOptions opt;
+            opt.causal = causal;
+            for (std::size_t h = 0; h < Q.size(); ++h) {
+                const auto check = reference::check_tolerance(run.O[h], Q[h], K[h], V[h], opt, t);
+                CAPTURE(h, check.error, check.bound, check.naive_error);
+                CHECK(check.pass);
+            }
+        }
+}
