@@ -10,7 +10,7 @@
 //   load_tile_async<T, D, ROWS, LD, THREADS>(dst, head, row0, nvalid)
 //                                  a ROWS x D tile of a row-major matrix into shared memory (row
 //                                  stride LD) by cp_async_16, rows past nvalid zero-filled
-//   fast_exp2(x)                   2^x with one ex2.approx.ftz (no range check, denormals flushed)
+//   fast_exp2(x)                   2^x with one ex2.approx.ftz (common/fast_math.cuh, included here)
 //   ldmatrix_x4(r, p)              four 8x8 b16 matrices shared -> registers (layout below)
 //   ldmatrix_x4_trans(r, p)        the same, each matrix transposed
 //   mma_16816<T>(c, a, b0, b1)     c += A B, A 16x16, B 16x8 in T (__half or __nv_bfloat16), c fp32
@@ -35,6 +35,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "common/fast_math.cuh"
 
 namespace fasim::cuda_detail {
 
@@ -79,14 +81,6 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0,
         const T* src = head + (valid ? static_cast<long long>(row0 + r) * D : 0LL) + c;
         cp_async_16(dst + r * LD + c, src, valid);
     }
-}
-
-// 2^x on the SFU: ex2.approx.ftz.f32 (relative error about 2^-22; results below 2^-126 flush to 0).
-// exp2f adds a range check and two multiplies to keep such denormal results, which P never needs.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
 }
 
 // ---- ldmatrix: one warp-wide load of 8x8 b16 matrices in mma fragment layout ---------------------
