@@ -7,7 +7,9 @@
 // fp16/bf16 grid with the tensor-core FA2, and the FlashAttention-2 paper's setting;
 // the third (suffix -c) re-ran the fp16/bf16 grid and the paper's setting after FA1's
 // running O moved to fp32 and fa2_tc's softmax lost its predicated mask. A fourth run
-// (2026-11-23) added the tensor-core FA1 (fa1_tc) to the fp16/bf16 grid and the paper's setting.
+// (2026-11-23) added the tensor-core FA1 (fa1_tc) and profiled cuBLAS; a fifth (2026-11-23-h200-b)
+// re-ran the fp16/bf16 grid and the paper's setting after the softmax kernel went to four
+// elements per step.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,7 @@ const std::string kRunA = kResults + "2026-11-22-h200/";
 const std::string kRunB = kResults + "2026-11-22-h200-b/";
 const std::string kRunC = kResults + "2026-11-22-h200-c/";
 const std::string kRunD = kResults + "2026-11-23-h200/";
+const std::string kRunE = kResults + "2026-11-23-h200-b/";
 
 json load(const std::string& path) {
     std::ifstream in(path);
@@ -258,7 +261,7 @@ TEST_CASE("the tensor-core FA1 meets the accuracy rule on the whole fp16/bf16 gr
     for (int d : {64, 128})
         for (int N : {2048, 4096, 8192, 16384}) files.push_back("paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
     for (const std::string& file : files) {
-        const json doc = load(kRunD + file);
+        const json doc = load(kRunE + file);
         for (const json& r : doc.at("results")) {
             if (!r.contains("accuracy")) continue;
             CAPTURE(file, r.at("algo").get<std::string>(), r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>());
@@ -272,16 +275,16 @@ TEST_CASE("the tensor-core FA1 meets the accuracy rule on the whole fp16/bf16 gr
 TEST_CASE("papers' direction with both tensor-core kernels (FA2 paper's setting, fp16): FA2 about 2x FA1, FA1 far "
           "faster than PyTorch's standard attention",
           "[hardware][papers]") {
-    // The FlashAttention-2 paper (section 4.1) reports FA2 about 2x faster than FA1; measured here 1.86-2.06x.
-    // Against standard attention with cuBLAS GEMMs fa1_tc is 1.3-2.4x faster at d=64 but 0.5-1.0x at d=128
-    // (README); against PyTorch's math backend, the papers' baseline, 4.3-19x where that ran.
+    // The FlashAttention-2 paper (section 4.1) reports FA2 about 2x faster than FA1; measured here 1.84-2.06x.
+    // Against standard attention with cuBLAS GEMMs fa1_tc is 1.14-2.19x faster at d=64 but 0.47-0.92x at
+    // d=128 (README); against PyTorch's math backend, the papers' baseline, 4.3-19x where that ran.
     int checked = 0;
     for (int d : {64, 128}) {
         for (int N : {2048, 4096, 8192, 16384}) {
             const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
             std::map<std::pair<std::string, bool>, double> t;
             for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
-                const json doc = load(kRunD + file);
+                const json doc = load(kRunE + file);
                 for (const json& r : doc.at("results"))
                     if (r.contains("measured_s"))
                         t[{r.at("algo").get<std::string>(), r.at("causal").get<bool>()}] = r.at("measured_s").get<double>();
@@ -291,7 +294,7 @@ TEST_CASE("papers' direction with both tensor-core kernels (FA2 paper's setting,
                 auto at = [&](const char* a) { return t.at({a, causal}); };
                 CHECK(at("fa2_tc") * 1.7 < at("fa1_tc"));
                 CHECK(at("fa1_tc") < at("fa1"));  // tensor cores against the CUDA-core FA1
-                if (d == 64) CHECK(at("fa1_tc") * 1.2 < at("standard_cublas"));
+                if (d == 64) CHECK(at("fa1_tc") * 1.1 < at("standard_cublas"));
                 if (t.count({"torch_math", causal})) CHECK(at("fa1_tc") * 4 < at("torch_math"));
                 ++checked;
             }
@@ -369,4 +372,26 @@ TEST_CASE("cuBLAS's fp16 GEMMs: the library-tile model's L2 reads at the SMs and
         CHECK(ratio(static_cast<double>(pv.dram.read_bytes()), ncu_number(gemms[1], "dram__bytes_read.sum")) ==
               Approx(1.0).epsilon(0.05));
     }
+}
+
+TEST_CASE("cuBLAS standard attention (fp16/bf16, library tiles) is predicted within 25% at N >= 2048, grid and paper "
+          "setting",
+          "[hardware][time][cublas]") {
+    // Fifth run: with the softmax at four elements per step (87% issue, near the copy bandwidth) the
+    // prediction is 5-23% fast; the 64x64-tile model had been 11-47% slow at d=128.
+    const GpuSpec gpu = find_gpu_preset("H200");
+    int checked = 0;
+    std::vector<std::string> files{"validate_half.json"};
+    for (int d : {64, 128})
+        for (int N : {2048, 4096, 8192, 16384}) files.push_back("paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+    for (const std::string& file : files) {
+        const json doc = load(kRunE + file);
+        for (const json& r : doc.at("results")) {
+            if (r.at("algo") != "standard_cublas" || !r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
+            CAPTURE(file, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
+            CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
+            ++checked;
+        }
+    }
+    CHECK(checked == 32 + 16);
 }
