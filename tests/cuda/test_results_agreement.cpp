@@ -15,7 +15,6 @@
 
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
 
 #include "gpu/gpu_catalog.hpp"
