@@ -205,9 +205,11 @@ them:
   reads DRAM, L2 and shared-memory bytes from Nsight Compute.
 
 Result files are committed to cuda/results/ with the GPU, driver, date and
-exact command. fa-sim's own kernels compute on CUDA cores (no tensor cores),
-so their predictions use fa-sim's --cuda-cores model; only the cuBLAS variant
-of standard attention uses tensor cores for fp16 and bf16.)",
+exact command. fa-sim's first kernels compute on CUDA cores (no tensor cores),
+so their predictions use fa-sim's --cuda-cores model; fa1_tc and fa2_tc are
+FA1 and FA2 on the tensor cores (fp16 and bf16), and the cuBLAS variant of
+standard attention uses tensor cores for fp16 and bf16, modelled with the large
+tiles cuBLAS uses (--matmul library).)",
                 [&](Ctx& c) {
                     const fs::path bin = cuda_bin;
                     const bool check = !find_tool(bin, "cuda-check").empty(), validate = !find_tool(bin, "fa-validate").empty();
