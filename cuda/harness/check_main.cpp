@@ -273,8 +273,9 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
                 }
             }
         }
-        // Many heads: fa1_tc then runs 3 blocks per head (q_splits, on a GPU of about 132 SMs), each
-        // visiting every third Q tile, or one block per head visiting all of them.
+        // Many heads: fa1_tc then runs 2 blocks per head (B*H = 100: q_splits = 264 slots / 100 on a
+        // 132-SM GPU with 2 blocks per SM), each visiting every other Q tile, or one block per head
+        // visiting all of them (B*H = 320).
         for (DType dt : {DType::fp16, DType::bf16}) {
             problems.push_back({4, 25, 300, 555, 64, dt, true});
             problems.push_back({2, 50, 257, 257, 128, dt, false});
