@@ -19,11 +19,12 @@ SIM_ALGO = {"standard_naive": "standard", "standard_tiled": "standard", "standar
 def on_cuda_cores(r):
     """The table of sim/model/measured_kernels.cpp (which fa-validate and the CI test use), on the CLI:
     fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA1 and FA2
-    (fa1_tc, fa2_tc) and cuBLAS with fp16/bf16 inputs; PyTorch's kernels use the tensor cores."""
+    (fa1_tc, fa2_tc) and cuBLAS with fp16/bf16 inputs; PyTorch's flash kernel uses the tensor cores, its
+    math backend (cuBLAS) does for fp16/bf16 inputs."""
     algo = r["algo"]
-    if algo.startswith("torch") or algo in ("fa1_tc", "fa2_tc"):
+    if algo in ("torch_flash", "fa1_tc", "fa2_tc"):
         return False
-    return not (algo == "standard_cublas" and r["dtype"] != "fp32")
+    return not (algo in ("standard_cublas", "torch_math") and r["dtype"] != "fp32")
 
 
 def predict(fa_sim, gpu, r):
