@@ -48,6 +48,7 @@
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_layouts.hpp"
+#include "kernels/warp_tile_products.cuh"
 
 namespace fasim::cuda_detail {
 
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_tc_forward_kernel(Fa1TcPara
             __syncthreads();     // ... and for every other thread
 
             // ---- S_w = Q_i K_w^T over the warp's KW keys (raw scores; the scale goes into the exponent).
-            // Fragment layouts and ldmatrix addressing as in fa2_tensor_core.cu.
+            // Fragment layouts and ldmatrix addressing: mma_fragments.cuh, warp_tile_products.cuh.
             unsigned qf[KS_D][4];
             {
                 const T* qrow = Qs + buf * kT1Br * LD + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
@@ -209,17 +210,7 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_tc_forward_kernel(Fa1TcPara
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[nt][e] = 0.f;
             }
-            const T* krow = Ks + (kw0 + (lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
-#pragma unroll
-            for (int np = 0; np < NT_S / 2; ++np) {
-#pragma unroll
-                for (int ks = 0; ks < KS_D; ++ks) {
-                    unsigned b[4];
-                    ldmatrix_x4(b, krow + 16 * np * LD + 16 * ks);
-                    mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
-                    mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
-                }
-            }
+            qk_scores<T>(s, qf, Ks + (kw0 + (lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
             // Mask only where the warp's keys cross the diagonal or the end of K (warp-uniform).
             const int wk0 = k0 + kw0;
             if (wk0 + KW > p.Nk || (p.causal != 0 && wk0 + KW - 1 > q0 + diag)) {
@@ -264,33 +255,17 @@ __global__ void __launch_bounds__(kFlashThreads) fa1_tc_forward_kernel(Fa1TcPara
                 if (t == 0) red_l[warp * kT1Br + r] = sum;
             }
 
-            // ---- U_w = round(P_w) V_w: P's C fragments are the A fragments of the k-steps (see
-            // fa2_tensor_core.cu); V's rows are the warp's keys, read with ldmatrix .trans.
+            // ---- U_w = round(P_w) V_w: P's C fragments become the A fragments; V's rows are the
+            // warp's keys.
             unsigned pf[KS_KV][4];
-#pragma unroll
-            for (int ks = 0; ks < KS_KV; ++ks) {
-                pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
-                pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
-                pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-                pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-            }
+            p_fragments<T>(pf, s);
             float u[NT_O][4];
 #pragma unroll
             for (int nt = 0; nt < NT_O; ++nt) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) u[nt][e] = 0.f;
             }
-            const T* vrow = Vs + (kw0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
-#pragma unroll
-            for (int ks = 0; ks < KS_KV; ++ks) {
-#pragma unroll
-                for (int dp = 0; dp < NT_O / 2; ++dp) {
-                    unsigned b[4];
-                    ldmatrix_x4_trans(b, vrow + 16 * ks * LD + 16 * dp);
-                    mma_16816<T>(u[2 * dp], pf[ks], b[0], b[1]);
-                    mma_16816<T>(u[2 * dp + 1], pf[ks], b[2], b[3]);
-                }
-            }
+            pv_accumulate<T>(u, pf, Vs + (kw0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
             float* Uw = U + warp * kT1Br * LDU;
 #pragma unroll
             for (int nt = 0; nt < NT_O; ++nt) {

@@ -48,6 +48,7 @@
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_layouts.hpp"
+#include "kernels/warp_tile_products.cuh"
 
 namespace fasim::cuda_detail {
 
@@ -157,28 +158,14 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
         const T* Kt = Ks + buf * kTcBc * LD;
         const T* Vt = Vs + buf * kTcBc * LD;
 
-        // ---- S = Q K_j^T (raw scores: the scale is folded into the exponent below). B = K^T, so B
-        // fragments are ldmatrix (no .trans) of K's rows. One x4 covers keys 16*np .. 16*np+15 (two
-        // n-tiles) x head dims 16ks .. 16ks+15: matrix 0 = keys +0..7 / dims +0..7 (b0 of n-tile 2np),
-        // 1 = keys +0..7 / dims +8..15 (b1 of 2np), 2 = keys +8..15 / dims +0..7 (b0 of 2np+1),
-        // 3 = keys +8..15 / dims +8..15 (b1 of 2np+1).
+        // ---- S = Q K_j^T (raw scores: the scale is folded into the exponent below).
         float s[NT_S][4];
 #pragma unroll
         for (int nt = 0; nt < NT_S; ++nt) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
         }
-        const T* krow = Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
-#pragma unroll
-        for (int np = 0; np < NT_S / 2; ++np) {
-#pragma unroll
-            for (int ks = 0; ks < KS_D; ++ks) {
-                unsigned b[4];
-                ldmatrix_x4(b, krow + 16 * np * LD + 16 * ks);
-                mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
-                mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
-            }
-        }
+        qk_scores<T>(s, qf, Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
 
         // ---- mask. s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1).
         if constexpr (kMasked) {
@@ -223,34 +210,10 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
             }
         }
 
-        // ---- P as A fragments, straight from the S accumulators (no shared memory): the C fragments
-        // of n-tiles 2ks and 2ks+1 hold rows g, g+8 x keys 16ks + {2t, 2t+1} and 16ks + 8 + {2t, 2t+1},
-        // exactly the A fragment of k-step ks: a[0] = C_2ks[0,1], a[1] = C_2ks[2,3],
-        // a[2] = C_2ks+1[0,1], a[3] = C_2ks+1[2,3]. pack2 rounds P to the storage dtype.
+        // ---- O += round(P) V_j: P goes from the score accumulators straight into A fragments.
         unsigned pf[KS_KV][4];
-#pragma unroll
-        for (int ks = 0; ks < KS_KV; ++ks) {
-            pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
-            pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
-            pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-            pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-        }
-
-        // ---- O += P V_j: V is row-major [key][dim] = B itself, so B fragments are ldmatrix .trans of
-        // V's rows. One x4 covers keys 16ks .. 16ks+15 x dims 16dp .. 16dp+15: matrix 0 = keys +0..7 /
-        // dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of 2dp), 2 = keys +0..7 /
-        // dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
-        const T* vrow = Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
-#pragma unroll
-        for (int ks = 0; ks < KS_KV; ++ks) {
-#pragma unroll
-            for (int dp = 0; dp < NT_O / 2; ++dp) {
-                unsigned b[4];
-                ldmatrix_x4_trans(b, vrow + 16 * ks * LD + 16 * dp);
-                mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
-                mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
-            }
-        }
+        p_fragments<T>(pf, s);
+        pv_accumulate<T>(o, pf, Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
     };
 
     for (int j = 0; j < n_tiles; ++j) {

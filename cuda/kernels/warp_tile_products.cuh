@@ -1,0 +1,71 @@
+// The two products of a tensor-core attention step, for one warp and one 16-row block of queries,
+// with operands in shared memory (rows padded to stride LD) and fragments as mma_fragments.cuh lays
+// them out. fa1_tensor_core.cu and fa2_tensor_core.cu both build their steps from these.
+//
+//   qk_scores<T, KS_D, NT_S>(s, qf, krow, LD)     s += Q K^T: 16 rows x 8*NT_S keys, over 16*KS_D dims
+//   p_fragments<T, KS_KV>(pf, s)                  P (the exponentiated s) rounded to T, as A fragments
+//   pv_accumulate<T, KS_KV, NT_O>(o, pf, vrow, LD) o += P V: 16 rows x 8*NT_O dims, over 16*KS_KV keys
+//
+// krow and vrow are this lane's ldmatrix row addresses (see each function). Call only from code
+// compiled for __CUDA_ARCH__ >= 800.
+#pragma once
+
+#include "kernels/mma_fragments.cuh"
+
+namespace fasim::cuda_detail {
+
+// s[nt] += the C fragment of Q K^T for keys 8nt .. 8nt+7. qf[ks] = Q's A fragment of dims 16ks ..
+// 16ks+15 (held in registers). B = K^T, so B fragments are ldmatrix (no .trans) of K's rows; one x4
+// covers keys 16np .. 16np+15 x dims 16ks .. 16ks+15: matrix 0 = keys +0..7 / dims +0..7 (b0 of n-tile
+// 2np), 1 = keys +0..7 / dims +8..15 (b1 of 2np), 2 = keys +8..15 / dims +0..7 (b0 of 2np+1),
+// 3 = keys +8..15 / dims +8..15 (b1 of 2np+1). krow = the warp's first key row + (lane & 7) +
+// 8 * (lane >> 4), column 8 * ((lane >> 3) & 1).
+template <typename T, int KS_D, int NT_S>
+__device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&qf)[KS_D][4], const T* krow, int ld) {
+#pragma unroll
+    for (int np = 0; np < NT_S / 2; ++np) {
+#pragma unroll
+        for (int ks = 0; ks < KS_D; ++ks) {
+            unsigned b[4];
+            ldmatrix_x4(b, krow + 16 * np * ld + 16 * ks);
+            mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
+            mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
+        }
+    }
+}
+
+// P as A fragments, straight from the score accumulators (no shared memory): the C fragments of
+// n-tiles 2ks and 2ks+1 hold rows g, g+8 x keys 16ks + {2t, 2t+1} and 16ks + 8 + {2t, 2t+1}, exactly
+// the A fragment of k-step ks: a[0] = C_2ks[0,1], a[1] = C_2ks[2,3], a[2] = C_2ks+1[0,1],
+// a[3] = C_2ks+1[2,3]. pack2 rounds P to the storage dtype.
+template <typename T, int KS_KV>
+__device__ __forceinline__ void p_fragments(unsigned (&pf)[KS_KV][4], const float (&s)[2 * KS_KV][4]) {
+#pragma unroll
+    for (int ks = 0; ks < KS_KV; ++ks) {
+        pf[ks][0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
+        pf[ks][1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
+        pf[ks][2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        pf[ks][3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+}
+
+// o[nt] += the C fragment of P V for dims 8nt .. 8nt+7. V is row-major [key][dim] = B itself, so B
+// fragments are ldmatrix .trans of V's rows; one x4 covers keys 16ks .. 16ks+15 x dims 16dp ..
+// 16dp+15: matrix 0 = keys +0..7 / dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of
+// 2dp), 2 = keys +0..7 / dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
+// vrow = the warp's first key row + (lane & 7) + 8 * ((lane >> 3) & 1), column 8 * (lane >> 4).
+template <typename T, int KS_KV, int NT_O>
+__device__ __forceinline__ void pv_accumulate(float (&o)[NT_O][4], const unsigned (&pf)[KS_KV][4], const T* vrow, int ld) {
+#pragma unroll
+    for (int ks = 0; ks < KS_KV; ++ks) {
+#pragma unroll
+        for (int dp = 0; dp < NT_O / 2; ++dp) {
+            unsigned b[4];
+            ldmatrix_x4_trans(b, vrow + 16 * ks * ld + 16 * dp);
+            mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
+            mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
+        }
+    }
+}
+
+}  // namespace fasim::cuda_detail
