@@ -65,6 +65,21 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
 
 double ratio(double predicted, double measured) { return predicted / measured; }
 
+// Measured times of one FA2-paper configuration of a run (fa-validate's and torch_sdpa.py's files),
+// by (kernel, causal).
+using PaperTimes = std::map<std::pair<std::string, bool>, double>;
+PaperTimes paper_times(const std::string& run, int d, int N) {
+    const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
+    PaperTimes t;
+    for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
+        const json doc = load(run + file);
+        for (const json& r : doc.at("results"))
+            if (r.contains("measured_s"))
+                t[{r.at("algo").get<std::string>(), r.at("causal").get<bool>()}] = r.at("measured_s").get<double>();
+    }
+    return t;
+}
+
 // fa1 at N <= 4096 is left out of the DRAM checks: 16 heads' Q and O fit the 60 MiB L2 by LRU, but the
 // hardware re-reads part of them (README: L2 is two partitions, not one LRU).
 bool dram_claimed(const std::string& algo, int N) { return algo != "standard_naive" && !(algo == "fa1" && N == 4096); }
@@ -184,14 +199,7 @@ TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats 
     int checked = 0;
     for (int d : {64, 128}) {
         for (int N : {2048, 4096, 8192, 16384}) {
-            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
-            std::map<std::pair<std::string, bool>, double> t;
-            for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
-                const json doc = load(kRunC + file);
-                for (const json& r : doc.at("results"))
-                    if (r.contains("measured_s"))
-                        t[{r.at("algo").get<std::string>(), r.at("causal").get<bool>()}] = r.at("measured_s").get<double>();
-            }
+            const PaperTimes t = paper_times(kRunC, d, N);
             for (bool causal : {false, true}) {
                 CAPTURE(d, N, causal);
                 auto at = [&](const char* a) { return t.at({a, causal}); };
@@ -280,14 +288,7 @@ TEST_CASE("papers' direction with both tensor-core kernels (FA2 paper's setting,
     int checked = 0;
     for (int d : {64, 128}) {
         for (int N : {2048, 4096, 8192, 16384}) {
-            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
-            std::map<std::pair<std::string, bool>, double> t;
-            for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
-                const json doc = load(kRunE + file);
-                for (const json& r : doc.at("results"))
-                    if (r.contains("measured_s"))
-                        t[{r.at("algo").get<std::string>(), r.at("causal").get<bool>()}] = r.at("measured_s").get<double>();
-            }
+            const PaperTimes t = paper_times(kRunE, d, N);
             for (bool causal : {false, true}) {
                 CAPTURE(d, N, causal);
                 auto at = [&](const char* a) { return t.at({a, causal}); };
