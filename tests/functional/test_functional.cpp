@@ -11,9 +11,12 @@
 #include "gpu/gpu_catalog.hpp"
 #include "inputs.hpp"
 #include "model/simulation.hpp"
+#include "../common/random_heads.hpp"
 
 using namespace fasim;
 using reference::Matrix;
+using test::HeadInputs;
+using test::random_heads;
 
 namespace {
 
@@ -26,21 +29,6 @@ std::uint64_t test_seed() {
 const GpuSpec& gpu() {
     static const GpuSpec g = find_gpu_preset("A100-SXM4-40GB");
     return g;
-}
-
-struct Inputs {
-    std::vector<Matrix> Q, K, V;
-};
-
-Inputs random_inputs(const AttentionProblem& p, std::uint64_t seed) {
-    Inputs in;
-    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        auto qkv = reference::random_qkv(p.N, p.Nk, p.d, seed + static_cast<std::uint64_t>(h) * 7919, p.dtype);
-        in.Q.push_back(qkv.Q);
-        in.K.push_back(qkv.K);
-        in.V.push_back(qkv.V);
-    }
-    return in;
 }
 
 AttentionProblem make(std::int64_t N, std::int64_t Nk, std::int64_t d, std::int64_t heads, DType t, bool causal) {
@@ -79,7 +67,7 @@ TEST_CASE("every algorithm equals exact attention on fresh random inputs, all dt
                     TileRequest req;  // several tiles per sequence, so tiling and online updates are exercised
                     if (a != Algo::standard) req.Br = req.Bc = 32;
                     const TileConfig tiles = choose_tiles(a, p, gpu(), req);
-                    const Inputs in = random_inputs(p, seed);
+                    const HeadInputs in = random_heads(p, seed);
                     const FunctionalRun run = run_functional(a, p, gpu(), tiles, in.Q, in.K, in.V);
                     reference::AttentionOptions opt;
                     opt.causal = causal;
@@ -97,7 +85,7 @@ TEST_CASE("every algorithm equals exact attention on fresh random inputs, all dt
 
 TEST_CASE("rows that see no key (causal, Nk < N) give O = 0 and LSE = -inf, never NaN", "[functional][masked]") {
     const AttentionProblem p = make(37, 13, 16, 1, DType::fp16, true);  // bottom-right: rows 0..23 see nothing
-    const Inputs in = random_inputs(p, test_seed());
+    const HeadInputs in = random_heads(p, test_seed());
     for (Algo a : kAllAlgos) {
         CAPTURE(algo_name(a));
         TileRequest req;
@@ -137,7 +125,7 @@ TEST_CASE("functional and counting executors report identical traffic and FLOPs"
             TileRequest req;
             if (a != Algo::standard) req.Br = req.Bc = 32;
             const AlgorithmResult counted = simulate(a, p, gpu(), req);
-            const Inputs in = random_inputs(p, 1);
+            const HeadInputs in = random_heads(p, 1);
             const FunctionalRun run = run_functional(a, p, gpu(), counted.tiles, in.Q, in.K, in.V);
             REQUIRE(run.kernels.size() == counted.kernels.size());
             for (std::size_t k = 0; k < run.kernels.size(); ++k) {
@@ -161,7 +149,7 @@ TEST_CASE("the FA1 vs FA2 difference in non-matmul work is what the functional r
     const AttentionProblem p = make(128, 128, 32, 1, DType::fp16, false);
     TileRequest req;
     req.Br = req.Bc = 32;
-    const Inputs in = random_inputs(p, 3);
+    const HeadInputs in = random_heads(p, 3);
     auto nonmatmul = [&](Algo a) {
         const auto run = run_functional(a, p, gpu(), choose_tiles(a, p, gpu(), req), in.Q, in.K, in.V);
         std::int64_t n = 0;

@@ -9,6 +9,7 @@
 #include "inputs.hpp"
 #include "precision.hpp"
 #include "test_helpers.hpp"
+#include "../common/random_heads.hpp"
 
 using namespace fasim;
 using namespace fasim::test;
@@ -74,13 +75,10 @@ TEST_CASE("FA1 causal with q_splits = 3 and ragged N equals exact attention, and
                 CHECK(write_of(split.hbm, n) == write_of(one.hbm, n));
             }
 
-            std::vector<reference::Matrix> Q, K, V;
-            for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-                auto qkv = reference::random_qkv(p.N, p.Nk, p.d, 41 + static_cast<std::uint64_t>(h), t);
-                Q.push_back(qkv.Q);
-                K.push_back(qkv.K);
-                V.push_back(qkv.V);
-            }
+            const HeadInputs in = random_heads(p, 41);
+            const auto& Q = in.Q;
+            const auto& K = in.K;
+            const auto& V = in.V;
             const FunctionalRun run = run_functional(Algo::fa1, p, a100(), split.tiles, Q, K, V);
             reference::AttentionOptions opt;
             opt.causal = true;

@@ -9,6 +9,7 @@
 #include "inputs.hpp"
 #include "precision.hpp"
 #include "test_helpers.hpp"
+#include "../common/random_heads.hpp"
 
 using namespace fasim;
 using namespace fasim::test;
@@ -68,13 +69,10 @@ TEST_CASE("library GEMM tiles on ragged sizes equal exact attention, causal or n
             CAPTURE(causal, dtype_name(t));
             const auto p = problem(300, 32, 2, t, causal, 333);  // partial 256x128 and 512x32 tiles
             const auto lib = standard_with(p, MatmulMode::library);
-            std::vector<reference::Matrix> Q, K, V;
-            for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-                auto qkv = reference::random_qkv(p.N, p.Nk, p.d, 77 + static_cast<std::uint64_t>(h), t);
-                Q.push_back(qkv.Q);
-                K.push_back(qkv.K);
-                V.push_back(qkv.V);
-            }
+            const HeadInputs in = random_heads(p, 77);
+            const auto& Q = in.Q;
+            const auto& K = in.K;
+            const auto& V = in.V;
             const FunctionalRun run = run_functional(Algo::standard, p, find_gpu_preset("H200"), lib.tiles, Q, K, V);
             reference::AttentionOptions opt;
             opt.causal = causal;
