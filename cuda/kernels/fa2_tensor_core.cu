@@ -8,7 +8,10 @@
 //     those registers (a row is spread over the 4 lanes of a quad: row max and row sum by shuffles),
 //     and P, rounded to the storage dtype, is used straight away as the A operand of P V;
 //   - Q is loaded to shared memory once and then held in registers as A fragments;
-//   - K and V tiles are double-buffered with cp.async: tile j+1 is copied while tile j is computed.
+//   - K tiles are double-buffered with cp.async (K_{j+1} is copied while tile j is computed); V_j has
+//     one buffer and is copied while S_j = Q K_j^T and its softmax are computed. Q + 2 K + V is 68 KiB
+//     at d = 128, so three blocks fit an H100/H200 SM; with two V buffers (85 KiB) two did, and ncu
+//     found those 2 warps per scheduler issuing once per 6.4 cycles each (latency-bound).
 //
 //   grid  = (ceil(N/64), B*H): blockIdx.x = Q tile (fastest), blockIdx.y = batch*head, like fa2.cu.
 //   block = 128 threads = 4 warps, split-Q: warp w owns Q-tile rows [16w, 16w + 16) (one m16 row block)
@@ -31,7 +34,7 @@
 // Where things live:
 //   registers      Q fragments (d/4 regs), S/P (32 floats), O accumulator (d/2 floats), m and l of
 //                  the lane's two rows g and g+8
-//   shared memory  Q tile (64 rows), K and V tiles (2 buffers x 64 rows each), storage dtype, each
+//   shared memory  Q tile (64 rows), K tiles (2 buffers x 64 rows), V tile (64 rows), storage dtype, each
 //                  row padded by 8 elements (16 bytes): the row stride is an odd number of 16-byte
 //                  units (d = 64: 9, d = 128: 17), so the 8 row addresses of each ldmatrix phase hit
 //                  8 different 16-byte bank groups (no bank conflicts, no swizzle needed)
@@ -59,11 +62,14 @@ constexpr int kTcBc = 64;   // keys per K/V tile
 constexpr int kTcPad = 8;   // padding per shared-memory row, elements (16 bytes)
 static_assert(kTcBr == 16 * kFlashWarps, "one m16 row block per warp");
 
-// Dynamic shared memory: Q tile, then K buffers 0 and 1, then V buffers 0 and 1; rows of d + 8 elements.
+// Dynamic shared memory: Q tile, then K buffers 0 and 1, then the V buffer; rows of d + 8 elements.
 constexpr std::size_t fa2_tc_smem_bytes(int d, int elem_bytes) {
-    return static_cast<std::size_t>(kTcBr + 4 * kTcBc) * static_cast<std::size_t>(d + kTcPad) *
+    return static_cast<std::size_t>(kTcBr + 3 * kTcBc) * static_cast<std::size_t>(d + kTcPad) *
            static_cast<std::size_t>(elem_bytes);
 }
+// Blocks per SM the kernel is compiled for. At d = 128 shared memory allows three, but ptxas's
+// unbounded choice (192 registers per thread) would allow only two; three need at most 168.
+constexpr int fa2_tc_min_blocks_per_sm(int d) { return d == 128 ? 3 : 1; }
 
 struct Fa2TcParams {
     const void* Q;
@@ -83,7 +89,7 @@ __device__ __forceinline__ void load_padded_tile(T* dst, const T* head, int row0
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcParams p) {
+__global__ void __launch_bounds__(kFlashThreads, fa2_tc_min_blocks_per_sm(D)) fa2_tc_forward_kernel(Fa2TcParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
     // devices below 8.0. Trap rather than return garbage should that check ever be bypassed.
@@ -109,7 +115,7 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
 
     T* Qs = reinterpret_cast<T*>(dynamic_smem());
     T* Ks = Qs + kTcBr * LD;   // buffer b at Ks + b * kTcBc * LD
-    T* Vs = Ks + 2 * kTcBc * LD;
+    T* Vs = Ks + 2 * kTcBc * LD;  // one buffer
 
     const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(bh) * p.N * D;
     const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(bh) * p.Nk * D;
@@ -118,15 +124,12 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
     const int diag = p.Nk - p.N;  // key k visible to query q iff k <= q + diag (bottom-right causal)
     const int n_tiles = visible_kv_tiles(q0, q_rows, p.N, p.Nk, kTcBc, p.causal != 0);
 
-    // Prologue: Q (group 1), K_0 and V_0 into buffer 0 (group 2).
+    // Prologue: Q (group 1), K_0 into K buffer 0 (group 2).
     load_padded_tile<T, D, kTcBr>(Qs, Qg, q0, q_rows);
     cp_async_commit();
-    if (n_tiles > 0) {
-        load_padded_tile<T, D, kTcBc>(Ks, Kg, 0, imin(kTcBc, p.Nk));
-        load_padded_tile<T, D, kTcBc>(Vs, Vg, 0, imin(kTcBc, p.Nk));
-    }
+    if (n_tiles > 0) load_padded_tile<T, D, kTcBc>(Ks, Kg, 0, imin(kTcBc, p.Nk));
     cp_async_commit();
-    cp_async_wait<1>();  // Q has landed (K_0, V_0 may still be in flight) ...
+    cp_async_wait<1>();  // Q has landed (K_0 may still be in flight) ...
     __syncthreads();     // ... for every thread's part of it
 
     // Q as A fragments, held in registers for the whole block: qf[ks] = the warp's 16 rows x head-dim
@@ -150,13 +153,13 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
     float l[2] = {0.f, 0.f};              // running sum of the same rows over THIS lane's columns only;
                                           // the quad's four partial sums are added once, at the end
 
-    // One K/V tile for this warp: S = Q K_j^T, online softmax, O += P V_j. `masked` (a type, so that
-    // the unmasked copy carries no masking instructions at all: predicated-off instructions still
-    // issue) selects the element-wise mask.
-    auto tile_step = [&](int buf, int k0, auto masked) {
+    // The first half of one K/V tile for this warp: S = Q K_j^T, online softmax (m, l and O rescaled),
+    // and P as A fragments in pf. `masked` (a type, so that the unmasked copy carries no masking
+    // instructions at all: predicated-off instructions still issue) selects the element-wise mask.
+    // The second half, O += P V_j, runs after the barrier that makes V_j visible.
+    auto scores_and_softmax = [&](unsigned (&pf)[KS_KV][4], int buf, int k0, auto masked) {
         constexpr bool kMasked = decltype(masked)::value;
         const T* Kt = Ks + buf * kTcBc * LD;
-        const T* Vt = Vs + buf * kTcBc * LD;
 
         // ---- S = Q K_j^T (raw scores: the scale is folded into the exponent below).
         float s[NT_S][4];
@@ -210,33 +213,42 @@ __global__ void __launch_bounds__(kFlashThreads) fa2_tc_forward_kernel(Fa2TcPara
             }
         }
 
-        // ---- O += round(P) V_j: P goes from the score accumulators straight into A fragments.
-        unsigned pf[KS_KV][4];
+        // ---- round(P): from the score accumulators straight into A fragments.
         p_fragments<T>(pf, s);
-        pv_accumulate<T>(o, pf, Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
     };
+    const T* vrow = Vs + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
 
+    // Per tile j, cp.async groups in issue order: V_j, then K_{j+1} (possibly empty, so that the wait
+    // counts below hold); K_j was the newest group of iteration j - 1 (of the prologue for j = 0).
+    // Every warp, active or not, reaches all three barriers (warp_active is false only past N).
     for (int j = 0; j < n_tiles; ++j) {
         const int buf = j & 1;
         const int k0 = j * kTcBc;
-        // Prefetch K_{j+1}, V_{j+1} into the other buffer (freed by the barrier at the end of j - 1).
+        // V_j into the V buffer and K_{j+1} into the other K buffer: the barrier that ended iteration
+        // j - 1 freed both.
+        load_padded_tile<T, D, kTcBc>(Vs, Vg, k0, imin(kTcBc, p.Nk - k0));
+        cp_async_commit();
         if (j + 1 < n_tiles) {
-            const int nvalid = imin(kTcBc, p.Nk - (k0 + kTcBc));
-            load_padded_tile<T, D, kTcBc>(Ks + (buf ^ 1) * kTcBc * LD, Kg, k0 + kTcBc, nvalid);
-            load_padded_tile<T, D, kTcBc>(Vs + (buf ^ 1) * kTcBc * LD, Vg, k0 + kTcBc, nvalid);
+            load_padded_tile<T, D, kTcBc>(Ks + (buf ^ 1) * kTcBc * LD, Kg, k0 + kTcBc, imin(kTcBc, p.Nk - (k0 + kTcBc)));
         }
-        cp_async_commit();    // always (possibly empty), so that "all but the newest group" = up to tile j
-        cp_async_wait<1>();   // this thread's copies of tile j have landed ...
+        cp_async_commit();
+        cp_async_wait<2>();   // this thread's copy of K_j has landed (V_j, K_{j+1} may be in flight) ...
         __syncthreads();      // ... and every other thread's
 
         // A tile crossing the causal diagonal or the end of K needs the element-wise mask; the others
         // (all but one or two per block) run a copy of the step without it. Warp-uniform branch.
         const bool need_mask = k0 + kTcBc > p.Nk || (p.causal != 0 && k0 + kTcBc - 1 > wq0 + diag);
+        unsigned pf[KS_KV][4];
         if (warp_active) {
-            if (need_mask) tile_step(buf, k0, std::true_type{});
-            else tile_step(buf, k0, std::false_type{});
+            if (need_mask) scores_and_softmax(pf, buf, k0, std::true_type{});
+            else scores_and_softmax(pf, buf, k0, std::false_type{});
         }
-        __syncthreads();  // every warp is done with buffer `buf` before iteration j + 1 refills it
+        cp_async_wait<1>();   // this thread's copy of V_j has landed ...
+        __syncthreads();      // ... and every other thread's
+
+        // ---- O += round(P) V_j.
+        if (warp_active) pv_accumulate<T>(o, pf, vrow, LD);
+        __syncthreads();  // every warp is done with V_j and K buffer `buf` before iteration j + 1 refills them
     }
     cp_async_wait<0>();  // nothing left in flight (only empty groups can be, but say so)
 
