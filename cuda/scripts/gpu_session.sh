@@ -93,8 +93,14 @@ fi
 
 if has profile; then
   log "profile_bottlenecks (ncu)"
-  bash cuda/scripts/profile_bottlenecks.sh "$build" "$out/profile" > "$out/profile.txt" 2>&1
-  tail -12 "$out/profile.txt"
+  # PROFILE_DIMS="64 128": one folder per head dim (profile/ for the first, profile_d<d>/ for the others).
+  first=1
+  for pd in ${PROFILE_DIMS:-64}; do
+    dir="$out/profile"; [[ $first == 1 ]] || dir="$out/profile_d$pd"
+    first=0
+    bash cuda/scripts/profile_bottlenecks.sh "$build" "$dir" 4096 "$pd" > "$dir.txt" 2>&1
+    tail -6 "$dir.txt"
+  done
 fi
 
 if has torch; then

@@ -5,6 +5,7 @@
 # The runtime model's terms are checked against these (docs/model.md, cuda/results/*/README.md).
 #
 #   [CONFIGS="fa2 fa2_tc"] [DTYPE=fp16] cuda/scripts/profile_bottlenecks.sh BUILD_DIR OUT_DIR [N] [d]   (default N=4096, d=64)
+#   CONFIGS takes fa-validate's kernel names and torch_flash (PyTorch's FlashAttention-2, via torch_sdpa.py).
 set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
@@ -45,12 +46,25 @@ want=$(IFS=,; echo "${keep[*]}")
 
 for cfg in ${CONFIGS:-fa2 tiled fa1 standard_tiled fa2_tc}; do  # CONFIGS="fa2_tc" profiles a subset
   dtype=${DTYPE:-fp32}  # DTYPE=fp16 profiles every kernel in fp16 (cuBLAS then runs on the tensor cores)
-  [[ -z ${DTYPE:-} && $cfg == *_tc ]] && dtype=fp16  # the tensor-core kernels have no fp32
+  [[ -z ${DTYPE:-} && ( $cfg == *_tc || $cfg == torch_flash ) ]] && dtype=fp16  # no fp32 tensor-core kernels
   child=("$exe" --batch 2 --heads 8 --profile-one "$cfg,$N,$d,$dtype,0")
+  select=()
+  if [[ $cfg == torch_flash ]]; then
+    # PyTorch's FlashAttention-2 (the flash backend of SDPA), non-causal: its first forward kernel only.
+    child=(python3 "$(dirname "$0")/torch_sdpa.py" --N "$N" --d "$d" --dtype "$dtype" --batch 2 --heads 8
+           --backends flash --runs 1 --warmup 0 --out "$out/torch_flash_run.json")
+    select=(--kernel-name regex:flash_fwd --launch-count 1)
+  fi
   echo "== $cfg N=$N d=$d $dtype"
-  "$ncu" --clock-control none --csv --page raw --print-units base --metrics "$want" "${child[@]}" \
+  "$ncu" --clock-control none "${select[@]}" --csv --page raw --print-units base --metrics "$want" "${child[@]}" \
     > "$out/raw_${cfg}.csv" 2> "$out/raw_${cfg}.err" || { echo "ncu raw failed for $cfg"; tail -3 "$out/raw_${cfg}.err"; }
-  "$ncu" --clock-control none --csv --page details --section WarpStateStats --section SchedulerStats \
-    --section Occupancy --section LaunchStats "${child[@]}" > "$out/sections_${cfg}.csv" 2> "$out/sections_${cfg}.err" ||
-    echo "ncu sections failed for $cfg"
+  # InstructionStats: executed instructions per SASS opcode (what the runtime model's instruction
+  # counts are checked against).
+  "$ncu" --clock-control none "${select[@]}" --csv --page details --section WarpStateStats --section SchedulerStats \
+    --section Occupancy --section LaunchStats --section InstructionStats "${child[@]}" \
+    > "$out/sections_${cfg}.csv" 2> "$out/sections_${cfg}.err" || echo "ncu sections failed for $cfg"
+  # The same opcode counts as metric instances (one row per opcode), for the kernels of this config.
+  "$ncu" --clock-control none "${select[@]}" --csv --page raw --print-units base --print-metric-instances values \
+    --metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum "${child[@]}" \
+    > "$out/opcodes_${cfg}.csv" 2> "$out/opcodes_${cfg}.err" || echo "ncu opcodes failed for $cfg"
 done
