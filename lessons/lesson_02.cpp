@@ -57,7 +57,7 @@ The simulator counts the loads of its gemm_qk kernel (S = scale·Q·Kᵀ). It
 also passes them through its L2 model: neighbouring threads read the same
 rows at about the same time, so many of these re-reads are served by L2
 rather than DRAM, but every one still crosses from L2 to an SM.)",
-                [&](Ctx& c) {
+                [&, m, n, k, e](Ctx& c) {
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const KernelTiming& t = timing(r, "gemm_qk");
@@ -92,7 +92,7 @@ a whole row or column of the output tile:
 Each element of A is read n/Tn times instead of n times: the reuse factor is
 the tile size. Bigger tiles reuse more, until the tiles no longer fit in
 shared memory (or the registers that accumulate C run out).)",
-                [&](Ctx& c) {
+                [&, m, n, k, e](Ctx& c) {
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
                     const AlgorithmResult& rn = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
@@ -136,7 +136,7 @@ from closed forms (fa-sim does not simulate a register-blocked kernel):
 For scale, the simulator's own count of shared-memory bytes in its tiled
 kernel uses a coarser model: each warp reads the operand tiles it needs once
 per k-step, as if all the lanes of a warp shared every load.)",
-                [&](Ctx& c) {
+                [&, m, n, k, e](Ctx& c) {
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);

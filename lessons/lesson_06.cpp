@@ -142,7 +142,7 @@ Per K/V tile, FA1 rescales O twice (by ℓ_i·e^(m_i − m_new) and e^(m~ − m_
 adds, divides by ℓ_new, and its warps combine partial results. FA2 rescales O
 once and divides once, after the loop. To compare the algorithms and not their
 tile sizes, both run here on the same Br×Bc tiles (--same-tile).)",
-                [&](Ctx& c) {
+                [&, same](Ctx& c) {
                     const AlgorithmResult r1 = sim(Algo::fa1, p, gpu, same), r2 = sim(Algo::fa2, p, gpu, same);
                     const double mm = gpu.matmul_flops(p.dtype), fp32 = gpu.effective_fp32_flops();
                     print_para(c.out, gpu.name + ": " + units::rate(mm, "FLOP/s") + " for " + dtype_name(p.dtype) +
@@ -186,7 +186,7 @@ and of P~·V_j.
   warp, so nothing is exchanged in the forward pass.
 
 The simulator counts shared-memory bytes for both (same tiles as step 3).)",
-                [&](Ctx& c) {
+                [&, same](Ctx& c) {
                     const AlgorithmResult r1 = sim(Algo::fa1, p, gpu, same), r2 = sim(Algo::fa2, p, gpu, same);
                     const double BH = static_cast<double>(p.batch_heads());
                     Table t({"per head", "FA1 (split-K)", "FA2 (split-Q)", "FA1 / FA2"}, "lrrr");
