@@ -1,6 +1,8 @@
 #include "report/traffic_chart.hpp"
 
+#include <algorithm>
 #include <ostream>
+#include <string>
 
 #include "plot/terminal_bars.hpp"
 #include "report/report.hpp"
@@ -10,15 +12,21 @@ namespace fasim {
 
 void print_traffic_chart(std::ostream& out, const AlgorithmResult& r, const ReportStyle& style) {
     std::vector<plot::TerminalBar> bars;
+    // Tensor names are padded to the longest one shown (O_acc, FA1's fp32 running O, is five letters).
+    std::size_t label_width = 3;
+    for (TensorName t : kAllTensors) {
+        const auto i = static_cast<std::size_t>(index_of(t));
+        if (r.hbm.read[i] + r.hbm.write[i] > 0) label_width = std::max(label_width, std::string(tensor_label(t)).size());
+    }
     for (TensorName t : kAllTensors) {
         const auto i = static_cast<std::size_t>(index_of(t));
         const double hbm = static_cast<double>(r.hbm.read[i] + r.hbm.write[i]);
         const double dram = static_cast<double>(r.dram.read[i] + r.dram.write[i]);
         if (hbm == 0) continue;
         std::string name(tensor_label(t));
-        name.resize(4, ' ');
+        name.resize(label_width + 1, ' ');
         bars.emplace_back(name + "HBM ", hbm, units::bytes(hbm));
-        bars.emplace_back("    DRAM", dram, units::bytes(dram));
+        bars.emplace_back(std::string(label_width + 1, ' ') + "DRAM", dram, units::bytes(dram));
     }
     plot::TerminalBarsOptions opts;
     opts.width = style.width;
