@@ -74,6 +74,7 @@ struct CudaKernelLaunch {
     int Br = 0;  // flash kernels: Q-tile rows; GEMMs: output tile rows; 0 where not meaningful
     int Bc = 0;  // flash kernels: K/V-tile rows; GEMMs: output tile columns
     int q_splits = 0;  // fa1_tc: blocks per batch*head (grid.x), each visiting every q_splits-th Q tile
+    int registers_per_thread = 0;  // flash kernels: what ptxas allocated (0 where not recorded)
 };
 
 struct CudaLaunchInfo {

@@ -48,7 +48,7 @@ struct Measurement {
     std::string file, gpu, preset, driver, date;
     std::string algo;
     AttentionProblem problem;
-    std::optional<std::int64_t> Br, Bc;
+    MeasuredLaunch launch;  // the kernel's tiles, Q splits and registers as the run recorded them
     double measured_s = 0, predicted_then_s = 0;
 };
 
@@ -111,11 +111,7 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
                 p.causal = r.value("causal", false);
                 p.batch = r.value("batch", doc.value("batch", std::int64_t{1}));
                 p.heads = r.value("heads", doc.value("heads", std::int64_t{1}));
-                if (r.contains("launches") && r["launches"].is_array() && !r["launches"].empty()) {
-                    const auto& last = r["launches"].back();
-                    if (last.value("Br", 0) > 0) m.Br = last.value("Br", std::int64_t{0});
-                    if (last.value("Bc", 0) > 0) m.Bc = last.value("Bc", std::int64_t{0});
-                }
+                m.launch = measured_launch(r);
                 m.measured_s = r.at("measured_s").get<double>();
                 m.predicted_then_s = r.value("predicted_s", 0.0);
                 if (!model_of_measured_kernel(m.algo, p.dtype) || m.measured_s <= 0) {
@@ -138,14 +134,8 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
 std::optional<AlgorithmResult> predict_now(const Measurement& m) {
     if (m.preset.empty()) return std::nullopt;
     const auto km = model_of_measured_kernel(m.algo, m.problem.dtype);
-    TileRequest req;
-    req.matmul = km->matmul;
-    if (km->algo != Algo::standard) {
-        req.Br = m.Br;
-        req.Bc = m.Bc;
-    }
     try {
-        return simulate(km->algo, m.problem, find_gpu_preset(m.preset), req, km->options);
+        return simulate(km->algo, m.problem, find_gpu_preset(m.preset), measured_tile_request(*km, m.launch), km->options);
     } catch (const std::exception&) {
         return std::nullopt;
     }

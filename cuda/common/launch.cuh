@@ -3,6 +3,8 @@
 //   launch_kernel(name, kernel, grid, block, smem, stream, args...)
 //       checks the configuration against the device limits, launches, and checks the launch
 //       (CUDA_CHECK_LAUNCH); raises the kernel's dynamic shared-memory limit first when smem > 48 KB.
+//       Returns the kernel's registers per thread (what ptxas allocated; the simulator's occupancy
+//       uses it for the kernel it models).
 //   dynamic_smem()   (device) the block's dynamic shared memory, 16-byte aligned.
 #pragma once
 
@@ -38,8 +40,23 @@ inline void ensure_dynamic_smem(const void* kernel, std::size_t bytes) {
     done = bytes;
 }
 
+// Registers per thread of a compiled kernel (cudaFuncGetAttributes), once per (device, kernel).
+inline int kernel_registers(const void* kernel) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, const void*>, int> known;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = known.find({device, kernel});
+    if (it != known.end()) return it->second;
+    cudaFuncAttributes attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    known[{device, kernel}] = attributes.numRegs;
+    return attributes.numRegs;
+}
+
 template <typename... KArgs, typename... Args>
-void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_bytes,
+int launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem_bytes,
                    cudaStream_t stream, Args&&... args) {
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535u || grid.z > 65535u ||
         block.x * block.y * block.z == 0 || block.x * block.y * block.z > 1024u) {
@@ -49,8 +66,10 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
                                  ": grid.y and grid.z must be 1..65535 (batch*heads too large?)");
     }
     ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
+    const int registers = kernel_registers(reinterpret_cast<const void*>(kernel));
     kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
     CUDA_CHECK_LAUNCH(name, stream);
+    return registers;
 }
 
 }  // namespace fasim::cuda_detail

@@ -303,8 +303,8 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
         with_head_dim(a.d, [&](auto dc) {
             constexpr int D = decltype(dc)::value;
             main.dynamic_smem_bytes = fa1_smem_layout(a.Br, a.Bc, D, static_cast<int>(sizeof(T))).total;
-            launch_kernel("fa1_forward", fa1_forward_kernel<T, D>, grid, dim3(kFlashThreads), main.dynamic_smem_bytes,
-                          stream, p);
+            main.registers_per_thread = launch_kernel("fa1_forward", fa1_forward_kernel<T, D>, grid, dim3(kFlashThreads),
+                                                      main.dynamic_smem_bytes, stream, p);
         });
     });
     return infos;

@@ -320,7 +320,8 @@ void launch_fa1_tc_main(const Fa1TcParams& p, const dim3& grid, CudaKernelLaunch
     auto go = [&](auto kernel, auto dc) {
         constexpr int D = decltype(dc)::value;
         info.dynamic_smem_bytes = fa1_tc_smem(D, static_cast<int>(sizeof(T))).total;
-        launch_kernel("fa1_tc_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
+        info.registers_per_thread =
+            launch_kernel("fa1_tc_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
     };
     if (d == 64) go(fa1_tc_forward_kernel<T, 64>, std::integral_constant<int, 64>{});
     else go(fa1_tc_forward_kernel<T, 128>, std::integral_constant<int, 128>{});

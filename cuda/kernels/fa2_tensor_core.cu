@@ -292,7 +292,8 @@ void launch_fa2_tc_dtype(const FlashArgs& a, const Fa2TcParams& p, CudaKernelLau
     const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
     auto go = [&](auto kernel, int d) {
         info.dynamic_smem_bytes = fa2_tc_smem_bytes(d, static_cast<int>(sizeof(T)));
-        launch_kernel("fa2_tc_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
+        info.registers_per_thread =
+            launch_kernel("fa2_tc_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
     };
     switch (a.d) {  // only d = 64 and 128 are instantiated (compile time)
         case 64: go(fa2_tc_forward_kernel<T, 64>, 64); return;

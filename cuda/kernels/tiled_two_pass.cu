@@ -185,8 +185,8 @@ CudaKernelLaunch launch_tiled_two_pass(const FlashArgs& a, cudaStream_t stream) 
         with_head_dim(a.d, [&](auto dc) {
             constexpr int D = decltype(dc)::value;
             info.dynamic_smem_bytes = flash_smem_layout(a.Br, a.Bc, D, static_cast<int>(sizeof(T))).total;
-            launch_kernel("tiled_two_pass", tiled_two_pass_kernel<T, D>, grid, dim3(kFlashThreads),
-                          info.dynamic_smem_bytes, stream, p);
+            info.registers_per_thread = launch_kernel("tiled_two_pass", tiled_two_pass_kernel<T, D>, grid,
+                                                      dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
         });
     });
     return info;

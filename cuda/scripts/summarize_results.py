@@ -16,6 +16,11 @@ SIM_ALGO = {"standard_naive": "standard", "standard_tiled": "standard", "standar
             "tiled": "tiled", "fa1": "fa1", "fa2": "fa2", "fa1_tc": "fa1", "fa2_tc": "fa2", "torch_math": "standard", "torch_flash": "fa2"}
 
 
+# Registers of kernels whose runs do not record them (measured_kernels.cpp): PyTorch 2.11's flash_fwd_kernel
+# on sm_90 (ncu, cuda/results/2026-11-25-h200/profile*/raw_torch_flash.csv).
+KNOWN_REGISTERS = {"torch_flash": 255}
+
+
 def on_cuda_cores(r):
     """The table of sim/model/measured_kernels.cpp (which fa-validate and the CI test use), on the CLI:
     fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA1 and FA2
@@ -39,12 +44,15 @@ def predict(fa_sim, gpu, r):
     if on_cuda_cores(r):
         args.append("--cuda-cores")
     launches = r.get("launches", [])
-    if SIM_ALGO[r["algo"]] in ("tiled", "fa1", "fa2") and launches:
-        main = launches[-1]
+    if SIM_ALGO[r["algo"]] in ("tiled", "fa1", "fa2"):  # measured_tile_request in sim/model/measured_kernels.cpp
+        main = launches[-1] if launches else {}
         if main.get("Br"):
             args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
-        if (main.get("q_splits") or 1) > 1:  # the tensor-core FA1's Q splits (FlashAttention-1's num_splits)
+        if SIM_ALGO[r["algo"]] == "fa1" and (main.get("q_splits") or 1) > 1:  # the tensor-core FA1's Q splits
             args += ["--q-splits", str(main["q_splits"])]
+        registers = main.get("registers_per_thread") or KNOWN_REGISTERS.get(r["algo"])
+        if registers:
+            args += ["--registers", str(registers)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip()
@@ -121,6 +129,8 @@ def main():
              "and the current `fa-sim` (predictions are recomputed, not copied from the run).", ""]
     for f in files:
         doc = json.load(open(os.path.join(a.run, f)))
+        if "results" not in doc:  # peak_rates.json and other records that are not fa-validate runs
+            continue
         gpu = doc.get("gpu_preset") or ("H200" if "H200" in doc["gpu"] else "H100-SXM")
         lines += [f"## {f}", "", f"GPU {doc['gpu']}, driver {doc.get('driver', '?')}, {doc.get('date', '?')}; "
                   f"command: `{doc.get('command', '?')}`", ""]

@@ -70,15 +70,12 @@ AttentionProblem sim_problem(const Config& c, int B, int H) {
 
 AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& launch, const GpuSpec& gpu) {
     const KernelModel km = kernel_model(c);
-    TileRequest req;
-    req.matmul = km.matmul;
-    if (km.algo != Algo::standard && !launch.kernels.empty()) {
+    MeasuredLaunch recorded;
+    if (!launch.kernels.empty()) {
         const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
-        req.Br = main.Br;
-        req.Bc = main.Bc;
-        req.q_splits = main.q_splits;  // fa1_tc: blocks per batch*head
+        recorded = {main.Br, main.Bc, main.q_splits, main.registers_per_thread};
     }
-    return simulate(km.algo, sim_problem(c, B, H), gpu, req, km.options);
+    return simulate(km.algo, sim_problem(c, B, H), gpu, measured_tile_request(km, recorded), km.options);
 }
 
 std::string gpu_preset_for(const std::string& device_name, std::size_t memory_bytes) {
@@ -222,6 +219,7 @@ json outcome_json(const Outcome& o, int B, int H) {
         launches.push_back({{"name", l.name}, {"grid", l.grid}, {"threads", l.block_threads},
                             {"dynamic_smem_bytes", l.dynamic_smem_bytes}, {"Br", l.Br}, {"Bc", l.Bc}});
         if (l.q_splits > 0) launches.back()["q_splits"] = l.q_splits;
+        if (l.registers_per_thread > 0) launches.back()["registers_per_thread"] = l.registers_per_thread;
     }
     j["launches"] = launches;
     return j;

@@ -204,6 +204,15 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
                             std::to_string(c.q_splits) + ", ... of Tr = " + std::to_string(Tr) +
                             " and reads the K/V tiles they see itself");
     }
+    if (req.registers_per_thread != 0) {
+        if (req.registers_per_thread < 1 || req.registers_per_thread > gpu.max_registers_per_thread)
+            throw usage_error("--registers " + std::to_string(req.registers_per_thread) + " is out of range for " + gpu.name,
+                              "a thread has 1.." + std::to_string(gpu.max_registers_per_thread) + " registers",
+                              "pass the count ptxas -v prints for the kernel (\"Used N registers\"), or omit --registers");
+        c.registers_per_thread = req.registers_per_thread;
+        c.reasons.push_back("registers per thread = " + std::to_string(c.registers_per_thread) +
+                            " (given): occupancy uses the compiled kernel's count, not the estimate from the tiles");
+    }
     return c;
 }
 

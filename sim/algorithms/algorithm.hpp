@@ -36,6 +36,9 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // FA1 only (--q-splits): blocks per batch·head, each taking every q_splits-th Q tile.
     // 0 or 1 = one block per batch·head, Algorithm 1 as written.
     std::int64_t q_splits = 0;
+    // Registers per thread of the compiled kernel (--registers; ptxas -v or ncu report it); 0 = estimate
+    // them from the register-resident tiles. Used for occupancy of the kernels that multiply matrices.
+    int registers_per_thread = 0;
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -53,6 +56,7 @@ struct TileConfig {
     // FA1's blocks per batch·head (FlashAttention-1's num_splits): with few batch·heads one
     // block each leaves SMs idle, so Q tiles are dealt round-robin to q_splits blocks.
     std::int64_t q_splits = 1;
+    int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

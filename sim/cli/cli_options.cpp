@@ -74,7 +74,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                  "fa-sim"};
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
-    std::string gpu_name, gpu_file, br, bc, q_splits, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
+    std::string gpu_name, gpu_file, br, bc, q_splits, registers, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
     app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
@@ -90,6 +90,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--q-splits", q_splits,
                    "fa1 only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
                    "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
+    app.add_option("--registers", registers,
+                   "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
+                   "instead of the estimate from the register-resident tiles");
     app.add_option("--matmul", matmul,
                    "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like "
                    "32768-element tiles)");
@@ -161,6 +164,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         o.tiles.q_splits = parse_integer("--q-splits", q_splits, 1, ProblemLimits::max_seq,
                                          "pass 1 (one block per batch*head, the default) up to ceil(N/Br), the number of "
                                          "fa1's Q tiles, e.g. --q-splits 2");
+    if (!registers.empty())
+        o.tiles.registers_per_thread = static_cast<int>(parse_integer(
+            "--registers", registers, 1, 255, "pass the count ptxas -v prints for the kernel, e.g. --registers 128"));
     if (matmul == "tiled") o.tiles.matmul = MatmulMode::tiled;
     else if (matmul == "naive") o.tiles.matmul = MatmulMode::naive;
     else if (matmul == "library") o.tiles.matmul = MatmulMode::library;

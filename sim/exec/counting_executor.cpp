@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "exec/issue_costs.hpp"
 #include "exec/op_costs.hpp"
 #include "machine/sectors.hpp"
 
@@ -21,6 +22,7 @@ struct TileInfo {
     std::int64_t rows = 0, cols = 0, elem_bytes = 0;
     Space space = Space::Registers;
     bool live = false;
+    std::int64_t warps_holding_rows = 1;  // a product split by columns or by k leaves each row in every warp
     std::int64_t bytes() const { return rows * cols * elem_bytes; }
 };
 
@@ -34,6 +36,7 @@ public:
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
+    int row_blocks_per_warp = 1;  // most 16-row mma row blocks one warp works on (first block)
 
     void start_block(bool record_accesses) {
         work = BlockWork{};
@@ -70,6 +73,8 @@ public:
             work.l2_bytes += sectors;
         }
         if (to == Space::Shared) smem_write(bytes);
+        if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
+        else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
         return t.row_statistic ? make(r.ncols, 1, t.elem_bytes, to) : make(r.nrows, r.ncols, t.elem_bytes, to);
     }
 
@@ -87,6 +92,7 @@ public:
             work.l2_bytes += sectors;
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
+        work.thread_instructions += issue_cost::register_store(tile.elements());
     }
 
     void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) override {
@@ -95,41 +101,67 @@ public:
         const std::int64_t kb = transpose_b ? B.cols() : B.rows();
         if (kb != k || C.rows() != m || C.cols() != n)
             throw std::logic_error("matmul: shapes do not agree");
-        work.matmul_flops += op_cost::matmul_flops(m, n, k);
+        const std::int64_t flops = op_cost::matmul_flops(m, n, k);
+        work.matmul_flops += flops;
         // Shared-memory reads: a warp reads the part of each operand its share needs.
         const std::int64_t W = warps_;
+        const std::int64_t smem_before = work.smem_bytes;
         if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1));
         if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1));
         if (C.space() == Space::Shared) {
             if (accumulate) smem_read(C.bytes());
             smem_write(C.bytes());
         }
+        work.thread_instructions += issue_cost::mma(flops) + issue_cost::fragment_loads(work.smem_bytes - smem_before);
+        tiles_[static_cast<std::size_t>(C.id())].warps_holding_rows = split == Split::Rows ? 1 : W;
+        // Independent 16-row mma blocks per warp: latency hiding inside one warp (runtime model).
+        const std::int64_t rows_per_warp = split == Split::Rows ? (m + W - 1) / W : m;
+        row_blocks_per_warp = std::max(row_blocks_per_warp, static_cast<int>(std::max<std::int64_t>(1, rows_per_warp / 16)));
     }
 
-    void mask(Tile& S, const MaskSpec&) override { elementwise(op_cost::mask(S.elements()), {&S}, &S); }
+    void mask(Tile& S, const MaskSpec&) override {
+        elementwise(op_cost::mask(S.elements()), {&S}, &S, issue_cost::mask(S.elements()));
+    }
     Tile row_max(const Tile& S, double, std::string_view) override {
-        elementwise(op_cost::row_max(S.elements()), {&S}, nullptr);
+        elementwise(op_cost::row_max(S.elements()), {&S}, nullptr, row_reduce_instructions(S));
         return make(S.rows(), 1, 4, Space::Registers);
     }
     Tile row_sum(const Tile& P, std::string_view) override {
-        elementwise(op_cost::row_sum(P.elements()), {&P}, nullptr);
+        elementwise(op_cost::row_sum(P.elements()), {&P}, nullptr, row_reduce_instructions(P));
         return make(P.rows(), 1, 4, Space::Registers);
     }
-    void exp_rows(Tile& S, double, const Tile& m) override { elementwise(op_cost::exp_rows(S.elements()), {&S, &m}, &S); }
-    void multiply(Tile& X, double) override { elementwise(op_cost::multiply(X.elements()), {&X}, &X); }
-    void scale_rows(Tile& X, const Tile& v) override { elementwise(op_cost::scale_rows(X.elements()), {&X, &v}, &X); }
-    void divide_rows(Tile& X, const Tile& v) override { elementwise(op_cost::divide_rows(X.elements()), {&X, &v}, &X); }
-    void add(Tile& X, const Tile& Y) override { elementwise(op_cost::add(X.elements()), {&X, &Y}, &X); }
-    void vec_max(Tile& o, const Tile& a, const Tile& b) override { elementwise(op_cost::vec_max(o.elements()), {&a, &b}, &o); }
+    void exp_rows(Tile& S, double, const Tile& m) override {
+        elementwise(op_cost::exp_rows(S.elements()), {&S, &m}, &S, issue_cost::exp_rows(S.elements()));
+    }
+    void multiply(Tile& X, double) override {
+        elementwise(op_cost::multiply(X.elements()), {&X}, &X, issue_cost::elementwise(X.elements()));
+    }
+    void scale_rows(Tile& X, const Tile& v) override {
+        elementwise(op_cost::scale_rows(X.elements()), {&X, &v}, &X, issue_cost::elementwise(X.elements()));
+    }
+    void divide_rows(Tile& X, const Tile& v) override {
+        elementwise(op_cost::divide_rows(X.elements()), {&X, &v}, &X,
+                    issue_cost::divide_rows(X.elements(), X.rows(), lanes_per_row(X)));
+    }
+    void add(Tile& X, const Tile& Y) override {
+        elementwise(op_cost::add(X.elements()), {&X, &Y}, &X, issue_cost::elementwise(X.elements()));
+    }
+    void vec_max(Tile& o, const Tile& a, const Tile& b) override {
+        elementwise(op_cost::vec_max(o.elements()), {&a, &b}, &o, per_row(o, 1));
+    }
     void vec_exp_diff(Tile& o, const Tile& a, const Tile& b) override {
-        elementwise(op_cost::vec_exp_diff(o.elements()), {&a, &b}, &o);
+        elementwise(op_cost::vec_exp_diff(o.elements()), {&a, &b}, &o, per_row(o, 4));
     }
-    void vec_mul(Tile& o, const Tile& a, const Tile& b) override { elementwise(op_cost::vec_mul(o.elements()), {&a, &b}, &o); }
+    void vec_mul(Tile& o, const Tile& a, const Tile& b) override {
+        elementwise(op_cost::vec_mul(o.elements()), {&a, &b}, &o, per_row(o, 1));
+    }
     void vec_mul_add(Tile& o, const Tile& a, const Tile& x, const Tile& y) override {
-        elementwise(op_cost::vec_mul_add(o.elements()), {&a, &x, &y}, &o);
+        elementwise(op_cost::vec_mul_add(o.elements()), {&a, &x, &y}, &o, per_row(o, 1));
     }
-    void vec_lse(Tile& o, const Tile& m, const Tile& l) override { elementwise(op_cost::vec_lse(o.elements()), {&m, &l}, &o); }
-    void round_to_storage(Tile&) override {}
+    void vec_lse(Tile& o, const Tile& m, const Tile& l) override {
+        elementwise(op_cost::vec_lse(o.elements()), {&m, &l}, &o, per_row(o, 4));
+    }
+    void round_to_storage(Tile& X) override { work.thread_instructions += issue_cost::round_to_storage(X.elements()); }
 
     // Every warp writes its partial into shared memory and the block sums them. The
     // buffer holds kExchangeRows rows of every warp's partial and is reused row chunk
@@ -140,10 +172,15 @@ public:
         smem_peak = std::max(smem_peak, smem_live_ + buffer);
         smem_write(traffic);
         smem_read(traffic);
-        work.barriers += 2 * ((X.rows() + kExchangeRows - 1) / kExchangeRows);
+        const std::int64_t barriers = 2 * ((X.rows() + kExchangeRows - 1) / kExchangeRows);
+        work.barriers += barriers;
         add_cost(op_cost::reduce_across_warps(X.elements(), warps_));
+        work.thread_instructions += issue_cost::exchange(X.elements(), W, X.cols() == 1) + barriers * issue_cost::barrier(W);
     }
-    void barrier() override { ++work.barriers; }
+    void barrier() override {
+        ++work.barriers;
+        work.thread_instructions += issue_cost::barrier(warps_);
+    }
 
     void release(int id) override {
         TileInfo& t = tiles_[static_cast<std::size_t>(id)];
@@ -188,9 +225,19 @@ private:
         work.nonmatmul_flops += c.flops;
         work.sfu_ops += c.sfu;
     }
+    std::int64_t threads() const { return 32 * static_cast<std::int64_t>(warps_); }
+    std::int64_t lanes_per_row(const Tile& t) const { return issue_cost::lanes_per_row(t.rows(), threads()); }
+    std::int64_t per_row(const Tile& t, std::int64_t instructions) const {
+        return issue_cost::per_row(t.rows(), lanes_per_row(t), instructions);
+    }
+    std::int64_t row_reduce_instructions(const Tile& S) const {
+        return issue_cost::row_reduce(S.elements(), S.rows(), tiles_[static_cast<std::size_t>(S.id())].warps_holding_rows);
+    }
     // Operands in shared memory are read, a result in shared memory is written.
-    void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output) {
+    void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output,
+                     std::int64_t thread_instructions) {
         add_cost(c);
+        work.thread_instructions += thread_instructions;
         for (const Tile* t : inputs)
             if (t->space() == Space::Shared) smem_read(t->bytes());
         if (output && output->space() == Space::Shared) smem_write(output->bytes());
@@ -208,7 +255,8 @@ private:
 
 }  // namespace
 
-CountingExecutor::CountingExecutor(const GpuSpec& gpu) : gpu_(gpu), l2_(gpu.l2_bytes) {}
+CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread)
+    : gpu_(gpu), registers_per_thread_(registers_per_thread), l2_(gpu.l2_bytes) {}
 CountingExecutor::~CountingExecutor() = default;
 
 void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -222,6 +270,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.nonmatmul_flops += block.work.nonmatmul_flops;
         rec.sfu_ops += block.work.sfu_ops;
         rec.barriers += block.work.barriers;
+        rec.warp_instructions += block.work.thread_instructions;  // divided by 32 once all blocks are in
         if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
         else rec.block_work.emplace_back(block.work, 1);
     };
@@ -243,6 +292,12 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.register_spill = tile_regs + kAddressingRegisters > gpu_.max_registers_per_thread;
         rec.registers_per_thread =
             static_cast<int>(std::min<std::int64_t>(tile_regs + kAddressingRegisters, gpu_.max_registers_per_thread));
+        rec.row_blocks_per_warp = block.row_blocks_per_warp;
+        if (registers_per_thread_ > 0 && block.work.matmul_flops > 0) {  // the compiled kernel's own count
+            rec.registers_per_thread = registers_per_thread_;
+            rec.registers_given = true;
+            rec.register_spill = false;
+        }
         rec.occupancy = compute_occupancy(gpu_, kernel.warps, rec.smem_bytes_per_block, rec.registers_per_thread);
         if (rec.occupancy.blocks_per_sm < 1)
             throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,
@@ -277,6 +332,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.nonmatmul_flops *= H;
     rec.sfu_ops *= H;
     rec.barriers *= H;
+    rec.warp_instructions = rec.warp_instructions * H / issue_cost::kLanes;
     kernels_.push_back(std::move(rec));
 }
 

@@ -17,7 +17,9 @@ namespace fasim {
 
 class CountingExecutor final : public Executor {
 public:
-    explicit CountingExecutor(const GpuSpec& gpu);
+    // registers_per_thread > 0: the compiled kernel's register count (ptxas -v, ncu), used for the
+    // occupancy of every kernel that multiplies matrices instead of the estimate from its tiles.
+    explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0);
     ~CountingExecutor() override;
 
     void declare(const GlobalTensor&) override {}
@@ -27,6 +29,7 @@ public:
 
 private:
     GpuSpec gpu_;
+    int registers_per_thread_ = 0;
     L2Model l2_;
     std::vector<KernelRecord> kernels_;
 };

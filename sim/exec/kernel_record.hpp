@@ -30,6 +30,9 @@ struct BlockWork {
     std::int64_t smem_bytes = 0;   // read + written
     std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
     std::int64_t barriers = 0;
+    // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
+    // instructions; exec/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
+    std::int64_t thread_instructions = 0;
     bool operator==(const BlockWork&) const = default;
 };
 
@@ -37,8 +40,11 @@ struct KernelRecord {
     KernelDesc desc;
     std::int64_t smem_bytes_per_block = 0;   // measured peak while running
     std::int64_t register_bytes_per_block = 0;
-    int registers_per_thread = 0;            // estimate: tiles + 32 for addressing, capped at 255
+    int registers_per_thread = 0;            // estimate: tiles + 32 for addressing, capped at 255;
+                                             // or the compiled kernel's count when given (--registers)
+    bool registers_given = false;            // registers_per_thread came from the user, not the estimate
     bool register_spill = false;             // tiles alone need more than 255 per thread
+    int row_blocks_per_warp = 1;             // independent 16-row mma blocks one warp works on
     Occupancy occupancy;
 
     LevelTraffic hbm;   // global loads/stores the algorithm issues (the papers' "HBM accesses")
@@ -46,6 +52,7 @@ struct KernelRecord {
     LevelTraffic dram;  // what reaches DRAM after the L2 model
     std::int64_t smem_read = 0, smem_write = 0;
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
+    std::int64_t warp_instructions = 0;      // all heads (exec/issue_costs.hpp)
 
     // Work of each block of one head, in launch order, run-length encoded.
     std::vector<std::pair<BlockWork, std::int64_t>> block_work;

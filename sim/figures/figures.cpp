@@ -534,14 +534,8 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
         p.d = r.d;
         p.dtype = r.dtype;
         p.causal = r.causal;
-        TileRequest tiles;
-        tiles.matmul = km->matmul;
-        if (km->algo != Algo::standard && r.Br > 0) {
-            tiles.Br = r.Br;
-            tiles.Bc = r.Bc;
-        }
-        if (km->algo == Algo::fa1) tiles.q_splits = r.q_splits;
-        return simulate(km->algo, p, gpu, tiles, km->options).time_s;
+        const MeasuredLaunch launch{r.Br, r.Bc, r.q_splits, r.registers_per_thread};
+        return simulate(km->algo, p, gpu, measured_tile_request(*km, launch), km->options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
         return std::nullopt;
     }

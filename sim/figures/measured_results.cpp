@@ -179,6 +179,8 @@ private:
                 r.Bc = main["Bc"].get<std::int64_t>();
             }
             if (auto q = main.find("q_splits"); q != main.end() && q->is_number_integer()) r.q_splits = q->get<std::int64_t>();
+            if (auto g = main.find("registers_per_thread"); g != main.end())
+                r.registers_per_thread = static_cast<int>(int_field(*g, path + "launches[-1].registers_per_thread", 1, 255));
         }
         return r;  // measured_s and predicted_s are read by the caller unless the run failed
     }

@@ -21,22 +21,56 @@ namespace {
 constexpr double kLoneWarpIssueFraction = 0.37;
 constexpr int kSchedulersPerSm = 4;
 
+// Warp-level mma.sync kernels (FlashAttention's way) are latency-bound as well: the mma results,
+// the exponentials and the quad shuffles of the online softmax wait on one another. Nsight Compute
+// on the H200 (cuda/results/2026-11-25-h200/profile*/, fp16, N=4096, B=2, H=8) reads, for each kernel,
+// the warps per scheduler W and the share of cycles the scheduler issues; with R independent 16-row
+// mma blocks per warp (a warp with 32 rows has twice the independent work and counts as 2 warps), a
+// warp is ready in p = 1 - (1 - issue)^(1/(W R)) of cycles:
+//     fa2_tc d=64 0.202, d=128 0.153;  fa1_tc d=64 0.185, d=128 0.160;
+//     PyTorch's FA2 (R = 2) d=64 0.173, d=128 0.142.
+// The model takes their mean, 0.17, for every such kernel (read from the counters, not fitted to the
+// measured times). Such a kernel's blocks take at least their warp instructions (exec/issue_costs.hpp)
+// over the issue rate 1 - (1 - 0.17)^(W R); the spread of p (0.14..0.20) is worth about +-15% of time.
+constexpr double kMmaSyncWarpIssueFraction = 0.17;
+
 struct SmRates {
     double matmul, fp32, sfu, smem, l2;  // per SM, per second
+    double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
 };
 
 struct BlockTerms {
-    double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0;
+    double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0, issue = 0;
+    // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
+    // issue at the latency-bound rate, whichever takes longer.
+    bool latency_bound_tensor = false;
+    double compute() const {
+        return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
+    }
     double duration(int blocks_per_sm) const {
-        const double compute = matmul + nonmatmul + sfu;
-        return std::max({compute, smem, l2}) * blocks_per_sm;  // resident blocks share the SM
+        return std::max({compute(), smem, l2}) * blocks_per_sm;  // resident blocks share the SM
+    }
+    BlockTerms& operator+=(const BlockTerms& o) {
+        matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
+        latency_bound_tensor = o.latency_bound_tensor;
+        return *this;
+    }
+    BlockTerms scaled(double f) const {
+        BlockTerms t = *this;
+        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f;
+        return t;
     }
 };
 
 BlockTerms terms(const BlockWork& w, const SmRates& r) {
-    return {static_cast<double>(w.matmul_flops) / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
-            static_cast<double>(w.sfu_ops) / r.sfu, static_cast<double>(w.smem_bytes) / r.smem,
-            static_cast<double>(w.l2_bytes) / r.l2};
+    BlockTerms t{static_cast<double>(w.matmul_flops) / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
+                 static_cast<double>(w.sfu_ops) / r.sfu, static_cast<double>(w.smem_bytes) / r.smem,
+                 static_cast<double>(w.l2_bytes) / r.l2};
+    if (r.issue > 0) {
+        t.latency_bound_tensor = true;
+        t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
+    }
+    return t;
 }
 
 }  // namespace
@@ -57,8 +91,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
     const double warps_per_scheduler = static_cast<double>(bps * k.desc.warps) / kSchedulersPerSm;
-    t.issue_fraction = options.tensor_cores ? 1.0 : 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
-    const double issue = t.issue_fraction;
+    // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
+    // Kernels without products (FA1's init, standard's softmax) issue what the cost table does not describe.
+    const bool mma_latency = options.tensor_cores && mma_sync && dtype != DType::fp32 && k.matmul_flops > 0;
+    if (!options.tensor_cores) t.issue_fraction = 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
+    else if (mma_latency)
+        t.issue_fraction = 1.0 - std::pow(1.0 - kMmaSyncWarpIssueFraction, warps_per_scheduler * k.row_blocks_per_warp);
+    const double issue = options.tensor_cores ? 1.0 : t.issue_fraction;  // CUDA cores: scales their rates
     // A library GEMM on the tensor cores moves its operands through shared memory its own way
     // (large wgmma tiles); the measured library rate already includes that, so the tile program's
     // 64x64 operand traffic does not bound it.
@@ -67,13 +106,14 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     // Non-matmul FLOPs (max, add, multiply, compare) are one instruction each, not fused pairs: the
     // FP32 pipe retires them at half its FFMA FLOP rate (docs/flop-accounting.md counts FLOPs).
     const double nonmatmul_rate = gpu.effective_fp32_flops() / 2;
-    const SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
-                    gpu.l2_bandwidth / sms};
+    SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
+              gpu.l2_bandwidth / sms};
+    if (mma_latency) r.issue = kSchedulersPerSm * gpu.clock_hz * t.issue_fraction;
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;
     double makespan = 0, busy = 0;
-    std::vector<double> busiest_sm_terms(5, 0.0);
+    BlockTerms busiest;  // the busiest SM's terms, summed over its blocks
     if (k.block_work.size() == 1) {
         // All blocks alike: whole waves.
         const BlockTerms bt = terms(k.block_work.front().first, r);
@@ -82,7 +122,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         makespan = static_cast<double>(waves) * dur;
         busy = static_cast<double>(t.grid) * dur / bps;
         const double per_sm = static_cast<double>((t.grid + gpu.sm_count - 1) / gpu.sm_count);
-        busiest_sm_terms = {bt.matmul * per_sm, bt.nonmatmul * per_sm, bt.sfu * per_sm, bt.smem * per_sm, bt.l2 * per_sm};
+        busiest = bt.scaled(per_sm);
         for (std::int64_t b = 0; b < std::min<std::int64_t>(t.grid, static_cast<std::int64_t>(timeline_blocks)); ++b) {
             const std::int64_t s = b % slots, w = b / slots;
             t.timeline.push_back({b, static_cast<int>(s % gpu.sm_count), static_cast<int>(s / gpu.sm_count),
@@ -92,7 +132,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         using Slot = std::pair<double, std::int64_t>;  // (free at, slot index)
         std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_slots;
         for (std::int64_t s = 0; s < slots; ++s) free_slots.push({0.0, s});
-        std::vector<std::vector<double>> sm_terms(static_cast<std::size_t>(gpu.sm_count), std::vector<double>(5, 0.0));
+        std::vector<BlockTerms> sm_terms(static_cast<std::size_t>(gpu.sm_count));
         std::int64_t position = 0;
         for (std::int64_t h = 0; h < k.desc.heads; ++h) {
             for (const auto& [work, count] : k.block_work) {
@@ -104,8 +144,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                     const double end = at + dur;
                     makespan = std::max(makespan, end);
                     busy += dur / bps;
-                    auto& st = sm_terms[static_cast<std::size_t>(s % gpu.sm_count)];
-                    st[0] += bt.matmul; st[1] += bt.nonmatmul; st[2] += bt.sfu; st[3] += bt.smem; st[4] += bt.l2;
+                    sm_terms[static_cast<std::size_t>(s % gpu.sm_count)] += bt;
                     if (t.timeline.size() < timeline_blocks)
                         t.timeline.push_back({position, static_cast<int>(s % gpu.sm_count),
                                               static_cast<int>(s / gpu.sm_count), at, end});
@@ -113,15 +152,15 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                 }
             }
         }
-        busiest_sm_terms = *std::max_element(sm_terms.begin(), sm_terms.end(), [](const auto& a, const auto& b) {
-            return std::max({a[0] + a[1] + a[2], a[3], a[4]}) < std::max({b[0] + b[1] + b[2], b[3], b[4]});
-        });
+        busiest = *std::max_element(sm_terms.begin(), sm_terms.end(),
+                                    [](const BlockTerms& a, const BlockTerms& b) { return a.duration(1) < b.duration(1); });
     }
-    t.matmul_s = busiest_sm_terms[0];
-    t.nonmatmul_s = busiest_sm_terms[1];
-    t.sfu_s = busiest_sm_terms[2];
-    t.smem_s = busiest_sm_terms[3];
-    t.l2_per_sm_s = busiest_sm_terms[4];
+    t.matmul_s = busiest.matmul;
+    t.nonmatmul_s = busiest.nonmatmul;
+    t.sfu_s = busiest.sfu;
+    t.smem_s = busiest.smem;
+    t.l2_per_sm_s = busiest.l2;
+    t.issue_s = busiest.issue;
     t.schedule_s = makespan;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
 
@@ -134,17 +173,21 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     if (body == t.dram_s) t.bound = "DRAM bandwidth";
     else if (body == t.l2_s) t.bound = "L2 bandwidth";
     else {
-        const double compute = t.matmul_s + t.nonmatmul_s + t.sfu_s;
+        const double compute = busiest.compute();
         std::string what;
         if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
-            if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
+            if (mma_latency && t.issue_s >= t.matmul_s + t.nonmatmul_s + t.sfu_s)
+                what = "instruction issue (mma.sync, latency-bound)";
+            else if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
                                        : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
             else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
         else what = "L2 bandwidth per SM";
         t.bound = what;
-        if (t.issue_fraction < 0.9 && compute >= t.smem_s && compute >= t.l2_per_sm_s) {
-            char buf[64];  // few warps to hide latency: say how many
+        // Few warps to hide latency, where latency decides (CUDA cores; mma.sync when issue binds): say how many.
+        const bool latency_decides = !options.tensor_cores || (mma_latency && what.rfind("instruction issue", 0) == 0);
+        if (latency_decides && t.issue_fraction < 0.9 && compute >= t.smem_s && compute >= t.l2_per_sm_s) {
+            char buf[64];
             std::snprintf(buf, sizeof buf, ", %.2g warp%s/scheduler", warps_per_scheduler, warps_per_scheduler == 1 ? "" : "s");
             t.bound += buf;
         }

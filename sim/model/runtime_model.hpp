@@ -45,10 +45,12 @@ struct KernelTiming {
     double waves = 0;                    // grid / concurrent blocks
     int idle_sms = 0;                    // SMs with no block at all (grid < SMs)
     double sm_busy_fraction = 0;         // SM-time spent on blocks / (SMs x makespan)
-    double issue_fraction = 1;           // CUDA-core runs: share of cycles a scheduler issues (latency hiding)
+    double issue_fraction = 1;           // share of cycles a scheduler issues (latency hiding): CUDA-core and
+                                         // mma.sync runs; 1 for library GEMMs
 
     // Block-level terms, summed over the busiest SM's blocks (seconds).
     double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;
+    double issue_s = 0;        // mma.sync kernels: warp instructions / the rate the schedulers issue them
     double schedule_s = 0;     // makespan of the greedy schedule
     double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds
     double launch_s = 0;

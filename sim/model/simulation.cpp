@@ -55,7 +55,7 @@ AlgorithmResult simulate(Algo algo, const AttentionProblem& p, const GpuSpec& gp
     req.scores = options.tensor_cores ? Space::Registers : Space::Shared;  // fa-sim's CUDA-core kernels stage S/P
     r.tiles = choose_tiles(algo, p, gpu, req);
 
-    CountingExecutor counter(gpu);
+    CountingExecutor counter(gpu, r.tiles.registers_per_thread);
     FootprintExecutor x(counter);
     run_algorithm(algo, x, p, r.tiles);
     r.kernels = counter.kernels();

@@ -60,21 +60,29 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
     out << "  grid       " << k.desc.grid() << " blocks (" << k.desc.heads << " heads x " << k.desc.blocks_per_head
         << " per head), " << k.desc.warps << " warps each\n";
     out << "  occupancy  " << k.occupancy.blocks_per_sm << " blocks/SM (limited by " << k.occupancy.limiter << "), "
-        << units::capacity(static_cast<double>(k.smem_bytes_per_block)) << " shared memory and ~" << k.registers_per_thread
+        << units::capacity(static_cast<double>(k.smem_bytes_per_block)) << " shared memory and " << (k.registers_given ? "" : "~")
+        << k.registers_per_thread
         << " registers/thread per block" << (k.register_spill ? " (tiles exceed 255 registers: spills)" : "") << '\n';
     out << "  waves      " << units::fixed(t.waves, 2) << " (" << t.concurrent_blocks << " blocks at a time)";
     if (t.idle_sms > 0)
         out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << t.grid << " blocks";
     out << '\n';
+    if (t.issue_s > 0) {  // mma.sync kernels: timed by the instructions their warps issue (docs/model.md)
+        const double warps = static_cast<double>(k.occupancy.blocks_per_sm * k.desc.warps) / 4;
+        out << "  issue      " << units::count(static_cast<double>(k.warp_instructions)) << " warp instructions; "
+            << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << " warps per scheduler"
+            << (k.row_blocks_per_warp > 1 ? " x " + std::to_string(k.row_blocks_per_warp) + " row blocks each" : "")
+            << " issue in " << static_cast<int>(t.issue_fraction * 100 + 0.5) << "% of cycles\n";
+    }
 }
 
 void time_table(std::ostream& out, const AlgorithmResult& r) {
     out << "  " << pad("kernel (ms)", 15) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
-        << rpad("L2/SM", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
+        << rpad("L2/SM", 7) << rpad("issue", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
     auto ms = [](double s) { return units::fixed(s * 1e3, s * 1e3 >= 10 ? 1 : 3); };
     for (const auto& t : r.timing) {
         out << "  " << pad(t.name, 15) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
-            << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
+            << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.issue_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
             << rpad(ms(t.l2_s), 7) << rpad(ms(t.total_s), 8) << '\n';
         out << "  " << std::string(15, ' ') << "bound: " << t.bound << '\n';
     }

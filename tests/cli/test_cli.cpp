@@ -88,6 +88,24 @@ TEST_CASE("FA1 with --q-splits reports the splits and launches that many blocks 
     CHECK(!nlohmann::json::parse(plain.out).at("algorithms").at(0).at("tiles").contains("q_splits"));
 }
 
+TEST_CASE("fa-sim --registers takes the compiled kernel's count for occupancy and the issue rate", "[cli][registers]") {
+    expect_usage_error("--registers 0", "--registers 0 is out of range");
+    expect_usage_error("--registers 256", "1..255");
+    expect_usage_error("--registers many", "--registers 'many' is not a whole number");
+    // fa2_tc at d=128 on the H200: 168 registers per thread leave room for three 128-thread blocks per SM.
+    const auto r = run_command(fa_sim("--gpu H200 --d 128 --Br 64 --Bc 64 --registers 168 --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto k = nlohmann::json::parse(r.out).at("algorithms").at(0).at("kernels").at(0);
+    CHECK(k.at("registers_per_thread") == 168);
+    CHECK(k.at("registers_given") == true);
+    CHECK(k.at("blocks_per_sm") == 3);
+    CHECK(k.at("time").at("issue_s").get<double>() > 0);
+    const auto text = run_command(fa_sim("--gpu H200 --d 128 --Br 64 --Bc 64 --registers 168"));
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("3 blocks/SM (limited by registers), 48 KiB shared memory and 168 registers/thread") != std::string::npos);
+    CHECK(text.out.find("3 warps per scheduler issue in 43% of cycles") != std::string::npos);  // 1 - 0.83^3
+}
+
 TEST_CASE("a bad sweep says how to write one", "[cli][errors]") {
     expect_usage_error("--sweep N=500:1000", "not a power of two");
     expect_usage_error("--sweep N=1024:512", "runs backwards");

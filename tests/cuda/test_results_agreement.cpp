@@ -2,17 +2,17 @@
 // a change to the model that breaks agreement with hardware fails here, on any
 // machine, GPU or not. What is asserted is what agrees today (see
 // cuda/results/README.md for what does not, and by how much).
-// Three runs on one H200 (2026-11-22): the first timed the fp32 grid; the second
-// (suffix -b) read the counters with write-back and SM-side L2 sectors, timed the
-// fp16/bf16 grid with the tensor-core FA2, and the FlashAttention-2 paper's setting;
-// the third (suffix -c) re-ran the fp16/bf16 grid and the paper's setting after FA1's
-// running O moved to fp32 and fa2_tc's softmax lost its predicated mask. A fourth run
-// (2026-11-23) added the tensor-core FA1 (fa1_tc) and profiled cuBLAS; a fifth (2026-11-23-h200-b)
-// re-ran the fp16/bf16 grid and the paper's setting after the softmax kernel went to four
-// elements per step.
+// Six runs on one H200. The first (2026-11-22) timed the fp32 grid; the second (-b) read the
+// counters with write-back and SM-side L2 sectors and timed the tensor-core FA2; the third (-c)
+// re-ran the fp16/bf16 grid after FA1's running O moved to fp32; the fourth (2026-11-23) added the
+// tensor-core FA1 (fa1_tc) and profiled cuBLAS; the fifth (-23-h200-b) had the leaner softmax. The
+// sixth (2026-11-25) ran every step again with the kernels as they are now (fa2_tc with one V buffer
+// and three blocks per SM at d=128), recorded each kernel's registers, and profiled both tensor-core
+// kernels and PyTorch's FA2 at d=64 and 128: most checks read it.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <vector>
@@ -31,7 +31,7 @@ const std::string kRunA = kResults + "2026-11-22-h200/";
 const std::string kRunB = kResults + "2026-11-22-h200-b/";
 const std::string kRunC = kResults + "2026-11-22-h200-c/";
 const std::string kRunD = kResults + "2026-11-23-h200/";
-const std::string kRunE = kResults + "2026-11-23-h200-b/";
+const std::string kRunF = kResults + "2026-11-25-h200/";
 
 json load(const std::string& path) {
     std::ifstream in(path);
@@ -52,15 +52,8 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     p.causal = r.at("causal");
     const auto km = model_of_measured_kernel(r.at("algo").get<std::string>(), p.dtype);
     REQUIRE(km);
-    TileRequest req;
-    req.matmul = km->matmul;
-    if (km->algo != Algo::standard && r.contains("launches")) {  // PyTorch's kernels: the simulator's own tiles
-        const json& main = r.at("launches").back();
-        req.Br = main.at("Br").get<std::int64_t>();
-        req.Bc = main.at("Bc").get<std::int64_t>();
-        if (km->algo == Algo::fa1) req.q_splits = main.value("q_splits", std::int64_t{1});
-    }
-    return simulate(km->algo, p, gpu, req, km->options);
+    // PyTorch's kernels record no launches: the simulator's own tiles, the table's registers.
+    return simulate(km->algo, p, gpu, measured_tile_request(*km, measured_launch(r)), km->options);
 }
 
 double ratio(double predicted, double measured) { return predicted / measured; }
@@ -88,7 +81,7 @@ bool dram_claimed(const std::string& algo, int N) { return algo != "standard_nai
 
 TEST_CASE("DRAM reads and writes (with the write-back of dirty lines) match the H200's counters within 10%",
           "[hardware][dram]") {
-    const json doc = load(kRunB + "validate_ncu.json");
+    const json doc = load(kRunF + "validate_ncu.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     int checked = 0;
     for (const json& r : doc.at("results")) {
@@ -99,8 +92,8 @@ TEST_CASE("DRAM reads and writes (with the write-back of dirty lines) match the 
         const AlgorithmResult p = predict(r, gpu);
         const json& m = r.at("ncu").at("measured");
         CHECK(ratio(static_cast<double>(p.dram.read_bytes()), m.at("dram_read_bytes")) == Approx(1.0).epsilon(0.10));
-        // fa1 at N=2048 writes 9.7 MB (0.6 MB during the kernels, 9.1 MB written back after): the
-        // model's 8.6 MB is 11% low (README), outside the 10%; every other write is within it.
+        // fa1 at N=2048 writes 9.9 MB (most of it written back after the kernels): the model's 8.7 MB
+        // is 12% low (README; 11% in the second run), outside the 10%; every other write is within it.
         if (!(algo == "fa1" && N == 2048))
             CHECK(ratio(static_cast<double>(p.dram.write_bytes()), m.at("dram_write_bytes")) == Approx(1.0).epsilon(0.10));
         ++checked;
@@ -109,7 +102,7 @@ TEST_CASE("DRAM reads and writes (with the write-back of dirty lines) match the 
 }
 
 TEST_CASE("L2 reads at the SMs match the counters within 10%, and Hopper's coalescer cuts fa2's slice reads", "[hardware][l2]") {
-    const json doc = load(kRunB + "validate_ncu.json");
+    const json doc = load(kRunF + "validate_ncu.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     int checked = 0;
     for (const json& r : doc.at("results")) {
@@ -128,7 +121,7 @@ TEST_CASE("L2 reads at the SMs match the counters within 10%, and Hopper's coale
 }
 
 TEST_CASE("L2 writes match the counters within 10% for the flash kernels", "[hardware][l2]") {
-    const json doc = load(kRunB + "validate_ncu.json");
+    const json doc = load(kRunF + "validate_ncu.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     int checked = 0;
     for (const json& r : doc.at("results")) {
@@ -146,12 +139,13 @@ TEST_CASE("L2 writes match the counters within 10% for the flash kernels", "[har
 TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS and fa-sim's fp32 flash kernels", "[hardware][time]") {
     // The flash kernels hold one 4-warp block per SM: the model's issue term (a lone warp issues in
     // 37% of cycles) is what brings them within 25%.
-    const json doc = load(kRunA + "validate_fp32.json");
+    const json doc = load(kRunF + "validate_fp32.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     std::map<std::string, int> checked;
     for (const json& r : doc.at("results")) {
         const std::string algo = r.at("algo");
         if (algo == "standard_tiled" || !r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;  // README
+        if (algo == "fa1" && r.at("d").get<int>() == 128) continue;  // 22-33% fast (README)
         CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("causal").get<bool>());
         CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
         ++checked[algo];
@@ -159,11 +153,11 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS and fa-sim's fp3
     CHECK(checked["standard_cublas"] == 16);
     CHECK(checked["fa2"] == 16);
     CHECK(checked["tiled"] == 16);
-    CHECK(checked["fa1"] == 8);  // d = 64: d = 128 was measured later (-h200-b), 25-35% off (README)
+    CHECK(checked["fa1"] == 8);
 }
 
 TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 alike (fp32, N >= 2048)", "[hardware][order]") {
-    const json doc = load(kRunA + "validate_fp32.json");
+    const json doc = load(kRunF + "validate_fp32.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
     std::map<std::string, std::map<std::string, std::pair<double, double>>> by_config;
     for (const json& r : doc.at("results")) {
@@ -178,7 +172,7 @@ TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 ali
     std::vector<std::string> swapped;
     const char* algos[] = {"standard_cublas", "fa2", "tiled", "fa1"};
     for (const auto& [key, v] : by_config) {
-        if (v.size() != 4) continue;  // fa1 at d=128 is not in this run (measured later, in -h200-b)
+        REQUIRE(v.size() == 4);
         for (const char* a : algos)
             for (const char* b : algos) {
                 const auto [ma, pa] = v.at(a);
@@ -188,10 +182,12 @@ TEST_CASE("measured and predicted rank standard (cuBLAS), FA2, tiled and FA1 ali
                 if (pa > pb) swapped.push_back(key + ": " + a + " < " + b);
             }
     }
-    CHECK(pairs == 8 * 6);
-    // Where the order differs (README): causal FA2 against cuBLAS standard at d = 64, long sequences;
-    // measured 13% and 37% apart, the predictions +16..+19% and -10..-20% off.
-    CHECK(swapped == std::vector<std::string>{"16384 d64 causal: fa2 < standard_cublas", "8192 d64 causal: fa2 < standard_cublas"});
+    CHECK(pairs == 16 * 6);
+    // Where the order differs (README): causal FA2, which skips the masked half, against cuBLAS standard on
+    // long sequences: measured 13% and 23% apart at d = 64 (predicted +19..+22% and -9..-15% off) and tied
+    // (0.3%) at N = 16384, d = 128.
+    CHECK(swapped == std::vector<std::string>{"16384 d128 causal: fa2 < standard_cublas", "16384 d64 causal: fa2 < standard_cublas",
+                                              "8192 d64 causal: fa2 < standard_cublas"});
 }
 
 TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats FA1, tensor-core FA2 beats standard",
@@ -199,15 +195,15 @@ TEST_CASE("papers' direction on the H200 (FA2 paper's setting, fp16): FA2 beats 
     int checked = 0;
     for (int d : {64, 128}) {
         for (int N : {2048, 4096, 8192, 16384}) {
-            const PaperTimes t = paper_times(kRunC, d, N);
+            const PaperTimes t = paper_times(kRunF, d, N);
             for (bool causal : {false, true}) {
                 CAPTURE(d, N, causal);
                 auto at = [&](const char* a) { return t.at({a, causal}); };
                 CHECK(at("fa2") < at("fa1"));                   // same CUDA-core arithmetic, FA2's parallelism
                 CHECK(at("fa2_tc") < at("fa1"));
                 CHECK(at("torch_flash") < at("standard_cublas"));
-                CHECK(at("fa2_tc") < at("standard_cublas"));  // d=128: 1.1-1.2x, causal 1.8-2.0x measured
-                if (d == 64) CHECK(at("fa2_tc") * 2.2 < at("standard_cublas"));  // 2.4-4.5x measured
+                CHECK(at("fa2_tc") < at("standard_cublas"));  // d=128: 1.04-1.22x, causal 1.9-2.0x measured
+                if (d == 64) CHECK(at("fa2_tc") * 2.0 < at("standard_cublas"));  // 2.2-4.3x measured
                 if (t.count({"torch_math", causal})) CHECK(at("torch_flash") * 10 < at("torch_math"));
                 ++checked;
             }
@@ -236,29 +232,35 @@ TEST_CASE("every fp16/bf16 kernel meets the accuracy rule (third run: FA1's runn
     CHECK(failed == 0);
 }
 
-TEST_CASE("predicted time is within 25% for the tensor-core FA2s (fa-sim's at d=64, PyTorch's everywhere), N >= 2048",
+TEST_CASE("predicted time is within 25% at N >= 2048 for the tensor-core kernels (fa-sim's FA1 and FA2, PyTorch's FA2)",
           "[hardware][time]") {
-    // fa2_tc at d=128 is not claimed: 192 registers per thread leave 2 warps per scheduler and the model
-    // has no latency term for mma.sync kernels (README: -32..-8%).
-    int checked = 0;
-    for (int d : {64, 128}) {
-        for (int N : {2048, 4096, 8192, 16384}) {
-            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
-            for (const std::string& file : {"paper" + tag, "paper_torch" + tag}) {
-                const json doc = load(kRunC + file);
-                const GpuSpec gpu = find_gpu_preset("H200");  // torch_sdpa.py's files name the GPU, not a preset
-                REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
-                for (const json& r : doc.at("results")) {
-                    const std::string algo = r.at("algo");
-                    if (!r.contains("measured_s") || !(algo == "torch_flash" || (algo == "fa2_tc" && d == 64))) continue;
-                    CAPTURE(algo, N, d, r.at("causal").get<bool>());
-                    CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-                    ++checked;
-                }
-            }
+    // The model times mma.sync kernels by the instructions their warps issue at a latency-bound rate (each
+    // warp ready in 17% of cycles, from six ncu profiles: 14-20%) when that exceeds the pipes' work. Sixth run:
+    // fa2_tc +4..+20% (d=64), -20..-9% (d=128); fa1_tc -16..-6% and -24..-19%; PyTorch's FA2 -16..+10%.
+    // With the pipes alone (no issue term) fa1_tc was predicted 45-54% fast.
+    const GpuSpec gpu = find_gpu_preset("H200");
+    std::map<std::string, int> checked;
+    std::vector<std::string> files{"validate_half.json"};
+    for (int d : {64, 128})
+        for (int N : {2048, 4096, 8192, 16384})
+            for (const char* kind : {"paper", "paper_torch"})
+                files.push_back(std::string(kind) + "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+    for (const std::string& file : files) {
+        const json doc = load(kRunF + file);
+        REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);  // torch_sdpa.py names no preset
+        for (const json& r : doc.at("results")) {
+            const std::string algo = r.at("algo");
+            if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
+            if (algo != "fa1_tc" && algo != "fa2_tc" && algo != "torch_flash") continue;
+            CAPTURE(file, algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(),
+                    r.at("causal").get<bool>());
+            CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
+            ++checked[algo];
         }
     }
-    CHECK(checked == 8 * 2 + 4 * 2);
+    CHECK(checked["fa1_tc"] == 32 + 16);
+    CHECK(checked["fa2_tc"] == 32 + 16);
+    CHECK(checked["torch_flash"] == 16);
 }
 
 TEST_CASE("the tensor-core FA1 meets the accuracy rule on the whole fp16/bf16 grid and in the paper's setting",
@@ -268,7 +270,7 @@ TEST_CASE("the tensor-core FA1 meets the accuracy rule on the whole fp16/bf16 gr
     for (int d : {64, 128})
         for (int N : {2048, 4096, 8192, 16384}) files.push_back("paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
     for (const std::string& file : files) {
-        const json doc = load(kRunE + file);
+        const json doc = load(kRunF + file);
         for (const json& r : doc.at("results")) {
             if (!r.contains("accuracy")) continue;
             CAPTURE(file, r.at("algo").get<std::string>(), r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>());
@@ -282,13 +284,13 @@ TEST_CASE("the tensor-core FA1 meets the accuracy rule on the whole fp16/bf16 gr
 TEST_CASE("papers' direction with both tensor-core kernels (FA2 paper's setting, fp16): FA2 about 2x FA1, FA1 far "
           "faster than PyTorch's standard attention",
           "[hardware][papers]") {
-    // The FlashAttention-2 paper (section 4.1) reports FA2 about 2x faster than FA1; measured here 1.84-2.06x.
+    // The FlashAttention-2 paper (section 4.1) reports FA2 about 2x faster than FA1; measured here 1.9-2.2x.
     // Against standard attention with cuBLAS GEMMs fa1_tc is 1.14-2.19x faster at d=64 but 0.47-0.92x at
     // d=128 (README); against PyTorch's math backend, the papers' baseline, 4.3-19x where that ran.
     int checked = 0;
     for (int d : {64, 128}) {
         for (int N : {2048, 4096, 8192, 16384}) {
-            const PaperTimes t = paper_times(kRunE, d, N);
+            const PaperTimes t = paper_times(kRunF, d, N);
             for (bool causal : {false, true}) {
                 CAPTURE(d, N, causal);
                 auto at = [&](const char* a) { return t.at({a, causal}); };
@@ -374,6 +376,69 @@ TEST_CASE("cuBLAS's fp16 GEMMs: the library-tile model's L2 reads at the SMs and
     }
 }
 
+TEST_CASE("mma.sync kernels: warp instructions and issue rate match ncu (fa-sim's FA1 and FA2 on the tensor cores, "
+          "PyTorch's FA2)",
+          "[hardware][issue]") {
+    // Sixth run, profile/ (d=64) and profile_d128/: N=4096, B=2, H=8, fp16, non-causal. The per-operation
+    // instruction costs (sim/exec/issue_costs.hpp) were read off fa2_tc's SASS at d=64: there the count is
+    // within 5%; elsewhere it is out of sample (fa1_tc 11-12% and fa2_tc at d=128 10% low: README).
+    // PyTorch's FA2 issues 15-25% more instructions than the costs say (other code), so only its issue
+    // rate is checked. The issue rate, 1 - (1 - 0.17)^(W R), is within 20% of ncu's issue-active for all six.
+    struct Profiled {
+        const char* config;  // profile_bottlenecks.sh's name, and what the kernel's name contains
+        const char* kernel;
+        Algo algo;
+        std::int64_t Br, Bc, q_splits;  // the kernel's tiles (fixed in the kernel; 0: the simulator's own)
+        double instructions_tolerance;  // 0: not compared
+    };
+    const Profiled kernels[] = {{"fa2_tc", "fa2_tc_forward", Algo::fa2, 64, 64, 0, 0.05},
+                                {"fa1_tc", "fa1_tc_forward", Algo::fa1, 16, 0, 16, 0.15},
+                                {"torch_flash", "flash_fwd", Algo::fa2, 0, 0, 0, 0}};
+    const GpuSpec gpu = find_gpu_preset("H200");
+    int checked = 0;
+    for (int d : {64, 128}) {
+        const std::string dir = kRunF + (d == 64 ? "profile/" : "profile_d128/");
+        for (const Profiled& pk : kernels) {
+            std::vector<std::map<std::string, std::string>> found;
+            for (auto& k : ncu_raw_kernels(dir + "raw_" + pk.config + ".csv"))
+                if (k.at("Kernel Name").find(pk.kernel) != std::string::npos) found.push_back(std::move(k));
+            REQUIRE(found.size() == 1);
+            const auto& ncu = found.front();
+            TileRequest req;
+            if (pk.Br > 0) req.Br = pk.Br;
+            if (pk.algo == Algo::fa1) req.Bc = d == 64 ? 256 : 128;  // fa1_tc: K/V tiles of 256 keys at d=64, 128 at d=128
+            else if (pk.Bc > 0) req.Bc = pk.Bc;
+            if (pk.q_splits > 0) req.q_splits = pk.q_splits;
+            req.registers_per_thread = static_cast<int>(ncu_number(ncu, "launch__registers_per_thread"));
+            AttentionProblem p;
+            p.batch = 2;
+            p.heads = 8;
+            p.N = p.Nk = 4096;
+            p.d = d;
+            p.dtype = DType::fp16;
+            const AlgorithmResult sim = simulate(pk.algo, p, gpu, req, {});
+            const KernelRecord& k = sim.kernels.back();
+            const KernelTiming& t = sim.timing.back();
+            CAPTURE(pk.config, d);
+            // Same launch: grid and block size as ncu saw them.
+            int gx = 0, gy = 0, gz = 0;
+            REQUIRE(std::sscanf(ncu.at("Grid Size").c_str(), "(%d, %d, %d)", &gx, &gy, &gz) == 3);
+            CHECK(gx == k.desc.blocks_per_head);
+            CHECK(static_cast<std::int64_t>(gy) * gz == k.desc.heads);
+            CHECK(ncu.at("Block Size") == "(" + std::to_string(32 * k.desc.warps) + ", 1, 1)");
+            if (pk.instructions_tolerance > 0) {
+                const double tolerance = d == 64 ? pk.instructions_tolerance : 0.15;
+                CHECK(ratio(static_cast<double>(k.warp_instructions), ncu_number(ncu, "smsp__inst_executed.sum")) ==
+                      Approx(1.0).epsilon(tolerance));
+            }
+            const double issue_active = ncu_number(ncu, "smsp__issue_active.avg.pct_of_peak_sustained_active") / 100;
+            CHECK(ratio(t.issue_fraction, issue_active) == Approx(1.0).epsilon(0.20));
+            ++checked;
+        }
+    }
+    CHECK(checked == 6);
+}
+
 TEST_CASE("cuBLAS standard attention (fp16/bf16, library tiles) is predicted within 25% at N >= 2048, grid and paper "
           "setting",
           "[hardware][time][cublas]") {
@@ -385,7 +450,7 @@ TEST_CASE("cuBLAS standard attention (fp16/bf16, library tiles) is predicted wit
     for (int d : {64, 128})
         for (int N : {2048, 4096, 8192, 16384}) files.push_back("paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
     for (const std::string& file : files) {
-        const json doc = load(kRunE + file);
+        const json doc = load(kRunF + file);
         for (const json& r : doc.at("results")) {
             if (r.at("algo") != "standard_cublas" || !r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
             CAPTURE(file, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
