@@ -92,7 +92,8 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                                               : gpu.matmul_flops(dtype);
     const double warps_per_scheduler = static_cast<double>(bps * k.desc.warps) / kSchedulersPerSm;
     // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
-    // Kernels without products (FA1's init, standard's softmax) issue what the cost table does not describe.
+    // Kernels without products (FA1's init, standard's softmax) are not: the cost table describes the
+    // operations of flash kernels only.
     const bool mma_latency = options.tensor_cores && mma_sync && dtype != DType::fp32 && k.matmul_flops > 0;
     if (!options.tensor_cores) t.issue_fraction = 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
     else if (mma_latency)
