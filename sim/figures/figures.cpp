@@ -534,8 +534,7 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
         p.d = r.d;
         p.dtype = r.dtype;
         p.causal = r.causal;
-        const MeasuredLaunch launch{r.Br, r.Bc, r.q_splits, r.registers_per_thread};
-        return simulate(km->algo, p, gpu, measured_tile_request(*km, launch), km->options).time_s;
+        return simulate(km->algo, p, gpu, measured_tile_request(*km, r.launch), km->options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
         return std::nullopt;
     }

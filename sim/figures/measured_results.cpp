@@ -172,16 +172,10 @@ private:
         r.causal = causal.get<bool>();
         r.batch = int_field(member(e, path, "batch"), path + "batch", 1, ProblemLimits::max_batch);
         r.heads = int_field(member(e, path, "heads"), path + "heads", 1, ProblemLimits::max_heads);
-        if (auto l = e.find("launches"); l != e.end() && l->is_array() && !l->empty() && l->back().is_object()) {
-            const json& main = l->back();  // the attention kernel (fa1's init comes first)
-            if (main.contains("Br") && main.contains("Bc") && main["Br"].is_number_integer() && main["Bc"].is_number_integer()) {
-                r.Br = main["Br"].get<std::int64_t>();
-                r.Bc = main["Bc"].get<std::int64_t>();
-            }
-            if (auto q = main.find("q_splits"); q != main.end() && q->is_number_integer()) r.q_splits = q->get<std::int64_t>();
-            if (auto g = main.find("registers_per_thread"); g != main.end())
-                r.registers_per_thread = static_cast<int>(int_field(*g, path + "launches[-1].registers_per_thread", 1, 255));
-        }
+        r.launch = measured_launch(e);  // the attention kernel's: fa1's init comes first
+        if (auto l = e.find("launches"); l != e.end() && l->is_array() && !l->empty() && l->back().is_object())
+            if (auto g = l->back().find("registers_per_thread"); g != l->back().end())  // a bad count is an error, not a 0
+                int_field(*g, path + "launches[-1].registers_per_thread", 1, 255);
         return r;  // measured_s and predicted_s are read by the caller unless the run failed
     }
 

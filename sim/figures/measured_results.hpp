@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "model/measured_kernels.hpp"
 
 namespace fasim::figures {
 
@@ -33,9 +34,7 @@ struct MeasuredRecord {
     DType dtype = DType::fp16;
     bool causal = false;
     std::int64_t batch = 1, heads = 1;
-    std::int64_t Br = 0, Bc = 0;  // the main kernel's tiles ("launches"), 0 when not recorded
-    std::int64_t q_splits = 1;    // FA1 blocks per batch·head ("launches"), 1 when not recorded
-    int registers_per_thread = 0; // the main kernel's registers ("launches"), 0 when not recorded
+    MeasuredLaunch launch;  // the main kernel's tiles, Q splits and registers ("launches"), 0 when not recorded
     double measured_s = 0;
     double predicted_s = 0;  // as recorded in the file (the simulator of the day of the run)
 };

@@ -31,7 +31,7 @@ constexpr int kSchedulersPerSm = 4;
 //     PyTorch's FA2 (R = 2) d=64 0.173, d=128 0.142.
 // The model takes their mean, 0.17, for every such kernel (read from the counters, not fitted to the
 // measured times). Such a kernel's blocks take at least their warp instructions (exec/issue_costs.hpp)
-// over the issue rate 1 - (1 - 0.17)^(W R); the spread of p (0.14..0.20) is worth about +-15% of time.
+// over the issue rate 1 - (1 - 0.17)^(W R); the spread of p (0.14..0.20) is worth -13..+19% of time.
 constexpr double kMmaSyncWarpIssueFraction = 0.17;
 
 struct SmRates {
