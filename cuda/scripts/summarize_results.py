@@ -39,8 +39,8 @@ def predict(fa_sim, gpu, r):
         args.append("--causal")
     if r["algo"] == "standard_naive":
         args += ["--matmul", "naive"]
-    if r["algo"] in ("standard_cublas", "torch_math") and r["dtype"] != "fp32":
-        args += ["--matmul", "library"]  # cuBLAS's large tensor-core tiles (measured_kernels.cpp)
+    if r["algo"] in ("standard_cublas", "torch_math"):
+        args += ["--matmul", "library"]  # cuBLAS's large tiles (measured_kernels.cpp)
     if on_cuda_cores(r):
         args.append("--cuda-cores")
     launches = r.get("launches", [])

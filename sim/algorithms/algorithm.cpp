@@ -97,6 +97,11 @@ TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu
             if (c.matmul == MatmulMode::naive) {
                 c.gemm_m = c.gemm_n = c.pv_m = c.pv_n = 16;
                 c.reasons.push_back("naive GEMMs: 16x16 outputs per block, each thread reads its own operands from global memory");
+            } else if (c.matmul == MatmulMode::library && p.dtype == DType::fp32) {
+                // cuBLAS's fp32 GEMMs (CUDA cores) have not been profiled: 64x64 output tiles, at the FP32
+                // rate cuBLAS reaches (the GPU preset's effective FP32 throughput).
+                c.reasons.push_back("library GEMMs in fp32 (cuBLAS SGEMM, not profiled): 64x64 output tiles at cuBLAS's "
+                                    "measured FP32 rate");
             } else if (c.matmul == MatmulMode::library) {
                 // cuBLAS on the H200 (ncu, cuda/results/2026-11-23-h200/profile_cublas_fp16_d*): 384-thread
                 // blocks, k-step 64 fp16 elements (128 bytes), output tiles of 32768 elements: 256x128 for S,

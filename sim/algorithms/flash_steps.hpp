@@ -1,5 +1,5 @@
 // Sub-steps the fused algorithms share. Each algorithm keeps its own loop nest;
-// only these two pieces are common to them.
+// only these pieces are common to them.
 #pragma once
 
 #include "algorithms/algorithm.hpp"
@@ -21,6 +21,16 @@ inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::i
                    {TensorName::LSE, BH, 1, p.N, 4, 1, Br, true}};
     for (const auto* g : {&t.Q, &t.K, &t.V, &t.O, &t.LSE}) x.declare(*g);
     return t;
+}
+
+// How fa-sim's CUDA-core flash kernels lay a warp's products over its lanes (flash_common.cuh):
+// 4 x 8 lanes, each scoring 4 keys at a time (2 at d = 128, where O holds 128 registers per lane);
+// FA1 works in 16-row chunks of the Q tile (4 rows per lane).
+inline LaneGrid flash_lanes(const AttentionProblem& p, std::int64_t max_rows_per_lane = std::int64_t{1} << 30) {
+    LaneGrid g;
+    g.max_rows = max_rows_per_lane;
+    g.score_cols = p.d >= 128 ? 2 : 4;
+    return g;
 }
 
 // S_ij = Q_i·K_jᵀ for the tile whose top-left element is S[q0][k0], masked where it

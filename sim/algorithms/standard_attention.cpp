@@ -73,12 +73,17 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     for (const auto* t : {&Q, &K, &V, &S, &P, &O}) x.declare(*t);
 
     const std::int64_t gemm_warps = cfg.gemm_warps;
+    // fa-sim's tiled GEMM: 2 x 16 lanes per warp, each a 4 x 4 micro-tile, operands staged as fp32
+    // (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its registers its own way, and its
+    // measured rate already includes its shared-memory traffic.
+    LaneGrid gemm_lanes{2, 16, 4, 4, 4};
+    if (cfg.matmul == MatmulMode::library) gemm_lanes.per_lane_loads = false;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
     const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
                              ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps),
-                             MatrixInstruction::library_gemm};
+                             MatrixInstruction::library_gemm, gemm_lanes};
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
@@ -133,7 +138,7 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     // 3. O = P·V, P read from HBM.
     const std::int64_t o_tiles_n = ceil_div(d, Pn);
     const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm) * o_tiles_n, BH,
-                             static_cast<int>(gemm_warps), MatrixInstruction::library_gemm};
+                             static_cast<int>(gemm_warps), MatrixInstruction::library_gemm, gemm_lanes};
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
         const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);

@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "exec/issue_costs.hpp"
 #include "exec/op_costs.hpp"
+#include "exec/smem_wavefronts.hpp"
 #include "machine/sectors.hpp"
 
 namespace fasim {
@@ -32,7 +33,8 @@ struct TileInfo {
 // accesses are recorded and replayed into the L2 model afterwards.
 class CountingBlock final : public Block {
 public:
-    CountingBlock(int warps, KernelRecord* record, L2Model* l2) : warps_(warps), rec_(record), l2_(l2) {}
+    CountingBlock(int warps, LaneGrid lanes, KernelRecord* record, L2Model* l2)
+        : warps_(warps), lanes_(lanes), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
@@ -103,11 +105,23 @@ public:
             throw std::logic_error("matmul: shapes do not agree");
         const std::int64_t flops = op_cost::matmul_flops(m, n, k);
         work.matmul_flops += flops;
-        // Shared-memory reads: a warp reads the part of each operand its share needs.
+        // Shared-memory reads: a warp reads the part of each operand its share needs (the data, as
+        // mma fragments load it); on the CUDA cores every lane loads its own operands, which costs
+        // the shared-memory pipe more wavefronts than the data fills (exec/smem_wavefronts.hpp).
         const std::int64_t W = warps_;
         const std::int64_t smem_before = work.smem_bytes;
-        if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1));
-        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1));
+        const bool per_lane = lanes_.per_lane_loads;
+        if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), per_lane);
+        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1), per_lane);
+        const std::int64_t warp_rows = split == Split::Rows ? (m + W - 1) / W : m;
+        const std::int64_t warp_cols = split == Split::Cols ? (n + W - 1) / W : n;
+        const std::int64_t warp_k = split == Split::Inner ? (k + W - 1) / W : k;
+        const std::int64_t max_cols = transpose_b ? lanes_.score_cols : warp_cols;  // scores in column passes
+        if (per_lane)
+            work.smem_wavefronts += W * smem_wavefront::product_operands(warp_rows, warp_cols, warp_k, lanes_, max_cols,
+                                                                         A.elem_bytes(), B.elem_bytes(),
+                                                                         A.space() == Space::Shared,
+                                                                         B.space() == Space::Shared);
         if (C.space() == Space::Shared) {
             if (accumulate) smem_read(C.bytes());
             smem_write(C.bytes());
@@ -213,12 +227,16 @@ private:
             recording_ = false;
         }
     }
-    void smem_read(std::int64_t bytes) {
+    // Bytes moved, and the wavefronts they take: plain 4-byte-word accesses, unless a product's
+    // lanes load their operands themselves (counted by the product).
+    void smem_read(std::int64_t bytes, bool wavefronts_counted_elsewhere = false) {
         work.smem_bytes += bytes;
+        if (!wavefronts_counted_elsewhere) work.smem_wavefronts += smem_wavefront::plain(bytes);
         if (rec_) rec_->smem_read += bytes;
     }
     void smem_write(std::int64_t bytes) {
         work.smem_bytes += bytes;
+        work.smem_wavefronts += smem_wavefront::plain(bytes);
         if (rec_) rec_->smem_write += bytes;
     }
     void add_cost(op_cost::Cost c) {
@@ -244,6 +262,7 @@ private:
     }
 
     int warps_;
+    LaneGrid lanes_;
     KernelRecord* rec_;
     L2Model* l2_;
     std::vector<TileInfo> tiles_;
@@ -263,13 +282,14 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     KernelRecord rec;
     rec.desc = kernel;
     const int threads = kernel.warps * 32;
-    CountingBlock block(kernel.warps, &rec, &l2_);
+    CountingBlock block(kernel.warps, kernel.lanes, &rec, &l2_);
 
     auto finish_block = [&] {
         rec.matmul_flops += block.work.matmul_flops;
         rec.nonmatmul_flops += block.work.nonmatmul_flops;
         rec.sfu_ops += block.work.sfu_ops;
         rec.barriers += block.work.barriers;
+        rec.smem_wavefronts += block.work.smem_wavefronts;
         rec.warp_instructions += block.work.thread_instructions;  // divided by 32 once all blocks are in
         if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
         else rec.block_work.emplace_back(block.work, 1);
@@ -328,6 +348,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.dram = rec.dram.scaled(H);
     rec.smem_read *= H;
     rec.smem_write *= H;
+    rec.smem_wavefronts *= H;
     rec.matmul_flops *= H;
     rec.nonmatmul_flops *= H;
     rec.sfu_ops *= H;

@@ -28,6 +28,9 @@ struct LevelTraffic {
 struct BlockWork {
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
     std::int64_t smem_bytes = 0;   // read + written
+    // 128-byte wavefronts the shared-memory pipe serves for those accesses when the products run on
+    // the CUDA cores (exec/smem_wavefronts.hpp): what CUDA-core runs are timed by.
+    std::int64_t smem_wavefronts = 0;
     std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
     std::int64_t barriers = 0;
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
@@ -51,6 +54,7 @@ struct KernelRecord {
     LevelTraffic l2;    // the same requests in 32-byte sectors, as L2 sees them
     LevelTraffic dram;  // what reaches DRAM after the L2 model
     std::int64_t smem_read = 0, smem_write = 0;
+    std::int64_t smem_wavefronts = 0;        // all heads, products on the CUDA cores (BlockWork)
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
     std::int64_t warp_instructions = 0;      // all heads (exec/issue_costs.hpp)
 

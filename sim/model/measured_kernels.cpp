@@ -11,10 +11,9 @@ std::optional<KernelModel> model_of_measured_kernel(std::string_view kernel, DTy
     } else if (kernel == "standard_tiled") {
         m.algo = Algo::standard;
     } else if (kernel == "standard_cublas" || kernel == "torch_math") {
-        m.algo = Algo::standard;  // cuBLAS GEMMs: tensor cores and large tiles for fp16/bf16 inputs
+        m.algo = Algo::standard;  // cuBLAS GEMMs: large tiles; tensor cores for fp16/bf16 inputs
         m.options.tensor_cores = dtype != DType::fp32;
-        // fp32 keeps the 64x64 tiles: cuBLAS's fp32 kernels have not been profiled (README of cuda/results).
-        if (dtype != DType::fp32) m.matmul = MatmulMode::library;
+        m.matmul = MatmulMode::library;
     } else if (kernel == "tiled" || kernel == "fa1" || kernel == "fa2") {
         m.algo = *parse_algo(std::string(kernel));
     } else if (kernel == "fa2_tc") {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <queue>
 
+#include "exec/smem_wavefronts.hpp"
+
 namespace fasim {
 
 namespace {
@@ -37,6 +39,9 @@ constexpr double kMmaSyncWarpIssueFraction = 0.17;
 struct SmRates {
     double matmul, fp32, sfu, smem, l2;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
+    // CUDA-core runs: shared memory is timed by the wavefronts its pipe serves (128 bytes each), which
+    // every lane's own operand loads multiply (exec/smem_wavefronts.hpp); otherwise by the bytes moved.
+    bool smem_wavefronts = false;
 };
 
 struct BlockTerms {
@@ -63,9 +68,10 @@ struct BlockTerms {
 };
 
 BlockTerms terms(const BlockWork& w, const SmRates& r) {
+    const double smem_bytes = r.smem_wavefronts ? static_cast<double>(w.smem_wavefronts * smem_wavefront::kBytes)
+                                                : static_cast<double>(w.smem_bytes);
     BlockTerms t{static_cast<double>(w.matmul_flops) / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
-                 static_cast<double>(w.sfu_ops) / r.sfu, static_cast<double>(w.smem_bytes) / r.smem,
-                 static_cast<double>(w.l2_bytes) / r.l2};
+                 static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, static_cast<double>(w.l2_bytes) / r.l2};
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
         t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
@@ -110,6 +116,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
               gpu.l2_bandwidth / sms};
     if (mma_latency) r.issue = kSchedulersPerSm * gpu.clock_hz * t.issue_fraction;
+    r.smem_wavefronts = !options.tensor_cores;
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;

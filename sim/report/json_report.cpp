@@ -44,6 +44,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
             {"flops", {{"matmul", k.matmul_flops}, {"nonmatmul", k.nonmatmul_flops}, {"sfu_ops", k.sfu_ops}}},
             {"barriers", k.barriers},
             {"warp_instructions", k.warp_instructions},
+            {"smem_wavefronts", k.smem_wavefronts},
             {"registers_given", k.registers_given},
             {"row_blocks_per_warp", k.row_blocks_per_warp},
             {"time",

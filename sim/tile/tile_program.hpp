@@ -137,6 +137,22 @@ inline Tile::~Tile() {
 // (cuBLAS: wgmma on Hopper, a faster path). The runtime model takes each its own ceiling.
 enum class MatrixInstruction : std::uint8_t { mma_sync, library_gemm };
 
+// How a CUDA-core kernel spreads a warp's share of a product C = A B over its 32 lanes: a grid of
+// lane_rows x lane_cols lanes, each computing a micro-tile of C in registers, at most max_rows rows
+// of it at a time and, for scores S = Q K^T, at most score_cols columns (the rest in further passes
+// that re-read the operands). fa-sim's kernels: the tiled GEMM 2 x 16 lanes of 4 x 4, operands
+// staged as fp32 (cuda/kernels/standard_gemm_tiled.cu); the flash kernels 4 x 8 lanes, scores in
+// passes of 4 columns per lane (2 at d=128, where O takes 128 registers), FA1 in 16-row chunks
+// (cuda/kernels/flash_common.cuh, fa1.cu). Only CUDA-core runs' shared-memory wavefronts use it.
+struct LaneGrid {
+    int lane_rows = 4, lane_cols = 8;
+    std::int64_t max_rows = std::int64_t{1} << 30, score_cols = std::int64_t{1} << 30;
+    std::int64_t operand_bytes = 0;  // bytes per operand element in shared memory; 0: the tile's dtype
+    // false: operand reads cost the wavefronts their data fills (a library GEMM, whose register tiling
+    // is its own and whose measured rate already includes its shared-memory traffic).
+    bool per_lane_loads = true;
+};
+
 struct KernelDesc {
     std::string name;          // e.g. "fa2_forward"
     std::string role;          // one line: what this kernel does
@@ -144,6 +160,7 @@ struct KernelDesc {
     std::int64_t heads = 1;
     int warps = 4;
     MatrixInstruction matrix_instruction = MatrixInstruction::mma_sync;
+    LaneGrid lanes{};          // CUDA-core runs: how a warp's lanes split its products (shared-memory wavefronts)
     std::int64_t grid() const { return blocks_per_head * heads; }
 };
 
