@@ -74,10 +74,10 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
 
     const std::int64_t gemm_warps = cfg.gemm_warps;
     // fa-sim's tiled GEMM: 2 x 16 lanes per warp, each a 4 x 4 micro-tile, operands staged as fp32
-    // (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its registers its own way, and its
-    // measured rate already includes its shared-memory traffic.
+    // (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its registers its own way (its
+    // measured rate includes it); the naive GEMM computes one output per thread.
     LaneGrid gemm_lanes{2, 16, 4, 4, 4};
-    if (cfg.matmul == MatmulMode::library) gemm_lanes.per_lane_loads = false;
+    gemm_lanes.lane_tiled = cfg.matmul == MatmulMode::tiled;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);

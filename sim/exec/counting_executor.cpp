@@ -8,7 +8,7 @@
 #include "common/errors.hpp"
 #include "exec/issue_costs.hpp"
 #include "exec/op_costs.hpp"
-#include "exec/smem_wavefronts.hpp"
+#include "exec/cuda_core_products.hpp"
 #include "machine/sectors.hpp"
 
 namespace fasim {
@@ -107,21 +107,25 @@ public:
         work.matmul_flops += flops;
         // Shared-memory reads: a warp reads the part of each operand its share needs (the data, as
         // mma fragments load it); on the CUDA cores every lane loads its own operands, which costs
-        // the shared-memory pipe more wavefronts than the data fills (exec/smem_wavefronts.hpp).
+        // the shared-memory pipe more wavefronts than the data fills, and computes whole micro-tiles
+        // (exec/cuda_core_products.hpp).
         const std::int64_t W = warps_;
         const std::int64_t smem_before = work.smem_bytes;
-        const bool per_lane = lanes_.per_lane_loads;
-        if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), per_lane);
-        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1), per_lane);
-        const std::int64_t warp_rows = split == Split::Rows ? (m + W - 1) / W : m;
-        const std::int64_t warp_cols = split == Split::Cols ? (n + W - 1) / W : n;
-        const std::int64_t warp_k = split == Split::Inner ? (k + W - 1) / W : k;
-        const std::int64_t max_cols = transpose_b ? lanes_.score_cols : warp_cols;  // scores in column passes
-        if (per_lane)
-            work.smem_wavefronts += W * smem_wavefront::product_operands(warp_rows, warp_cols, warp_k, lanes_, max_cols,
-                                                                         A.elem_bytes(), B.elem_bytes(),
-                                                                         A.space() == Space::Shared,
-                                                                         B.space() == Space::Shared);
+        const bool lane_tiled = lanes_.lane_tiled;
+        if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), lane_tiled);
+        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1), lane_tiled);
+        if (lane_tiled) {
+            cuda_core::WarpProduct share{split == Split::Rows ? (m + W - 1) / W : m,
+                                         split == Split::Cols ? (n + W - 1) / W : n,
+                                         split == Split::Inner ? (k + W - 1) / W : k};
+            if (transpose_b) share.max_cols = lanes_.score_cols;  // scores in column passes
+            work.smem_wavefronts += W * cuda_core::operand_wavefronts(share, lanes_, A.elem_bytes(), B.elem_bytes(),
+                                                                      A.space() == Space::Shared,
+                                                                      B.space() == Space::Shared);
+            work.lane_matmul_flops += W * cuda_core::executed_flops(share, lanes_);
+        } else {
+            work.lane_matmul_flops += flops;
+        }
         if (C.space() == Space::Shared) {
             if (accumulate) smem_read(C.bytes());
             smem_write(C.bytes());
@@ -231,12 +235,12 @@ private:
     // lanes load their operands themselves (counted by the product).
     void smem_read(std::int64_t bytes, bool wavefronts_counted_elsewhere = false) {
         work.smem_bytes += bytes;
-        if (!wavefronts_counted_elsewhere) work.smem_wavefronts += smem_wavefront::plain(bytes);
+        if (!wavefronts_counted_elsewhere) work.smem_wavefronts += cuda_core::plain_wavefronts(bytes);
         if (rec_) rec_->smem_read += bytes;
     }
     void smem_write(std::int64_t bytes) {
         work.smem_bytes += bytes;
-        work.smem_wavefronts += smem_wavefront::plain(bytes);
+        work.smem_wavefronts += cuda_core::plain_wavefronts(bytes);
         if (rec_) rec_->smem_write += bytes;
     }
     void add_cost(op_cost::Cost c) {
@@ -290,6 +294,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.sfu_ops += block.work.sfu_ops;
         rec.barriers += block.work.barriers;
         rec.smem_wavefronts += block.work.smem_wavefronts;
+        rec.lane_matmul_flops += block.work.lane_matmul_flops;
         rec.warp_instructions += block.work.thread_instructions;  // divided by 32 once all blocks are in
         if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
         else rec.block_work.emplace_back(block.work, 1);
@@ -349,6 +354,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.smem_read *= H;
     rec.smem_write *= H;
     rec.smem_wavefronts *= H;
+    rec.lane_matmul_flops *= H;
     rec.matmul_flops *= H;
     rec.nonmatmul_flops *= H;
     rec.sfu_ops *= H;

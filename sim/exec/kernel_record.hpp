@@ -28,9 +28,11 @@ struct LevelTraffic {
 struct BlockWork {
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
     std::int64_t smem_bytes = 0;   // read + written
-    // 128-byte wavefronts the shared-memory pipe serves for those accesses when the products run on
-    // the CUDA cores (exec/smem_wavefronts.hpp): what CUDA-core runs are timed by.
+    // When the products run on the CUDA cores (exec/cuda_core_products.hpp), what CUDA-core runs are
+    // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
+    // matmul FLOPs the lanes execute (whole micro-tiles: matmul_flops plus padding).
     std::int64_t smem_wavefronts = 0;
+    std::int64_t lane_matmul_flops = 0;
     std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
     std::int64_t barriers = 0;
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
@@ -55,6 +57,7 @@ struct KernelRecord {
     LevelTraffic dram;  // what reaches DRAM after the L2 model
     std::int64_t smem_read = 0, smem_write = 0;
     std::int64_t smem_wavefronts = 0;        // all heads, products on the CUDA cores (BlockWork)
+    std::int64_t lane_matmul_flops = 0;      // all heads, products on the CUDA cores (BlockWork)
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
     std::int64_t warp_instructions = 0;      // all heads (exec/issue_costs.hpp)
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <queue>
 
-#include "exec/smem_wavefronts.hpp"
+#include "exec/cuda_core_products.hpp"
 
 namespace fasim {
 
@@ -39,9 +39,10 @@ constexpr double kMmaSyncWarpIssueFraction = 0.17;
 struct SmRates {
     double matmul, fp32, sfu, smem, l2;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
-    // CUDA-core runs: shared memory is timed by the wavefronts its pipe serves (128 bytes each), which
-    // every lane's own operand loads multiply (exec/smem_wavefronts.hpp); otherwise by the bytes moved.
-    bool smem_wavefronts = false;
+    // CUDA-core runs (exec/cuda_core_products.hpp): shared memory is timed by the wavefronts its pipe
+    // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
+    // the lanes execute (whole micro-tiles); otherwise by the bytes moved and the tile's FLOPs.
+    bool cuda_core_lanes = false;
 };
 
 struct BlockTerms {
@@ -68,9 +69,10 @@ struct BlockTerms {
 };
 
 BlockTerms terms(const BlockWork& w, const SmRates& r) {
-    const double smem_bytes = r.smem_wavefronts ? static_cast<double>(w.smem_wavefronts * smem_wavefront::kBytes)
+    const double smem_bytes = r.cuda_core_lanes ? static_cast<double>(w.smem_wavefronts * cuda_core::kWavefrontBytes)
                                                 : static_cast<double>(w.smem_bytes);
-    BlockTerms t{static_cast<double>(w.matmul_flops) / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
+    const double matmul_flops = static_cast<double>(r.cuda_core_lanes ? w.lane_matmul_flops : w.matmul_flops);
+    BlockTerms t{matmul_flops / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
                  static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, static_cast<double>(w.l2_bytes) / r.l2};
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
@@ -116,7 +118,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
               gpu.l2_bandwidth / sms};
     if (mma_latency) r.issue = kSchedulersPerSm * gpu.clock_hz * t.issue_fraction;
-    r.smem_wavefronts = !options.tensor_cores;
+    r.cuda_core_lanes = !options.tensor_cores;
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;

@@ -45,6 +45,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
             {"barriers", k.barriers},
             {"warp_instructions", k.warp_instructions},
             {"smem_wavefronts", k.smem_wavefronts},
+            {"lane_matmul_flops", k.lane_matmul_flops},
             {"registers_given", k.registers_given},
             {"row_blocks_per_warp", k.row_blocks_per_warp},
             {"time",

@@ -143,14 +143,16 @@ enum class MatrixInstruction : std::uint8_t { mma_sync, library_gemm };
 // that re-read the operands). fa-sim's kernels: the tiled GEMM 2 x 16 lanes of 4 x 4, operands
 // staged as fp32 (cuda/kernels/standard_gemm_tiled.cu); the flash kernels 4 x 8 lanes, scores in
 // passes of 4 columns per lane (2 at d=128, where O takes 128 registers), FA1 in 16-row chunks
-// (cuda/kernels/flash_common.cuh, fa1.cu). Only CUDA-core runs' shared-memory wavefronts use it.
+// (cuda/kernels/flash_common.cuh, fa1.cu). Only CUDA-core runs use it: their shared-memory wavefronts
+// and the FLOPs their lanes execute (exec/cuda_core_products.hpp).
 struct LaneGrid {
     int lane_rows = 4, lane_cols = 8;
     std::int64_t max_rows = std::int64_t{1} << 30, score_cols = std::int64_t{1} << 30;
     std::int64_t operand_bytes = 0;  // bytes per operand element in shared memory; 0: the tile's dtype
-    // false: operand reads cost the wavefronts their data fills (a library GEMM, whose register tiling
-    // is its own and whose measured rate already includes its shared-memory traffic).
-    bool per_lane_loads = true;
+    // false: the kernel's products are not register-tiled this way (a library GEMM, whose measured
+    // rate already includes its own tiling; the naive GEMM, one output per thread): operand reads cost
+    // the wavefronts their data fills and the lanes execute the tile's FLOPs, no more.
+    bool lane_tiled = true;
 };
 
 struct KernelDesc {
