@@ -46,8 +46,11 @@ std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_
     const std::int64_t d = p.d, e = p.elem_bytes(), W = cfg.warps;
     switch (algo) {
         case Algo::fa2:
-        case Algo::tiled:  // Q_i, K_j, V_j; with a staged S: S_ij and the row statistics m, l, alpha (fp32)
-            return (Br + 2 * Bc) * d * e + (cfg.scores == Space::Shared ? (Br * Bc + 3 * Br) * 4 : 0);
+        case Algo::tiled:  // Q_i, K_j, V_j; with a staged S: S_ij and the row statistics m, l, alpha (fp32),
+                           // and the rows of Q, K and S padded as the CUDA-core kernels pad them (LaneGrid)
+            if (cfg.scores != Space::Shared) return (Br + 2 * Bc) * d * e;
+            return (Br + Bc) * padded_row_bytes(d * e) + Bc * d * e +
+                   Br * padded_row_bytes(Bc * 4) + 3 * Br * 4;
         case Algo::fa1:  // K_j, V_j, Q_i, l_i, m_i (O_i passes through registers), plus the split-K
                          // exchange buffer: every warp's partial P·V (fp32), 16 rows at a time
             return 2 * Bc * d * e + Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;

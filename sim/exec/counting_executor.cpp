@@ -24,7 +24,9 @@ struct TileInfo {
     Space space = Space::Registers;
     bool live = false;
     std::int64_t warps_holding_rows = 1;  // a product split by columns or by k leaves each row in every warp
+    bool padded = false;                  // rows padded in shared memory (LaneGrid::padded_rows)
     std::int64_t bytes() const { return rows * cols * elem_bytes; }
+    std::int64_t footprint() const { return padded ? rows * padded_row_bytes(cols * elem_bytes) : bytes(); }
 };
 
 // A thread block, counting; one object serves every block of a launch.
@@ -59,7 +61,7 @@ public:
     }
 
     Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill, std::string_view) override {
-        return make(rows, cols, 4, space);
+        return make(rows, cols, 4, space, space == Space::Shared && cols > 1 && lanes_.padded_rows);
     }
 
     Tile load(const Region& r, Space to, std::string_view) override {
@@ -77,7 +79,10 @@ public:
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
-        return t.row_statistic ? make(r.ncols, 1, t.elem_bytes, to) : make(r.nrows, r.ncols, t.elem_bytes, to);
+        if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to);
+        // V's rows are read along by the lanes: the kernels leave them unpadded (LaneGrid::padded_rows).
+        const bool padded = to == Space::Shared && lanes_.padded_rows && t.name != TensorName::V;
+        return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
 
     void store(const Tile& tile, const Region& r) override {
@@ -202,14 +207,14 @@ public:
 
     void release(int id) override {
         TileInfo& t = tiles_[static_cast<std::size_t>(id)];
-        if (t.space == Space::Shared) smem_live_ -= t.bytes();
+        if (t.space == Space::Shared) smem_live_ -= t.footprint();
         else reg_live_ -= t.bytes();
         t.live = false;
         free_.push_back(id);
     }
 
 private:
-    Tile make(std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space) {
+    Tile make(std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space, bool padded = false) {
         int id;
         if (!free_.empty()) {
             id = free_.back();
@@ -220,7 +225,8 @@ private:
         }
         TileInfo& t = tiles_[static_cast<std::size_t>(id)];
         t = TileInfo{rows, cols, elem_bytes, space, true};
-        if (space == Space::Shared) smem_peak = std::max(smem_peak, smem_live_ += t.bytes());
+        t.padded = padded;
+        if (space == Space::Shared) smem_peak = std::max(smem_peak, smem_live_ += t.footprint());
         else reg_peak = std::max(reg_peak, reg_live_ += t.bytes());
         return Tile(this, id, rows, cols, elem_bytes, space);
     }

@@ -153,7 +153,18 @@ struct LaneGrid {
     // rate already includes its own tiling; the naive GEMM, one output per thread): operand reads cost
     // the wavefronts their data fills and the lanes execute the tile's FLOPs, no more.
     bool lane_tiled = true;
+    // Rows of shared tiles padded to an odd number of 16-byte units, so that 8 lanes reading 8 rows at
+    // one column hit 8 different bank groups: fa-sim's CUDA-core FA2 and tiled kernels pad Q, K and S
+    // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp). Counts
+    // toward the shared memory a block holds (occupancy), not toward the bytes it moves.
+    bool padded_rows = false;
 };
+
+// A row of `bytes` padded to an odd number of 16-byte units (LaneGrid::padded_rows).
+inline std::int64_t padded_row_bytes(std::int64_t bytes) {
+    const std::int64_t units = (bytes + 15) / 16;
+    return 16 * (units % 2 == 0 ? units + 1 : units);
+}
 
 struct KernelDesc {
     std::string name;          // e.g. "fa2_forward"

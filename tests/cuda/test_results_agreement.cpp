@@ -161,18 +161,26 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS, fa-sim's tiled 
     CHECK(checked["fa1"] == 16);
 }
 
-TEST_CASE("fa-sim's tiled GEMM on the CUDA cores is predicted within 25% in fp16/bf16 too (N >= 2048)", "[hardware][time]") {
-    // Third run's grid: the GEMM stages fp16/bf16 operands as fp32, so its shared memory is fp32's.
+TEST_CASE("fa-sim's CUDA-core tiled GEMMs, tiled and FA1 kernels are predicted within 25% in fp16/bf16 too (N >= 2048)",
+          "[hardware][time]") {
+    // Third run's grid. The GEMM stages fp16/bf16 operands as fp32, so its shared memory is fp32's. The
+    // tiled kernel at d=64 holds one block per SM because its Q, K and S rows are padded (119.5 KB a
+    // block, LaneGrid::padded_rows); unpadded, the model fitted two and was 26-32% fast. FA2 at d=64 is
+    // 11-26% slow (README): not asserted.
     const json doc = load(kRunC + "validate_half.json");
     const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
-    int checked = 0;
+    std::map<std::string, int> checked;
     for (const json& r : doc.at("results")) {
-        if (r.at("algo") != "standard_tiled" || !r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-        CAPTURE(r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
+        const std::string algo = r.at("algo");
+        if (algo != "standard_tiled" && algo != "tiled" && algo != "fa1") continue;
+        if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
+        CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
         CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-        ++checked;
+        ++checked[algo];
     }
-    CHECK(checked == 32);
+    CHECK(checked["standard_tiled"] == 32);
+    CHECK(checked["tiled"] == 32);
+    CHECK(checked["fa1"] == 32);
 }
 
 TEST_CASE("measured and predicted rank standard (cuBLAS and tiled GEMMs), FA2, tiled and FA1 alike (fp32, N >= 2048)",
@@ -534,4 +542,28 @@ TEST_CASE("CUDA-core kernels: shared-memory wavefronts match ncu within 25% (fp3
         // The data bytes alone would say far fewer: the per-lane loads are the point.
         CHECK(static_cast<double>(k.smem_read + k.smem_write) / 128 < 0.5 * measured);
     }
+}
+
+TEST_CASE("CUDA-core FA2 and tiled hold the shared memory their kernels launch with (padded rows)", "[hardware][smem]") {
+    // fa-validate records each launch's dynamic shared memory (smem_layouts.hpp: Q and K rows d + 16
+    // bytes, S rows an odd number of 16-byte units, V unpadded). FA2's tile program holds exactly that;
+    // tiled's two row vectors less (the kernel shares FA2's layout, whose rescale factors it does not
+    // use in its second pass, and the tile program keeps the row max in registers).
+    const GpuSpec gpu = find_gpu_preset("H200");
+    std::map<std::string, int> checked;
+    for (const std::string& file : {kRunF + "validate_fp32.json", kRunC + "validate_half.json"}) {
+        const json doc = load(file);
+        for (const json& r : doc.at("results")) {
+            const std::string algo = r.at("algo");
+            if (algo != "fa2" && algo != "tiled") continue;
+            const std::int64_t launched = r.at("launches").back().at("dynamic_smem_bytes");
+            const AlgorithmResult sim = predict(r, gpu);
+            CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>());
+            const std::int64_t unused = algo == "tiled" ? 8 * r.at("launches").back().at("Br").get<std::int64_t>() : 0;
+            CHECK(sim.kernels.back().smem_bytes_per_block == launched - unused);
+            ++checked[algo];
+        }
+    }
+    CHECK(checked["fa2"] == 24 + 48);  // N = 512..16384, d = 64 and 128, causal or not; fp32, fp16 and bf16
+    CHECK(checked["tiled"] == 24 + 48);
 }
