@@ -39,8 +39,11 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
     for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
         const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
         if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
-            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Shared, "A tile");
-            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
+            // Both are staged k-major (As[k][m], Bs[k][n]): A always by a transposing copy, B when it
+            // is stored n x k (S = Q K^T).
+            Tile A = b.load_transposed(a_tile(g, m0, mr, k0, kc), "A tile (k-major)");
+            Tile B = g.b_transposed ? b.load_transposed(b_tile(g, n0, nc, k0, kc), "B tile (k-major)")
+                                    : b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
             b.barrier();  // tiles complete before any warp reads them
             b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
             b.barrier();  // all warps done before the next k-step overwrites them
@@ -77,6 +80,7 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     // (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its registers its own way (its
     // measured rate includes it); the naive GEMM computes one output per thread.
     LaneGrid gemm_lanes{2, 16, 4, 4, 4};
+    gemm_lanes.transposed_store_wavefronts = 4;
     gemm_lanes.lane_tiled = cfg.matmul == MatmulMode::tiled;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.

@@ -85,6 +85,13 @@ public:
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
 
+    Tile load_transposed(const Region& r, std::string_view label) override {
+        Tile t = load(r, Space::Shared, label);
+        if (lanes_.lane_tiled)  // load() charged a wavefront per 128 bytes; the conflicts cost the rest
+            work.smem_wavefronts += (lanes_.transposed_store_wavefronts - 1) * cuda_core::plain_wavefronts(r.bytes());
+        return t;
+    }
+
     void store(const Tile& tile, const Region& r) override {
         if (tile.elements() != r.elements())
             throw std::logic_error("store: tile of " + std::to_string(tile.elements()) + " elements into a region of " +

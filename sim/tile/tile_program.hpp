@@ -83,6 +83,10 @@ public:
     // Memory movement.
     virtual Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill fill, std::string_view label) = 0;
     virtual Tile load(const Region& from, Space to, std::string_view label) = 0;
+    // A copy into shared memory that transposes the tile (the CUDA-core GEMM stages its operands
+    // k-major): the same tile as load(); an executor that counts shared-memory wavefronts charges the
+    // transposing stores' bank conflicts (LaneGrid::transposed_store_wavefronts).
+    virtual Tile load_transposed(const Region& from, std::string_view label) { return load(from, Space::Shared, label); }
     virtual void store(const Tile& tile, const Region& to) = 0;
 
     // C (+)= A · B, or A · Bᵀ when transpose_b. Accumulation in fp32.
@@ -158,6 +162,10 @@ struct LaneGrid {
     // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp). Counts
     // toward the shared memory a block holds (occupancy), not toward the bytes it moves.
     bool padded_rows = false;
+    // Wavefronts per 128 bytes of a transposing copy into shared memory (Block::load_transposed). The
+    // tiled GEMM's: its 8 lanes of one source row write 4 consecutive k at stride 68 floats, all on 2
+    // of the 32 banks, 4-way conflicts (ncu: 4.19 wavefronts per such store, second run).
+    std::int64_t transposed_store_wavefronts = 1;
 };
 
 // A row of `bytes` padded to an odd number of 16-byte units (LaneGrid::padded_rows).

@@ -61,7 +61,7 @@ TEST_CASE("lanes execute whole micro-tiles: FA1 at d=128 (114 x 114 tiles) compu
     CHECK(cuda_core::executed_flops({8, 64, 32, 4}, LaneGrid{2, 16, 4, 4, 4}) == 2 * 8 * 64 * 32);
 }
 
-TEST_CASE("the counting executor: the tiled GEMM's shared memory on the CUDA cores is its operand loads plus its "
+TEST_CASE("the counting executor: the tiled GEMM's shared-memory wavefronts are its operand loads plus its "
           "staging",
           "[smem][wavefronts]") {
     const auto p = problem(1024, 64, 4, DType::fp32, false);
@@ -70,8 +70,13 @@ TEST_CASE("the counting executor: the tiled GEMM's shared memory on the CUDA cor
     const AlgorithmResult r = simulate(Algo::standard, p, find_gpu_preset("H200"), {}, cuda_cores);
     const KernelRecord& qk = r.kernels.front();
     const std::int64_t blocks = qk.desc.grid(), k_steps = p.d / 32;
-    // 8 warps x 64 k x 6 per block, and each k-step's A and B tiles (64 x 32 fp32 each) written once.
-    CHECK(qk.smem_wavefronts == blocks * (8 * 64 * 6 + k_steps * 2 * (64 * 32 * 4 / 128)));
+    // 8 warps x 64 k x 6 per block, and each k-step's A and B tiles (64 x 32 fp32 each) written once by
+    // transposing copies (both k-major for S = Q K^T): 4 wavefronts per 128 bytes (4-way bank conflicts).
+    CHECK(qk.smem_wavefronts == blocks * (8 * 64 * 6 + k_steps * 2 * 4 * (64 * 32 * 4 / 128)));
+    // O = P V: P is copied transposed, V row by row.
+    const KernelRecord& pv = r.kernels.back();
+    const std::int64_t pv_steps = p.N / 32;
+    CHECK(pv.smem_wavefronts == pv.desc.grid() * (8 * p.N * 6 + pv_steps * (4 + 1) * (64 * 32 * 4 / 128)));
     // With the tensor cores the time does not use them; on the CUDA cores the GEMM is bound by them.
     CHECK(r.timing.front().bound == "shared-memory bandwidth");
 }
