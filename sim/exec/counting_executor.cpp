@@ -6,9 +6,9 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "exec/cuda_core_products.hpp"
 #include "exec/issue_costs.hpp"
 #include "exec/op_costs.hpp"
-#include "exec/cuda_core_products.hpp"
 #include "machine/sectors.hpp"
 
 namespace fasim {
