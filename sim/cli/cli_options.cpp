@@ -94,8 +94,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                    "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
                    "instead of the estimate from the register-resident tiles");
     app.add_option("--matmul", matmul,
-                   "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like "
-                   "32768-element tiles)");
+                   "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like: "
+                   "32768-element tiles for fp16/bf16, 64x64 for fp32)");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
                  "model fa-sim's own CUDA-core kernels: every matrix product on the CUDA cores (no tensor cores), S/P staged in shared memory");
