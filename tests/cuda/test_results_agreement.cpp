@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -78,6 +79,22 @@ PaperTimes paper_times(const std::string& run, int d, int N) {
 // fa1 at N <= 4096 is left out of the DRAM checks: 16 heads' Q and O fit the 60 MiB L2 by LRU, but the
 // hardware re-reads part of them (README: L2 is two partitions, not one LRU).
 bool dram_claimed(const std::string& algo, int N) { return algo != "standard_naive" && !(algo == "fa1" && N == 4096); }
+
+// Checks the predicted time of every measured result at N >= 2048 of the given kernels (all when
+// empty) within 25% of the measured one; returns how many were checked per kernel.
+std::map<std::string, int> check_time_within_25_percent(const json& doc, const GpuSpec& gpu,
+                                                        const std::vector<std::string>& kernels = {}) {
+    std::map<std::string, int> checked;
+    for (const json& r : doc.at("results")) {
+        const std::string algo = r.at("algo");
+        if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), algo) == kernels.end()) continue;
+        if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
+        CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
+        CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
+        ++checked[algo];
+    }
+    return checked;
+}
 
 }  // namespace
 
@@ -147,15 +164,7 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS, fa-sim's tiled 
     // its 114 x 114 tiles cost 26% more than their FLOPs (cuda_core_products.hpp); counted as the tile's
     // FLOPs, it was 22-33% fast.
     const json doc = load(kRunF + "validate_fp32.json");
-    const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
-    std::map<std::string, int> checked;
-    for (const json& r : doc.at("results")) {
-        const std::string algo = r.at("algo");
-        if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-        CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("causal").get<bool>());
-        CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-        ++checked[algo];
-    }
+    auto checked = check_time_within_25_percent(doc, find_gpu_preset(doc.at("gpu_preset")));
     CHECK(checked["standard_cublas"] == 16);
     CHECK(checked["standard_tiled"] == 16);
     CHECK(checked["fa2"] == 16);
@@ -170,16 +179,7 @@ TEST_CASE("fa-sim's CUDA-core tiled GEMMs, tiled and FA1 kernels are predicted w
     // block, LaneGrid::padded_rows); unpadded, the model fitted two and was 26-32% fast. FA2 at d=64 is
     // 11-26% slow (README): not asserted.
     const json doc = load(kRunC + "validate_half.json");
-    const GpuSpec gpu = find_gpu_preset(doc.at("gpu_preset"));
-    std::map<std::string, int> checked;
-    for (const json& r : doc.at("results")) {
-        const std::string algo = r.at("algo");
-        if (algo != "standard_tiled" && algo != "tiled" && algo != "fa1") continue;
-        if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-        CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
-        CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-        ++checked[algo];
-    }
+    auto checked = check_time_within_25_percent(doc, find_gpu_preset(doc.at("gpu_preset")), {"standard_tiled", "tiled", "fa1"});
     CHECK(checked["standard_tiled"] == 32);
     CHECK(checked["tiled"] == 32);
     CHECK(checked["fa1"] == 32);
@@ -281,15 +281,9 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for the tensor-core kernels
     for (const std::string& file : files) {
         const json doc = load(kRunF + file);
         REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);  // torch_sdpa.py names no preset
-        for (const json& r : doc.at("results")) {
-            const std::string algo = r.at("algo");
-            if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-            if (algo != "fa1_tc" && algo != "fa2_tc" && algo != "torch_flash") continue;
-            CAPTURE(file, algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(),
-                    r.at("causal").get<bool>());
-            CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-            ++checked[algo];
-        }
+        CAPTURE(file);
+        for (const auto& [algo, n] : check_time_within_25_percent(doc, gpu, {"fa1_tc", "fa2_tc", "torch_flash"}))
+            checked[algo] += n;
     }
     CHECK(checked["fa1_tc"] == 32 + 16);
     CHECK(checked["fa2_tc"] == 32 + 16);
@@ -485,13 +479,8 @@ TEST_CASE("cuBLAS standard attention (fp16/bf16, library tiles) is predicted wit
     for (int d : {64, 128})
         for (int N : {2048, 4096, 8192, 16384}) files.push_back("paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
     for (const std::string& file : files) {
-        const json doc = load(kRunF + file);
-        for (const json& r : doc.at("results")) {
-            if (r.at("algo") != "standard_cublas" || !r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-            CAPTURE(file, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
-            CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-            ++checked;
-        }
+        CAPTURE(file);
+        checked += check_time_within_25_percent(load(kRunF + file), gpu, {"standard_cublas"})["standard_cublas"];
     }
     CHECK(checked == 32 + 16);
 }
