@@ -144,8 +144,8 @@ warp loads A (one float4 per half-warp: a broadcast, 1 wavefront each) and B
 (16 float4s, 256 bytes: 2 each): 6 wavefronts for 32 × 16 multiply-adds. The
 operand tiles are also staged k-major by transposing copies: the 8 lanes that
 copy one source row store to only 2 of the 32 banks, a 4-way bank conflict (4
-wavefronts per store). On an H200, Nsight Compute counts 0.98 of the wavefronts
-the simulator predicts for this kernel (cuda/results/2026-11-25-h200-b).)",
+wavefronts per store). On an H200 the simulator predicts 0.98 of the wavefronts
+Nsight Compute counts for this kernel (cuda/results/2026-11-25-h200-b).)",
                 [&, m, n, k, e](Ctx& c) {
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
                     const KernelRecord& g = kernel(r, "gemm_qk");
