@@ -1,14 +1,18 @@
-// peak-rates: the arithmetic ceilings a kernel of this project can reach on the GPU at hand,
-// measured, not taken from a datasheet:
+// peak-rates: the ceilings a kernel of this project can reach on the GPU at hand, measured, not
+// taken from a datasheet:
 //   ffma      fp32 fused multiply-add on the CUDA cores (what cuda/kernels/fa2.cu and friends use)
 //   mma.sync  m16n8k16 fp16 and bf16 products with fp32 accumulation (the Ampere-style tensor-core
 //             instruction that FlashAttention-2 and cuda/kernels/fa2_tensor_core.cu issue; on Hopper
 //             it does not reach the wgmma rate that cuBLAS uses, hence a separate ceiling)
-// Operands live in registers (no memory traffic); every warp keeps several independent
-// accumulators so that the pipeline, not the dependency latency, sets the rate. One resident
-// grid of 4 blocks x 256 threads per SM; time with CUDA events, median of 20 runs.
+//   L2 requests  ld.global.cg reads served by L2, with the 32 lanes of a warp spread over 32, 4, 2 or
+//             1 cache lines (128 B) per load: the L2 counts a request per line a load touches, and
+//             the naive GEMM's loads touch 16 lines with one sector each (cuda/results/README.md)
+// Arithmetic operands live in registers (no memory traffic); every warp keeps several independent
+// accumulators so that the pipeline, not the dependency latency, sets the rate. One resident grid of
+// 4 blocks x 256 threads per SM (the L2 probe: 8, as many warps as the naive GEMM keeps); time with
+// CUDA events, median of 20 runs.
 //
-//   build/cuda/peak-rates                  prints TFLOP/s per instruction kind (JSON with --json)
+//   build/cuda/peak-rates                  prints the rates (JSON with --json)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -79,6 +83,40 @@ __global__ void mma_kernel(float* sink, unsigned a_bits, unsigned b_bits) {
 #endif
 }
 
+// L2 request probe. Each block re-reads its own 16 KB slice of a buffer that stays in L2 (no two SMs
+// touch a line, so Hopper's request coalescer has nothing to merge); ld.global.cg bypasses L1. A
+// warp's load puts kGroup consecutive floats of one 128-byte line in each group of lanes: 32 / kGroup
+// lines per load, kGroup * 4 / 32 sectors per line (at least 1).
+constexpr int kL2ProbeBlocksPerSm = 8;
+constexpr int kL2SliceLines = 128;  // lines of 128 B per block: 8 blocks x 132 SMs x 16 KB = 16.5 MiB
+constexpr int kL2Unroll = 4;        // independent loads in flight per warp and iteration
+constexpr int kFloatsPerLine = 32;
+
+template <int kGroup>
+__global__ void l2_request_kernel(const float* __restrict__ buf, int iters, float* sink) {
+    constexpr int kLinesPerLoad = 32 / kGroup;
+    const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+    const int warps = static_cast<int>(blockDim.x) >> 5;
+    const float* slice = buf + static_cast<size_t>(blockIdx.x) * kL2SliceLines * kFloatsPerLine;
+    float s = 0.f;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int u = 0; u < kL2Unroll; ++u) {
+            const int line = (((i * kL2Unroll + u) * warps + warp) * kLinesPerLoad + lane / kGroup) & (kL2SliceLines - 1);
+            s += __ldcg(slice + line * kFloatsPerLine + lane % kGroup);
+        }
+    }
+    if (s == 1234.5f) sink[threadIdx.x] = s;  // the buffer is zero: never true
+}
+
+struct L2Rate {
+    int group;
+    double requests_per_s, sectors_per_s;
+};
+
+template <int kGroup>
+L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters);
+
 template <typename Launch>
 double median_ms(Launch&& launch) {
     cudaEvent_t start, stop;
@@ -100,6 +138,19 @@ double median_ms(Launch&& launch) {
     CUDA_CHECK(cudaEventDestroy(stop));
     std::sort(ms.begin(), ms.end());
     return 0.5 * (ms[9] + ms[10]);
+}
+
+template <int kGroup>
+L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters) {
+    const dim3 grid(static_cast<unsigned>(sms * kL2ProbeBlocksPerSm));
+    const double ms = median_ms([&] {
+        l2_request_kernel<kGroup><<<grid, kThreads>>>(buf, iters, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    const double loads = static_cast<double>(grid.x) * (kThreads / 32) * iters * kL2Unroll;
+    const double requests = loads * (32 / kGroup);
+    const double sectors_per_line = kGroup * 4 / 32 > 1 ? kGroup * 4 / 32 : 1;
+    return {kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
 }
 
 }  // namespace
@@ -146,15 +197,34 @@ int main(int argc, char** argv) {
             rows.push_back({"mma_sync_fp16", mma_flops / (f16 * 1e-3) / 1e12});
             rows.push_back({"mma_sync_bf16", mma_flops / (b16 * 1e-3) / 1e12});
         }
+
+        const int sms = prop.multiProcessorCount;
+        const size_t l2_floats = static_cast<size_t>(sms) * kL2ProbeBlocksPerSm * kL2SliceLines * kFloatsPerLine;
+        float* l2_buf = nullptr;
+        CUDA_CHECK(cudaMalloc(&l2_buf, l2_floats * sizeof(float)));
+        CUDA_CHECK(cudaMemset(l2_buf, 0, l2_floats * sizeof(float)));
+        // Iterations scaled so that every probe moves about the same number of bytes.
+        const std::vector<L2Rate> l2 = {measure_l2_requests<1>(l2_buf, sink, sms, 512),
+                                        measure_l2_requests<8>(l2_buf, sink, sms, 4096),
+                                        measure_l2_requests<16>(l2_buf, sink, sms, 4096),
+                                        measure_l2_requests<32>(l2_buf, sink, sms, 8192)};
+        CUDA_CHECK(cudaFree(l2_buf));
         CUDA_CHECK(cudaFree(sink));
         if (json) {
             std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, prop.multiProcessorCount,
                         clock_khz / 1000);
             for (const auto& r : rows) std::printf(", \"%s_tflops\": %.1f", r.name.c_str(), r.tflops);
+            for (const auto& r : l2)
+                std::printf(", \"l2_lines_per_load_%d\": {\"requests_per_s\": %.4g, \"sectors_per_s\": %.4g}", 32 / r.group,
+                            r.requests_per_s, r.sectors_per_s);
             std::printf("}\n");
         } else {
             std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
             for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
+            std::printf("  L2 reads (ld.global.cg, %d warps per SM):\n", kL2ProbeBlocksPerSm * kThreads / 32);
+            for (const auto& r : l2)
+                std::printf("    %2d line(s) per warp load: %7.1f G requests/s, %7.1f G sectors/s (%.2f TB/s)\n", 32 / r.group,
+                            r.requests_per_s / 1e9, r.sectors_per_s / 1e9, r.sectors_per_s * 32 / 1e12);
         }
         return 0;
     } catch (const std::exception& e) {

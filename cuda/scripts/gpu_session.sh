@@ -2,10 +2,12 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|paper|ncu|peaks|profile|torch ...]
-#   (default: all but profile)
+#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch ...]
+#   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
-# cuBLAS; paper = the FlashAttention-2 paper's benchmark setting (16k tokens per batch, hidden 2048).
+# cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
+# paper's benchmark setting (16k tokens per batch, hidden 2048); peaks = peak-rates (arithmetic and L2
+# request ceilings), with Nsight Compute's L2 counters on its L2 probe.
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -62,6 +64,13 @@ if has half; then
   tail -3 "$out/validate_half.txt"
 fi
 
+if has naive; then
+  log "fa-validate naive GEMM, fp16/bf16"
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo standard_naive --N 512,1024,2048,4096 --runs 5 --warmup 1 \
+      --sample-rows 8 --out "$out/validate_half_naive.json" > "$out/validate_half_naive.txt" 2>&1
+  tail -3 "$out/validate_half_naive.txt"
+fi
+
 if has paper; then
   # FlashAttention-2 paper, section 4.1: batch x sequence = 16k tokens, hidden dimension 2048
   # (32 heads of 64 or 16 heads of 128), fp16. Standard attention here is cuBLAS GEMMs + softmax.
@@ -89,6 +98,13 @@ if has peaks; then
   "$build/cuda/peak-rates" > "$out/peak_rates.txt" 2>&1
   "$build/cuda/peak-rates" --json > "$out/peak_rates.json" 2>>"$out/peak_rates.txt"
   cat "$out/peak_rates.txt"
+  # The L2 probe's requests and sectors as the L2 slices count them (4 probes x 21 launches).
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  "$ncu" --clock-control none --kernel-name regex:l2_request --launch-count 84 --csv --page raw \
+      --print-units base --metrics gpu__time_duration.sum,lts__t_requests_srcunit_tex_op_read.sum,\
+lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,lts__cycles_elapsed.avg.per_second,\
+sm__cycles_elapsed.avg.per_second "$build/cuda/peak-rates" > "$out/peak_rates_l2_ncu.csv" 2> "$out/peak_rates_l2_ncu.err" ||
+      tail -3 "$out/peak_rates_l2_ncu.err"
 fi
 
 if has profile; then
