@@ -58,7 +58,13 @@ each element of B once per output row (m times):
 The simulator counts the loads of its gemm_qk kernel (S = scale·Q·Kᵀ). It
 also passes them through its L2 model: neighbouring threads read the same
 rows at about the same time, so many of these re-reads are served by L2
-rather than DRAM, but every one still crosses from L2 to an SM.)",
+rather than DRAM, but every one still crosses from L2 to an SM, in whole
+32-byte sectors. A warp (2 rows x 16 columns of threads) loads, for one k,
+one element of each of its 2 rows of Q and one of each of 16 rows of K:
+18 sectors in 18 different 128-byte lines, for 18 useful elements. L2
+looks each line up as a request of its own, and those requests, not its
+bandwidth, are what the kernel waits for (a real H200 counts exactly these
+sectors and requests: cuda/results/README.md).)",
                 [&, m, n, k, e](Ctx& c) {
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
@@ -72,13 +78,16 @@ rather than DRAM, but every one still crosses from L2 to an SM.)",
                     tb.row({"2·m·n·k·e (formula)", grouped(static_cast<std::int64_t>(2 * m * n * k * e))});
                     tb.row({"Q and K themselves", grouped(static_cast<std::int64_t>((m + n) * k * e))});
                     tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
+                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, TensorName::Q) + read_of(g.l2, TensorName::K))});
                     tb.print(c.out);
                     c.out << '\n';
                     print_para(c.out, "Each element of Q is read " + num(static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e), 6) +
-                                          " times. Predicted time of the kernel: " + units::seconds(t.total_s) + ", bound by " + t.bound + ".");
+                                          " times; the SMs make " + grouped(g.l2_read_requests) + " read requests of L2. Predicted time of the kernel: " +
+                                          units::seconds(t.total_s) + ", bound by " + t.bound + ".");
                     c.results["reads_bytes"] = reads;
                     c.results["formula_bytes"] = 2 * m * n * k * e;
                     c.results["dram_read_bytes"] = read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K);
+                    c.results["l2_read_requests"] = g.l2_read_requests;
                     c.results["predicted_s"] = t.total_s;
                 }});
 
@@ -109,6 +118,7 @@ shared memory (or the registers that accumulate C run out).)",
                     tb.row({"A = Q and B = K read (simulated)", grouped(static_cast<std::int64_t>(reads))});
                     tb.row({"formula", grouped(static_cast<std::int64_t>(formula))});
                     tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
+                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, TensorName::Q) + read_of(g.l2, TensorName::K))});
                     tb.print(c.out);
                     c.out << '\n';
                     const double reuse = static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e);

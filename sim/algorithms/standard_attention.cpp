@@ -12,6 +12,8 @@
 // tiled GEMM re-reads operand panels from global memory (once per output tile
 // column/row); the papers' formula counts each operand once, which is what DRAM
 // sees when L2 serves those re-reads.
+#include <numeric>
+
 #include "algorithms/algorithm.hpp"
 #include "algorithms/causal.hpp"
 
@@ -32,6 +34,9 @@ Region b_tile(const GemmShape& g, std::int64_t n0, std::int64_t nc, std::int64_t
     return g.b_transposed ? g.B.tile(n0, nc, k0, kc) : g.B.tile(k0, kc, n0, nc);
 }
 
+// The naive GEMM's warps: 2 rows x 16 columns of its 16 x 16 threads (cuda/kernels/standard_gemm_naive.cu).
+constexpr std::int64_t kNaiveWarpRows = 2;
+
 // One output tile C[m0:m0+mr, n0:n0+nc] of a GEMM, accumulated over k-steps.
 Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::int64_t m0, std::int64_t mr,
                       std::int64_t n0, std::int64_t nc) {
@@ -48,12 +53,14 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
             b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
             b.barrier();  // all warps done before the next k-step overwrites them
         } else {
-            // Naive: each of the nc thread columns reads the A rows itself, and each
-            // of the mr thread rows reads the B columns itself, straight from global.
-            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (thread column 0)");
-            for (std::int64_t t = 1; t < nc; ++t) b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (again)");
-            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B cols (thread row 0)");
-            for (std::int64_t t = 1; t < mr; ++t) b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B cols (again)");
+            // Naive: 16 x 16 threads, one output each, every thread reading the operands of its own
+            // output from global memory. A warp is kNaiveWarpRows thread rows x 16 thread columns; one
+            // of its loads covers one k: A at its rows (an element, so a sector, per row), B at its
+            // columns: 16 rows of K (a sector each) or 16 consecutive elements of one row of V.
+            const std::int64_t warps = ceil_div(mr, kNaiveWarpRows);
+            Tile A = b.load_by_threads(a_tile(g, m0, mr, k0, kc), {1, 1, nc}, "A rows (every thread its own)");
+            Tile B = b.load_by_threads(b_tile(g, n0, nc, k0, kc), {g.b_transposed ? 1 : nc, warps, mr},
+                                       "B columns (every thread its own)");
             b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
         }
     }
@@ -70,8 +77,11 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     const GlobalTensor Q{TensorName::Q, BH, N, d, e, Tm, Tk};
     const GlobalTensor K{TensorName::K, BH, Nk, d, e, Tn, Tk};
     const GlobalTensor V{TensorName::V, BH, Nk, d, e, Tk, Pn};
-    const GlobalTensor S{TensorName::S, BH, N, Nk, e, 1, Tk};
-    const GlobalTensor P{TensorName::P, BH, N, Nk, e, 1, Tk};
+    // S and P are tracked in L2 in pieces as wide as both the GEMMs' output tiles and their k-steps
+    // (a store of half a tracked piece would otherwise find the other half already written).
+    const std::int64_t sp_cols = std::gcd(Tk, Tn);
+    const GlobalTensor S{TensorName::S, BH, N, Nk, e, 1, sp_cols};
+    const GlobalTensor P{TensorName::P, BH, N, Nk, e, 1, sp_cols};
     const GlobalTensor O{TensorName::O, BH, N, d, e, Pm, Pn};
     for (const auto* t : {&Q, &K, &V, &S, &P, &O}) x.declare(*t);
 

@@ -69,12 +69,13 @@ public:
         const std::int64_t bytes = r.bytes();
         if (rec_) {
             const auto i = static_cast<std::size_t>(index_of(t.name));
-            const std::int64_t sectors = sector_bytes(r);
+            const L2Requests asked = l2_requests(r);
             rec_->hbm.read[i] += bytes;
-            rec_->l2.read[i] += sectors;
+            rec_->l2.read[i] += asked.sector_bytes;
+            rec_->l2_read_requests += asked.requests;
             if (recording_) record(r, false);
             else rec_->dram.read[i] += l2_->read(r);
-            work.l2_bytes += sectors;
+            add_l2(asked);
         }
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
@@ -92,18 +93,39 @@ public:
         return t;
     }
 
+    // Each thread reads its own operands: the SMs request every warp load's sectors (L2 hits after the
+    // first: the L2 model sees the tile once), and the threads ask for `threads` times its bytes.
+    Tile load_by_threads(const Region& r, const ThreadGather& how, std::string_view) override {
+        const GlobalTensor& t = *r.tensor;
+        if (rec_) {
+            const auto i = static_cast<std::size_t>(index_of(t.name));
+            L2Requests asked = l2_requests(r, how.contiguous);
+            asked.sector_bytes *= how.warps;
+            asked.requests *= how.warps;
+            rec_->hbm.read[i] += how.threads * r.bytes();
+            rec_->l2.read[i] += asked.sector_bytes;
+            rec_->l2_read_requests += asked.requests;
+            if (recording_) record(r, false);
+            else rec_->dram.read[i] += l2_->read(r);
+            add_l2(asked);
+        }
+        work.thread_instructions += issue_cost::register_load(how.threads * r.bytes());
+        return make(r.nrows, r.ncols, t.elem_bytes, Space::Registers);
+    }
+
     void store(const Tile& tile, const Region& r) override {
         if (tile.elements() != r.elements())
             throw std::logic_error("store: tile of " + std::to_string(tile.elements()) + " elements into a region of " +
                                    std::to_string(r.elements()));
         if (rec_) {
             const auto i = static_cast<std::size_t>(index_of(r.tensor->name));
-            const std::int64_t sectors = sector_bytes(r);
+            const L2Requests asked = l2_requests(r);
             rec_->hbm.write[i] += r.bytes();
-            rec_->l2.write[i] += sectors;
+            rec_->l2.write[i] += asked.sector_bytes;
+            rec_->l2_write_requests += asked.requests;
             if (recording_) record(r, true);
             else rec_->dram.write[i] += l2_->write(r);
-            work.l2_bytes += sectors;
+            add_l2(asked);
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
         work.thread_instructions += issue_cost::register_store(tile.elements());
@@ -256,6 +278,10 @@ private:
         work.smem_wavefronts += cuda_core::plain_wavefronts(bytes);
         if (rec_) rec_->smem_write += bytes;
     }
+    void add_l2(const L2Requests& asked) {
+        work.l2_bytes += asked.sector_bytes;
+        work.l2_requests += asked.requests;
+    }
     void add_cost(op_cost::Cost c) {
         work.nonmatmul_flops += c.flops;
         work.sfu_ops += c.sfu;
@@ -367,6 +393,8 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.smem_read *= H;
     rec.smem_write *= H;
     rec.smem_wavefronts *= H;
+    rec.l2_read_requests *= H;
+    rec.l2_write_requests *= H;
     rec.lane_matmul_flops *= H;
     rec.matmul_flops *= H;
     rec.nonmatmul_flops *= H;

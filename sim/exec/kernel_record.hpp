@@ -34,6 +34,7 @@ struct BlockWork {
     std::int64_t smem_wavefronts = 0;
     std::int64_t lane_matmul_flops = 0;
     std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
+    std::int64_t l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
     std::int64_t barriers = 0;
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
     // instructions; exec/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
@@ -58,6 +59,10 @@ struct KernelRecord {
     std::int64_t smem_read = 0, smem_write = 0;
     std::int64_t smem_wavefronts = 0;        // all heads, products on the CUDA cores (BlockWork)
     std::int64_t lane_matmul_flops = 0;      // all heads, products on the CUDA cores (BlockWork)
+    // All heads: requests the SMs make of L2, a line per warp access (machine/sectors.hpp); the blocks'
+    // share of them is in BlockWork::l2_requests.
+    std::int64_t l2_read_requests = 0, l2_write_requests = 0;
+    std::int64_t l2_requests() const { return l2_read_requests + l2_write_requests; }
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
     std::int64_t warp_instructions = 0;      // all heads (exec/issue_costs.hpp)
 

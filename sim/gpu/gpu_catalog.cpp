@@ -130,13 +130,15 @@ const std::array<Field, 20>& numeric_fields() {
 
 struct MeasuredField {
     const char* key;     // inside "measured"
-    const char* paired;  // the datasheet key it replaces
+    const char* paired;  // the datasheet key it replaces (or is checked against, times datasheet_scale)
     double GpuSpec::Measured::*member;
     double GpuSpec::*datasheet;
+    double datasheet_scale = 1;
+    const char* units = "bytes/s or FLOP/s";
 };
 
-const std::array<MeasuredField, 6>& measured_fields() {
-    static const std::array<MeasuredField, 6> fields = {{
+const std::array<MeasuredField, 7>& measured_fields() {
+    static const std::array<MeasuredField, 7> fields = {{
         {"hbm_bandwidth_bytes_per_s", "hbm_bandwidth_bytes_per_s", &GpuSpec::Measured::hbm_bandwidth,
          &GpuSpec::hbm_bandwidth},
         {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::tensor_fp16_flops,
@@ -149,6 +151,9 @@ const std::array<MeasuredField, 6>& measured_fields() {
          &GpuSpec::tensor_fp16_flops},
         {"mma_sync_bf16_flops_per_s", "tensor_bf16_flops_per_s", &GpuSpec::Measured::mma_sync_bf16_flops,
          &GpuSpec::tensor_bf16_flops},
+        // No datasheet gives L2 requests: at most one 32-byte sector each at the L2 bandwidth.
+        {"l2_requests_per_s", "l2_bandwidth_bytes_per_s / 32", &GpuSpec::Measured::l2_requests,
+         &GpuSpec::l2_bandwidth, 1.0 / 32, "requests/s"},
     }};
     return fields;
 }
@@ -445,12 +450,12 @@ void read_measured(const json& doc, const std::string& origin, GpuSpec& spec) {
         if (!m.contains(f.key)) continue;
         const std::string key = std::string("measured.") + f.key;
         const json& v = m.at(f.key);
-        const double datasheet = spec.*(f.datasheet);
+        const double datasheet = spec.*(f.datasheet) * f.datasheet_scale;
         const std::string allowed_range =
             key + " must be a positive number, at most " + format_number(kMaxMeasuredOverDatasheet) +
             "x the datasheet " + in_quotes(f.paired) + (datasheet > 0 ? " = " + format_number(datasheet) : std::string());
         const std::string fix = "give the ceiling measured on the card in the same units as " + in_quotes(f.paired) +
-                                " (bytes/s or FLOP/s), or remove it";
+                                " (" + f.units + "), or remove it";
         if (!v.is_number()) throw wrong_type(origin, key, v, allowed_range, "write it as a JSON number; " + fix);
         const double value = v.get<double>();
         if (!std::isfinite(value) || value <= 0) {

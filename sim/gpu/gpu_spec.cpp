@@ -21,6 +21,10 @@ double GpuSpec::effective_hbm_bandwidth() const {
     return prefer_measured(measured.hbm_bandwidth, hbm_bandwidth);
 }
 
+double GpuSpec::l2_request_rate() const {
+    return prefer_measured(measured.l2_requests, l2_bandwidth / kL2BytesPerRequest);
+}
+
 double GpuSpec::matmul_flops(DType dtype) const {
     switch (dtype) {
         case DType::fp16:

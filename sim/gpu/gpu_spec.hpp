@@ -55,6 +55,10 @@ struct GpuSpec {
         // they peak below the wgmma rate that cuBLAS reaches (cuda/bench/peak_rates.cu measures both).
         double mma_sync_fp16_flops = 0;
         double mma_sync_bf16_flops = 0;
+        // Requests the L2 slices serve per second (a request: the sectors of one 128-byte line that one
+        // warp access asks for, 1 to 4). Loads that touch a sector per line, as the naive GEMM's do,
+        // are bound by it rather than by l2_bandwidth (cuda/bench/peak_rates.cu measures it).
+        double l2_requests = 0;
         std::string source;            // command, driver, date
     } measured;
 
@@ -69,6 +73,12 @@ struct GpuSpec {
     double mma_sync_flops(DType dtype) const;
     double effective_fp32_flops() const;
     double effective_hbm_bandwidth() const;
+    // L2 requests per second: measured where known, else l2_bandwidth / kL2BytesPerRequest.
+    double l2_request_rate() const;
+    // The H200's measured L2 bandwidth over its measured request rate is 62 bytes: a slice looks up one
+    // request per clock and moves about two sectors per clock. GPUs without a measured request rate
+    // are taken to have the same ratio (cuda/results/README.md, ninth run).
+    static constexpr double kL2BytesPerRequest = 64;
 };
 
 }  // namespace fasim

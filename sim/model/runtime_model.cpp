@@ -37,7 +37,7 @@ constexpr int kSchedulersPerSm = 4;
 constexpr double kMmaSyncWarpIssueFraction = 0.17;
 
 struct SmRates {
-    double matmul, fp32, sfu, smem, l2;  // per SM, per second
+    double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
     // CUDA-core runs (exec/cuda_core_products.hpp): shared memory is timed by the wavefronts its pipe
     // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
@@ -46,6 +46,7 @@ struct SmRates {
 };
 
 struct BlockTerms {
+    // l2: the L2's share of the block's sectors or of its requests, whichever takes longer.
     double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0, issue = 0;
     // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
     // issue at the latency-bound rate, whichever takes longer.
@@ -72,8 +73,9 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
     const double smem_bytes = r.cuda_core_lanes ? static_cast<double>(w.smem_wavefronts * cuda_core::kWavefrontBytes)
                                                 : static_cast<double>(w.smem_bytes);
     const double matmul_flops = static_cast<double>(r.cuda_core_lanes ? w.lane_matmul_flops : w.matmul_flops);
+    const double l2 = std::max(static_cast<double>(w.l2_bytes) / r.l2, static_cast<double>(w.l2_requests) / r.l2_requests);
     BlockTerms t{matmul_flops / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
-                 static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, static_cast<double>(w.l2_bytes) / r.l2};
+                 static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, l2};
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
         t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
@@ -116,7 +118,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     // FP32 pipe retires them at half its FFMA FLOP rate (docs/flop-accounting.md counts FLOPs).
     const double nonmatmul_rate = gpu.effective_fp32_flops() / 2;
     SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
-              gpu.l2_bandwidth / sms};
+              gpu.l2_bandwidth / sms, gpu.l2_request_rate() / sms};
     if (mma_latency) r.issue = kSchedulersPerSm * gpu.clock_hz * t.issue_fraction;
     r.cuda_core_lanes = !options.tensor_cores;
 
@@ -175,13 +177,18 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
 
     t.dram_s = static_cast<double>(k.dram.total()) / gpu.effective_hbm_bandwidth();
-    t.l2_s = static_cast<double>(k.l2.total()) / gpu.l2_bandwidth;
+    // The L2 moves sectors at l2_bandwidth and its slices look up requests (lines per warp access) at
+    // l2_request_rate: loads that touch one sector per line (the naive GEMM's) are bound by the second.
+    const double l2_sectors_s = static_cast<double>(k.l2.total()) / gpu.l2_bandwidth;
+    t.l2_requests_s = static_cast<double>(k.l2_requests()) / gpu.l2_request_rate();
+    t.l2_s = std::max(l2_sectors_s, t.l2_requests_s);
     t.launch_s = gpu.launch_overhead_s;
     const double body = std::max({t.schedule_s, t.dram_s, t.l2_s});
     t.total_s = t.launch_s + body;
+    const bool l2_requests_bind = t.l2_requests_s > l2_sectors_s;
 
     if (body == t.dram_s) t.bound = "DRAM bandwidth";
-    else if (body == t.l2_s) t.bound = "L2 bandwidth";
+    else if (body == t.l2_s) t.bound = l2_requests_bind ? "L2 requests (a sector per line)" : "L2 bandwidth";
     else {
         const double compute = busiest.compute();
         std::string what;
@@ -192,7 +199,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                                        : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
             else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
-        else what = "L2 bandwidth per SM";
+        else what = l2_requests_bind ? "L2 requests per SM (a sector per line)" : "L2 bandwidth per SM";
         t.bound = what;
         // Few warps to hide latency, where latency decides (CUDA cores; mma.sync when issue binds): say how many.
         const bool latency_decides = !options.tensor_cores || (mma_latency && what.rfind("instruction issue", 0) == 0);

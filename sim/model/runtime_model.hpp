@@ -52,7 +52,8 @@ struct KernelTiming {
     double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;
     double issue_s = 0;        // mma.sync kernels: warp instructions / the rate the schedulers issue them
     double schedule_s = 0;     // makespan of the greedy schedule
-    double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds
+    double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds (l2_s: sectors or requests, the longer)
+    double l2_requests_s = 0;     // the L2 slices' lookups alone: requests / l2_request_rate
     double launch_s = 0;
     double total_s = 0;
     std::string bound;         // what decides total_s

@@ -45,6 +45,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
             {"barriers", k.barriers},
             {"warp_instructions", k.warp_instructions},
             {"smem_wavefronts", k.smem_wavefronts},
+            {"l2_requests", {{"read", k.l2_read_requests}, {"write", k.l2_write_requests}}},
             {"lane_matmul_flops", k.lane_matmul_flops},
             {"registers_given", k.registers_given},
             {"row_blocks_per_warp", k.row_blocks_per_warp},
@@ -58,6 +59,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
               {"schedule_s", t.schedule_s},
               {"dram_s", t.dram_s},
               {"l2_s", t.l2_s},
+              {"l2_requests_s", t.l2_requests_s},
               {"launch_s", t.launch_s},
               {"predicted_s", t.total_s},
               {"bound", t.bound}}}};
@@ -74,6 +76,7 @@ json gpu_json(const GpuSpec& g) {
             {"hbm_bytes", g.hbm_bytes},
             {"hbm_bandwidth_bytes_per_s", g.effective_hbm_bandwidth()},
             {"l2_bandwidth_bytes_per_s", g.l2_bandwidth},
+            {"l2_requests_per_s", g.l2_request_rate()},
             {"fp32_flops_per_s", g.effective_fp32_flops()},
             {"tensor_fp16_flops_per_s", g.matmul_flops(DType::fp16)},
             {"tensor_bf16_flops_per_s", g.matmul_flops(DType::bf16)}};

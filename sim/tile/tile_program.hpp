@@ -35,6 +35,19 @@ enum class Reduce : std::uint8_t { Max, Sum };
 
 class Block;
 
+// How a block's threads read a tile each for themselves, straight from global memory into registers:
+// no shared-memory staging, and ld.global.cg keeps nothing in L1 (the naive GEMM,
+// cuda/kernels/standard_gemm_naive.cu). One warp load covers `contiguous` consecutive elements of each
+// storage row it touches (1 when the warp's lanes walk down a column); `warps` warps each load every
+// element; `threads` threads read each element in all (the lanes of one load that share an element
+// make one request). L2 serves every warp load's sectors: what the SMs request is the sectors of each
+// load, not of the tile.
+struct ThreadGather {
+    std::int64_t contiguous = 1;
+    std::int64_t warps = 1;
+    std::int64_t threads = 1;
+};
+
 // A handle to an on-chip tile. Move-only; its storage is released when it dies,
 // so the executor can track the shared memory a block holds at its peak.
 class Tile {
@@ -87,6 +100,11 @@ public:
     // k-major): the same tile as load(); an executor that counts shared-memory wavefronts charges the
     // transposing stores' bank conflicts (LaneGrid::transposed_store_wavefronts).
     virtual Tile load_transposed(const Region& from, std::string_view label) { return load(from, Space::Shared, label); }
+    // A tile each thread reads for itself into registers (ThreadGather): the same tile as load(); an
+    // executor that counts L2 traffic charges each warp load's sectors and each thread's bytes.
+    virtual Tile load_by_threads(const Region& from, const ThreadGather&, std::string_view label) {
+        return load(from, Space::Registers, label);
+    }
     virtual void store(const Tile& tile, const Region& to) = 0;
 
     // C (+)= A · B, or A · Bᵀ when transpose_b. Accumulation in fp32.
