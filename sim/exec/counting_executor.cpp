@@ -81,8 +81,7 @@ public:
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
         if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to);
-        // V's rows are read along by the lanes: the kernels leave them unpadded (LaneGrid::padded_rows).
-        const bool padded = to == Space::Shared && lanes_.padded_rows && t.name != TensorName::V;
+        const bool padded = to == Space::Shared && lanes_.pads(t.name);
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
 

@@ -177,9 +177,13 @@ struct LaneGrid {
     bool lane_tiled = true;
     // Rows of shared tiles padded to an odd number of 16-byte units, so that 8 lanes reading 8 rows at
     // one column hit 8 different bank groups: fa-sim's CUDA-core FA2 and tiled kernels pad Q, K and S
-    // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp). Counts
-    // toward the shared memory a block holds (occupancy), not toward the bytes it moves.
+    // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp): such
+    // tensors are listed in unpadded_tensors (bits 1 << index_of(name)). Counts toward the shared memory
+    // a block holds (occupancy), not toward the bytes it moves.
     bool padded_rows = false;
+    std::uint32_t unpadded_tensors = 0;
+    static constexpr std::uint32_t bit(TensorName t) { return 1u << index_of(t); }
+    bool pads(TensorName t) const { return padded_rows && (unpadded_tensors & bit(t)) == 0; }
     // Wavefronts per 128 bytes of a transposing copy into shared memory (Block::load_transposed). The
     // tiled GEMM's: its 8 lanes of one source row write 4 consecutive k at stride 68 floats, all on 2
     // of the 32 banks, 4-way conflicts (ncu: 4.19 wavefronts per such store, second run).
