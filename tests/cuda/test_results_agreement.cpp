@@ -10,6 +10,8 @@
 // and three blocks per SM at d=128), recorded each kernel's registers, and profiled both tensor-core
 // kernels and PyTorch's FA2 at d=64 and 128: most checks read it. The seventh (-25-h200-b) profiled
 // the CUDA-core kernels at d=64 and 128 after the lane model (shared-memory wavefronts, executed FLOPs).
+// The eighth (-c) profiled the naive GEMMs in fp32; the ninth (-d) measured the L2's request rate and
+// timed and profiled the naive GEMM in fp16/bf16.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -180,7 +182,7 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS, fa-sim's tiled 
 
 TEST_CASE("standard attention on the naive GEMM: within 25% at d=64, up to 36% slow at d=128 (N >= 2048)",
           "[hardware][time]") {
-    // Every warp load of the naive GEMM touches one sector in each of 2 to 16 lines, and the L2 slices
+    // Every warp load of the naive GEMM touches 1 to 16 lines, one or two sectors each, and the L2 slices
     // look each line's request up on its own: 144 G/s on the H200 (peak-rates' L2 probe under ncu, ninth
     // run). Timed by its sectors at the L2 bandwidth it was 46-51% fast (fp32) and 74-81% (fp16). The
     // model counts the requests the SMs send; Hopper's request coalescer merges 21-32% of them before the
