@@ -55,7 +55,4 @@ inline L2Requests l2_requests(const Region& r, std::int64_t contiguous = 0) {
     return total;
 }
 
-// Bytes of whole sectors a region touches.
-inline std::int64_t sector_bytes(const Region& r) { return l2_requests(r).sector_bytes; }
-
 }  // namespace fasim
