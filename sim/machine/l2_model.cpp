@@ -83,7 +83,27 @@ void L2Model::touch(Entry& e) {
 // wave just fetched is the same bytes, shared: it does not age anything.
 bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
 
+bool L2Model::read_by_concurrent_block(const Region& r) {
+    std::uint64_t key = static_cast<std::uint64_t>(index_of(r.tensor->name)) + 1;
+    for (const std::int64_t v : {r.head, r.row0, r.nrows, r.col0, r.ncols})
+        key = key * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(v);
+    if (recent_reads_.empty()) recent_reads_.assign(kRecentWays * kRecentSets, RecentRead{});
+    RecentRead* set = &recent_reads_[((key ^ (key >> 29)) % kRecentSets) * kRecentWays];
+    RecentRead* oldest = set;
+    for (RecentRead* way = set; way != set + kRecentWays; ++way) {
+        if (way->stamp >= 0 && way->key == key) {
+            if (way->wave == wave_ && way->block != block_) return true;
+            oldest = way;  // the same tile, read by this block or in an earlier wave: this read replaces it
+            break;
+        }
+        if (way->stamp < oldest->stamp) oldest = way;
+    }
+    *oldest = {key, wave_, block_, recent_stamp_++};
+    return false;
+}
+
 std::int64_t L2Model::read(const Region& r) {
+    if (!state_for(*r.tensor).tracked && read_by_concurrent_block(r)) return 0;  // shared: no DRAM, no aging
     std::int64_t dram = 0;
     for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
         const bool hit = e != nullptr && resident(*e);

@@ -16,7 +16,9 @@
 // rate times (blocks running at once) / (blocks of this head running at once).
 // A finely tracked tensor (more than kFineGrid tiles per head) that is also more
 // than twice the L2 size per head is streamed: written or read in order, it is
-// evicted before any re-read, as LRU would do, so every access goes to DRAM.
+// evicted before any re-read, as LRU would do, so every access goes to DRAM,
+// except that rule 1 still holds: a tile another block of the same wave read is
+// a hit (the naive GEMM's blocks that share a row band of P read it together).
 // (That is S and P of standard attention at long sequences.)
 #pragma once
 
@@ -75,6 +77,19 @@ private:
     std::int64_t scale_ = 1;        // chip-wide blocks / this head's blocks in the current wave
     std::int64_t kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
     std::array<TensorState, kTensorCount> tensors_{};
+
+    // Rule 1 for streamed tensors: the latest reads of their tiles, keyed by the tile's coordinates in
+    // a 4-way set-associative table that forgets the oldest (a forgotten read is a miss, as without
+    // the table). 16 K sets hold far more than the tiles concurrent blocks share.
+    struct RecentRead {
+        std::uint64_t key = 0;
+        std::int32_t wave = -1, block = -1;
+        std::int64_t stamp = -1;
+    };
+    static constexpr std::size_t kRecentWays = 4, kRecentSets = std::size_t{1} << 14;
+    std::vector<RecentRead> recent_reads_;  // allocated at the first read of a streamed tensor
+    std::int64_t recent_stamp_ = 0;
+    bool read_by_concurrent_block(const Region& r);
 };
 
 }  // namespace fasim

@@ -114,3 +114,17 @@ TEST_CASE("naive GEMM: bound by L2 requests, at the measured request rate (H200)
     for (const KernelTiming& kt : t.timing) CHECK(kt.l2_requests_s < kt.l2_s + 1e-12);
     for (const KernelTiming& kt : t.timing) CHECK(kt.bound.find("L2 requests") == std::string::npos);
 }
+
+TEST_CASE("naive GEMM at N = 8192: P, streamed past L2, is read from DRAM once, as the 4 blocks that share a row band "
+          "read it in the same wave (rule 1)",
+          "[standard][naive][l2]") {
+    // One head of fp32 P is 268 MB, more than twice the H200's 60 MiB L2: the L2 model streams it and
+    // keeps no residency. The 4 blocks of O = PV that read one row band of P (d = 64: 4 column tiles of
+    // 16) run in the same wave; the H200 reads P once (ncu, sixth run: 8.70 GB of DRAM reads for the
+    // whole of standard attention at B=2, H=8).
+    const auto p = problem(8192, 64, 1, DType::fp32);
+    const AlgorithmResult r = naive(p, find_gpu_preset("H200"));
+    const KernelRecord& pv = r.kernels[2];
+    CHECK(read_of(pv.dram, TensorName::P) == p.N * p.Nk * p.elem_bytes());
+    CHECK(read_of(pv.hbm, TensorName::P) == p.d * p.N * p.Nk * p.elem_bytes());  // by the thread of each output column
+}
