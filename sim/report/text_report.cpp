@@ -51,6 +51,14 @@ void traffic_table(std::ostream& out, const AlgorithmResult& r) {
     };
     row("HBM (papers' sense)", static_cast<double>(r.hbm.read_bytes()), static_cast<double>(r.hbm.write_bytes()));
     row("L2 (32-byte sectors)", static_cast<double>(r.l2.read_bytes()), static_cast<double>(r.l2.write_bytes()));
+    // Requests: a 128-byte line per warp access; the L2 looks each up once, whatever its sectors.
+    double requests_read = 0, requests_write = 0;
+    for (const KernelRecord& k : r.kernels) {
+        requests_read += static_cast<double>(k.l2_read_requests);
+        requests_write += static_cast<double>(k.l2_write_requests);
+    }
+    out << "  " << pad("L2 requests (lines)", 26) << rpad(units::count(requests_read), 10)
+        << rpad(units::count(requests_write), 11) << rpad(units::count(requests_read + requests_write), 11) << '\n';
     row("DRAM (after L2)", static_cast<double>(r.dram.read_bytes()), static_cast<double>(r.dram.write_bytes()));
     row("shared memory", static_cast<double>(r.smem_read), static_cast<double>(r.smem_write));
 }
