@@ -241,6 +241,8 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.tensor_fp16_flops == 725e12);
             CHECK(g.measured.mma_sync_fp16_flops == 641.7e12);
             CHECK(g.measured.mma_sync_bf16_flops == 639.4e12);
+            CHECK(g.measured.l2_requests == 1.44e11);
+            CHECK(g.l2_request_rate() == 1.44e11);
             CHECK(contains(g.measured.source, "measured on an H200, torch 2.11, DESIGN.md"));
             CHECK(contains(g.measured.source, "build/cuda/peak-rates"));
         } else {
@@ -249,6 +251,8 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.tensor_bf16_flops == 0);
             CHECK(g.measured.fp32_flops == 0);
             CHECK(g.measured.mma_sync_fp16_flops == 0);
+            CHECK(g.measured.l2_requests == 0);
+            CHECK(g.l2_request_rate() == g.l2_bandwidth / 64);  // the H200's ratio (GpuSpec::kL2BytesPerRequest)
             CHECK(g.measured.source.empty());
         }
     }
@@ -592,4 +596,16 @@ TEST_CASE("validation: format, names and measured numbers", "[gpu]") {
     check_message_shape(msg);
     CHECK(contains(msg, "\"measured.mma_sync_fp16_flops_per_s\" = 1e+18"));
     CHECK(contains(msg, "tensor_fp16_flops_per_s"));
+
+    // L2 requests have no datasheet figure either: at most 1.5 x one 32-byte sector each at the L2
+    // bandwidth. A value in bytes/s instead of requests/s is caught.
+    doc = user_json();
+    doc["measured"] = {{"l2_requests_per_s", doc["l2_bandwidth_bytes_per_s"]}, {"source", "peak-rates, 2026-01-01"}};
+    msg = error_of(doc);
+    check_message_shape(msg);
+    CHECK(contains(msg, "measured.l2_requests_per_s"));
+    CHECK(contains(msg, "l2_bandwidth_bytes_per_s / 32"));
+    CHECK(contains(msg, "requests/s"));
+    doc["measured"]["l2_requests_per_s"] = doc["l2_bandwidth_bytes_per_s"].get<double>() / 64;
+    CHECK(fasim::parse_gpu_json(doc.dump(), "test.json").l2_request_rate() == Approx(doc["l2_bandwidth_bytes_per_s"].get<double>() / 64));
 }
