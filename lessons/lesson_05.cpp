@@ -158,7 +158,7 @@ load and store the program issues; the formula must agree with it.)",
                     for (TensorName n : kAllTensors) {
                         if (both_of(r.hbm, n) == 0) continue;
                         t.row({std::string(tensor_label(n)), units::bytes(static_cast<double>(read_of(r.hbm, n))),
-                               units::bytes(static_cast<double>(written_of(r.hbm, n)))});
+                               units::bytes(static_cast<double>(write_of(r.hbm, n)))});
                     }
                     t.row({"all (simulator)", grouped(r.hbm.read_bytes()), grouped(r.hbm.write_bytes())});
                     t.row({"formula x B x H", grouped(f.reads * BH), grouped(f.writes * BH)});

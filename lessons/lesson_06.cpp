@@ -107,8 +107,8 @@ reading Q, K and V once for both.)",
                     Table t({"bytes", "FA1 read", "FA1 written", "FA2 read", "FA2 written"}, "lrrrr");
                     for (TensorName n : kAllTensors) {
                         if (both_of(r1.hbm, n) + both_of(r2.hbm, n) == 0) continue;
-                        t.row({std::string(tensor_label(n)), b(read_of(r1.hbm, n)), b(written_of(r1.hbm, n)),
-                               b(read_of(r2.hbm, n)), b(written_of(r2.hbm, n))});
+                        t.row({std::string(tensor_label(n)), b(read_of(r1.hbm, n)), b(write_of(r1.hbm, n)),
+                               b(read_of(r2.hbm, n)), b(write_of(r2.hbm, n))});
                     }
                     t.row({"HBM (papers' sense)", b(r1.hbm.read_bytes()), b(r1.hbm.write_bytes()), b(r2.hbm.read_bytes()),
                            b(r2.hbm.write_bytes())});
@@ -218,7 +218,7 @@ LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
                     const std::int64_t s1 = both_of(r1.hbm, TensorName::m) + both_of(r1.hbm, TensorName::l);
                     const std::int64_t s2 = both_of(r2.hbm, TensorName::LSE);
                     print_para(c.out, "FA1 moves " + b(s1) + " of m and ℓ through HBM (stored: " +
-                                          b(written_of(r1.hbm, TensorName::m) + written_of(r1.hbm, TensorName::l)) + " of writes); FA2 " +
+                                          b(write_of(r1.hbm, TensorName::m) + write_of(r1.hbm, TensorName::l)) + " of writes); FA2 " +
                                           b(s2) + " of LSE (" + grouped(p.batch_heads() * p.N) + " rows x 4 bytes).");
                     c.results["fa1_m_l_bytes"] = s1;
                     c.results["fa2_lse_bytes"] = s2;
@@ -277,8 +277,8 @@ plt.show())PY"});
                         const AttentionProblem q = make_problem(1, 1, 1024, 64);
                         const AlgorithmResult r = sim(Algo::fa1, q, gpu, tiles(64, 64));
                         const auto elements = static_cast<double>(q.N * q.d);
-                        return static_cast<double>(written_of(r.hbm, TensorName::O)) / (elements * static_cast<double>(q.elem_bytes())) +
-                               static_cast<double>(written_of(r.hbm, TensorName::O_acc)) / (elements * 4);
+                        return static_cast<double>(write_of(r.hbm, TensorName::O)) / (elements * static_cast<double>(q.elem_bytes())) +
+                               static_cast<double>(write_of(r.hbm, TensorName::O_acc)) / (elements * 4);
                     }, {},
                     "one write by fa1_init, then one per outer iteration: Tc = ⌈N/Bc⌉ of them (the last one in "
                     "fp16 to O, the others in fp32 to O_acc). FA2 writes it once."});

@@ -59,9 +59,7 @@ const KernelTiming& timing(const AlgorithmResult& r, const std::string& name) {
 const KernelRecord& main_kernel(const AlgorithmResult& r) { return r.kernels.back(); }
 const KernelTiming& main_timing(const AlgorithmResult& r) { return r.timing.back(); }
 
-std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
-std::int64_t written_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
-std::int64_t both_of(const LevelTraffic& t, TensorName n) { return read_of(t, n) + written_of(t, n); }
+std::int64_t both_of(const LevelTraffic& t, TensorName n) { return read_of(t, n) + write_of(t, n); }
 
 std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     validate(p);

@@ -24,9 +24,7 @@ const KernelTiming& timing(const AlgorithmResult& r, const std::string& name);
 const KernelRecord& main_kernel(const AlgorithmResult& r);
 const KernelTiming& main_timing(const AlgorithmResult& r);
 
-// Bytes of one tensor at one level: read, written, or both.
-std::int64_t read_of(const LevelTraffic& t, TensorName n);
-std::int64_t written_of(const LevelTraffic& t, TensorName n);
+// Bytes of one tensor at one level, read and written (read_of, write_of: exec/kernel_record.hpp).
 std::int64_t both_of(const LevelTraffic& t, TensorName n);
 
 // Bytes of every global tensor the algorithm declares (all heads), without running

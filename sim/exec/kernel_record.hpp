@@ -24,6 +24,10 @@ struct LevelTraffic {
     LevelTraffic scaled(std::int64_t factor) const;
 };
 
+// One tensor's bytes at a level.
+inline std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
+inline std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
+
 // The work of one thread block (what the runtime model needs to time it).
 struct BlockWork {
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;

@@ -16,9 +16,6 @@ using namespace fasim::test;
 
 namespace {
 
-std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
-std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
-
 AlgorithmResult fa1_with(const AttentionProblem& p, std::int64_t q_splits, std::optional<std::int64_t> Br = std::nullopt,
                          std::optional<std::int64_t> Bc = std::nullopt) {
     TileRequest req;

@@ -16,9 +16,6 @@ using namespace fasim::test;
 
 namespace {
 
-std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
-std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
-
 AlgorithmResult standard_with(const AttentionProblem& p, MatmulMode m) {
     TileRequest req;
     req.matmul = m;

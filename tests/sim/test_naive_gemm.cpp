@@ -14,8 +14,6 @@ using namespace fasim::test;
 
 namespace {
 
-std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
-
 AlgorithmResult naive(const AttentionProblem& p, const GpuSpec& gpu) {
     TileRequest req;
     req.matmul = MatmulMode::naive;
