@@ -67,16 +67,7 @@ public:
     Tile load(const Region& r, Space to, std::string_view) override {
         const GlobalTensor& t = *r.tensor;
         const std::int64_t bytes = r.bytes();
-        if (rec_) {
-            const auto i = static_cast<std::size_t>(index_of(t.name));
-            const L2Requests asked = l2_requests(r);
-            rec_->hbm.read[i] += bytes;
-            rec_->l2.read[i] += asked.sector_bytes;
-            rec_->l2_read_requests += asked.requests;
-            if (recording_) record(r, false);
-            else rec_->dram.read[i] += l2_->read(r);
-            add_l2(asked);
-        }
+        global_read(r, bytes, l2_requests(r));
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
@@ -95,21 +86,10 @@ public:
     // Each thread reads its own operands: the SMs request every warp load's sectors (L2 hits after the
     // first: the L2 model sees the tile once), and the threads ask for `threads` times its bytes.
     Tile load_by_threads(const Region& r, const ThreadGather& how, std::string_view) override {
-        const GlobalTensor& t = *r.tensor;
-        if (rec_) {
-            const auto i = static_cast<std::size_t>(index_of(t.name));
-            L2Requests asked = l2_requests(r, how.contiguous);
-            asked.sector_bytes *= how.warps;
-            asked.requests *= how.warps;
-            rec_->hbm.read[i] += how.threads * r.bytes();
-            rec_->l2.read[i] += asked.sector_bytes;
-            rec_->l2_read_requests += asked.requests;
-            if (recording_) record(r, false);
-            else rec_->dram.read[i] += l2_->read(r);
-            add_l2(asked);
-        }
+        const L2Requests per_warp = l2_requests(r, how.contiguous);
+        global_read(r, how.threads * r.bytes(), {how.warps * per_warp.sector_bytes, how.warps * per_warp.requests});
         work.thread_instructions += issue_cost::register_load(how.threads * r.bytes());
-        return make(r.nrows, r.ncols, t.elem_bytes, Space::Registers);
+        return make(r.nrows, r.ncols, r.tensor->elem_bytes, Space::Registers);
     }
 
     void store(const Tile& tile, const Region& r) override {
@@ -276,6 +256,18 @@ private:
         work.smem_bytes += bytes;
         work.smem_wavefronts += cuda_core::plain_wavefronts(bytes);
         if (rec_) rec_->smem_write += bytes;
+    }
+    // A global read: `bytes` as the program asks for them, `asked` of L2 by the SMs; the L2 model
+    // sees the region once (what reaches DRAM).
+    void global_read(const Region& r, std::int64_t bytes, const L2Requests& asked) {
+        if (!rec_) return;
+        const auto i = static_cast<std::size_t>(index_of(r.tensor->name));
+        rec_->hbm.read[i] += bytes;
+        rec_->l2.read[i] += asked.sector_bytes;
+        rec_->l2_read_requests += asked.requests;
+        if (recording_) record(r, false);
+        else rec_->dram.read[i] += l2_->read(r);
+        add_l2(asked);
     }
     void add_l2(const L2Requests& asked) {
         work.l2_bytes += asked.sector_bytes;
