@@ -84,19 +84,28 @@ PaperTimes paper_times(const std::string& run, int d, int N) {
 // LRU while the hardware re-reads part of them (L2 is two partitions, not one LRU).
 bool dram_claimed(const std::string& algo, int N) { return !(algo == "fa1" && N == 4096); }
 
-// Checks the predicted time of every measured result at N >= 2048 of the given kernels (all when
-// empty) within 25% of the measured one; returns how many were checked per kernel.
-std::map<std::string, int> check_time_within_25_percent(const json& doc, const GpuSpec& gpu,
-                                                        const std::vector<std::string>& kernels = {}) {
-    std::map<std::string, int> checked;
+// Calls check(result, predicted / measured time) for every measured result at N >= 2048 of the given
+// kernels (all when empty), with the configuration captured for the failure message.
+template <class Check>
+void for_each_timed_result(const json& doc, const GpuSpec& gpu, const std::vector<std::string>& kernels, Check&& check) {
     for (const json& r : doc.at("results")) {
         const std::string algo = r.at("algo");
         if (!kernels.empty() && std::find(kernels.begin(), kernels.end(), algo) == kernels.end()) continue;
         if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
         CAPTURE(algo, r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
-        CHECK(ratio(predict(r, gpu).time_s, r.at("measured_s")) == Approx(1.0).epsilon(0.25));
-        ++checked[algo];
+        check(r, ratio(predict(r, gpu).time_s, r.at("measured_s")));
     }
+}
+
+// Checks the predicted time of every measured result at N >= 2048 of the given kernels (all when
+// empty) within 25% of the measured one; returns how many were checked per kernel.
+std::map<std::string, int> check_time_within_25_percent(const json& doc, const GpuSpec& gpu,
+                                                        const std::vector<std::string>& kernels = {}) {
+    std::map<std::string, int> checked;
+    for_each_timed_result(doc, gpu, kernels, [&](const json& r, double rt) {
+        CHECK(rt == Approx(1.0).epsilon(0.25));
+        ++checked[r.at("algo").get<std::string>()];
+    });
     return checked;
 }
 
@@ -190,10 +199,7 @@ TEST_CASE("standard attention on the naive GEMM: within 25% at d=64, up to 36% s
     const GpuSpec gpu = find_gpu_preset(fp32.at("gpu_preset"));
     int within_25 = 0, slow_at_d128 = 0;
     for (const json* doc : {&fp32, &half}) {
-        for (const json& r : doc->at("results")) {
-            if (!r.contains("measured_s") || r.at("N").get<int>() < 2048) continue;
-            CAPTURE(r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>());
-            const double rt = ratio(predict(r, gpu).time_s, r.at("measured_s"));
+        for_each_timed_result(*doc, gpu, {"standard_naive"}, [&](const json& r, double rt) {
             if (r.at("d").get<int>() == 64) {
                 CHECK(rt == Approx(1.0).epsilon(0.25));
                 ++within_25;
@@ -202,7 +208,7 @@ TEST_CASE("standard attention on the naive GEMM: within 25% at d=64, up to 36% s
                 CHECK(rt <= 1.40);
                 ++slow_at_d128;
             }
-        }
+        });
     }
     CHECK(within_25 == 12);
     CHECK(slow_at_d128 == 12);
