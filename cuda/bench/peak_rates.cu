@@ -84,9 +84,12 @@ __global__ void mma_kernel(float* sink, unsigned a_bits, unsigned b_bits) {
 }
 
 // L2 request probe. Each block re-reads its own 16 KB slice of a buffer that stays in L2 (no two SMs
-// touch a line, so Hopper's request coalescer has nothing to merge); ld.global.cg bypasses L1. A
-// warp's load puts kGroup consecutive floats of one 128-byte line in each group of lanes: 32 / kGroup
-// lines per load, kGroup * 4 / 32 sectors per line (at least 1).
+// touch a line); ld.global.cg bypasses L1. A warp's load puts kGroup consecutive floats of one
+// 128-byte line in each group of lanes: 32 / kGroup lines per load, kGroup * 4 / 32 sectors per line
+// (at least 1). The rates printed are as issued: with 32 lines per load the block's 8 warps cover 256
+// lines of its 128, so warps w and w + 4 ask for the same lines at once and the L1 merges about a fifth
+// of them; loads still in flight for a line also merge in the request coalescer. What the L2 served
+// is ncu's lts__t_requests_srcunit_tex_op_read (gpu_session.sh peaks; cuda/results/README.md, ninth run).
 constexpr int kL2ProbeBlocksPerSm = 8;
 constexpr int kL2SliceLines = 128;  // lines of 128 B per block: 8 blocks x 132 SMs x 16 KB = 16.5 MiB
 constexpr int kL2Unroll = 4;        // independent loads in flight per warp and iteration
