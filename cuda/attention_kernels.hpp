@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common/device_buffer.hpp"
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attention_reference.hpp"
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim::reference {
 

@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "attention_reference.hpp"
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim::reference {
 

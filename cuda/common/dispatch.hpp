@@ -11,7 +11,7 @@
 #include <string>
 #include <type_traits>
 
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim::cuda_detail {
 

@@ -15,7 +15,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim::cuda_detail {
 

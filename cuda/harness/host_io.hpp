@@ -7,7 +7,7 @@
 
 #include "attention_reference.hpp"
 #include "common/device_buffer.hpp"
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim {
 

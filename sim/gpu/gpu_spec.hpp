@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim {
 

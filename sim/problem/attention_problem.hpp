@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dtype.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim {
 

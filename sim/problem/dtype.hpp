@@ -1,5 +1,6 @@
 // Storage precisions the product supports. Arithmetic is always fp32 or better
-// (fp32 accumulation); the dtype says how tensors are stored in memory.
+// (fp32 accumulation); the dtype says how tensors are stored in memory. The one header that the
+// reference (reference/), the simulator and the CUDA kernels all share (target fasim_dtype).
 #pragma once
 
 #include <cstdint>
