@@ -69,7 +69,7 @@ sectors and requests: cuda/results/README.md).)",
                     const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const KernelTiming& t = timing(r, "gemm_qk");
-                    const double reads = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    const double reads = static_cast<double>(read_of(g.hbm, "Q") + read_of(g.hbm, "K"));
                     c.out << "S = Q·Kᵀ: m = " << p.N << ", n = " << p.Nk << ", k = " << p.d << ", " << dtype_name(p.dtype) << '\n';
                     for (const auto& why : r.tiles.reasons) print_para(c.out, why, "  ", "  ");
                     c.out << '\n';
@@ -77,16 +77,16 @@ sectors and requests: cuda/results/README.md).)",
                     tb.row({"A = Q and B = K read (simulated)", grouped(static_cast<std::int64_t>(reads))});
                     tb.row({"2·m·n·k·e (formula)", grouped(static_cast<std::int64_t>(2 * m * n * k * e))});
                     tb.row({"Q and K themselves", grouped(static_cast<std::int64_t>((m + n) * k * e))});
-                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
-                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, TensorName::Q) + read_of(g.l2, TensorName::K))});
+                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, "Q") + read_of(g.dram, "K"))});
+                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, "Q") + read_of(g.l2, "K"))});
                     tb.print(c.out);
                     c.out << '\n';
-                    print_para(c.out, "Each element of Q is read " + num(static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e), 6) +
+                    print_para(c.out, "Each element of Q is read " + num(static_cast<double>(read_of(g.hbm, "Q")) / (m * k * e), 6) +
                                           " times; the SMs make " + grouped(g.l2_read_requests) + " read requests of L2. Predicted time of the kernel: " +
                                           units::seconds(t.total_s) + ", bound by " + t.bound + ".");
                     c.results["reads_bytes"] = reads;
                     c.results["formula_bytes"] = 2 * m * n * k * e;
-                    c.results["dram_read_bytes"] = read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K);
+                    c.results["dram_read_bytes"] = read_of(g.dram, "Q") + read_of(g.dram, "K");
                     c.results["l2_read_requests"] = g.l2_read_requests;
                     c.results["predicted_s"] = t.total_s;
                 }});
@@ -109,19 +109,19 @@ shared memory (or the registers that accumulate C run out).)",
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const KernelTiming& t = timing(r, "gemm_qk");
                     const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
-                    const double reads = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    const double reads = static_cast<double>(read_of(g.hbm, "Q") + read_of(g.hbm, "K"));
                     const double formula = (m * k * std::ceil(n / Tn) + k * n * std::ceil(m / Tm)) * e;
-                    const double naive = static_cast<double>(read_of(kernel(rn, "gemm_qk").hbm, TensorName::Q) +
-                                                             read_of(kernel(rn, "gemm_qk").hbm, TensorName::K));
+                    const double naive = static_cast<double>(read_of(kernel(rn, "gemm_qk").hbm, "Q") +
+                                                             read_of(kernel(rn, "gemm_qk").hbm, "K"));
                     c.out << "Tm x Tn = " << r.tiles.gemm_m << " x " << r.tiles.gemm_n << ", Tk = " << r.tiles.gemm_k << "\n\n";
                     Table tb({"", "bytes"}, "lr");
                     tb.row({"A = Q and B = K read (simulated)", grouped(static_cast<std::int64_t>(reads))});
                     tb.row({"formula", grouped(static_cast<std::int64_t>(formula))});
-                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, TensorName::Q) + read_of(g.dram, TensorName::K))});
-                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, TensorName::Q) + read_of(g.l2, TensorName::K))});
+                    tb.row({"of which DRAM reads after L2", grouped(read_of(g.dram, "Q") + read_of(g.dram, "K"))});
+                    tb.row({"sector bytes the SMs ask of L2", grouped(read_of(g.l2, "Q") + read_of(g.l2, "K"))});
                     tb.print(c.out);
                     c.out << '\n';
-                    const double reuse = static_cast<double>(read_of(g.hbm, TensorName::Q)) / (m * k * e);
+                    const double reuse = static_cast<double>(read_of(g.hbm, "Q")) / (m * k * e);
                     print_para(c.out, "Each element of Q is read " + num(reuse, 6) + " times; the naive kernel read " +
                                           units::ratio(naive / reads) + " as many bytes. Predicted time: " + units::seconds(t.total_s) +
                                           " (naive: " + units::seconds(timing(rn, "gemm_qk").total_s) + "), bound by " + t.bound + ".");
@@ -161,7 +161,7 @@ Nsight Compute counts for this kernel (cuda/results/2026-11-25-h200-b).)",
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
                     const double T = static_cast<double>(rb_block), rr = static_cast<double>(rb);
-                    const double tiled_global = static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+                    const double tiled_global = static_cast<double>(read_of(g.hbm, "Q") + read_of(g.hbm, "K"));
                     const double reg_global = (m * k * std::ceil(n / T) + k * n * std::ceil(m / T)) * e;
                     const double smem_one = 2 * m * n * k * e, smem_reg = smem_one / rr;
                     Table tb({"S = Q·Kᵀ", "global reads", "shared-memory loads"}, "lrr");
@@ -197,8 +197,8 @@ k = d), simulated:)",
                         const AlgorithmResult& rn = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::naive));
                         const AlgorithmResult& rt = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled));
                         const KernelRecord &gn = kernel(rn, "gemm_qk"), &gt = kernel(rt, "gemm_qk");
-                        const double a = static_cast<double>(read_of(gn.hbm, TensorName::Q) + read_of(gn.hbm, TensorName::K));
-                        const double bb = static_cast<double>(read_of(gt.hbm, TensorName::Q) + read_of(gt.hbm, TensorName::K));
+                        const double a = static_cast<double>(read_of(gn.hbm, "Q") + read_of(gn.hbm, "K"));
+                        const double bb = static_cast<double>(read_of(gt.hbm, "Q") + read_of(gt.hbm, "K"));
                         t.row({grouped(nn), b(a), b(bb), units::ratio(a / bb), units::seconds(timing(rn, "gemm_qk").total_s),
                                units::seconds(timing(rt, "gemm_qk").total_s)});
                         rows.push_back({{"N", nn}, {"naive_read_bytes", a}, {"tiled_read_bytes", bb},
@@ -221,7 +221,7 @@ plt.show())PY"});
 
         auto q_and_k_reads = [](const AlgorithmResult& r) {
             const KernelRecord& g = kernel(r, "gemm_qk");
-            return static_cast<double>(read_of(g.hbm, TensorName::Q) + read_of(g.hbm, TensorName::K));
+            return static_cast<double>(read_of(g.hbm, "Q") + read_of(g.hbm, "K"));
         };
         L.exercise({"naive_bytes",
                     "The naive kernel for S = Q·Kᵀ with N=1024, d=64, fp16, one head: how many bytes of Q and K does it "
@@ -245,7 +245,7 @@ plt.show())PY"});
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 1, 4096, 64);
                         const KernelRecord& g = kernel(sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled)), "gemm_qk");
-                        return static_cast<double>(read_of(g.hbm, TensorName::Q)) / static_cast<double>(q.N * q.d * q.elem_bytes());
+                        return static_cast<double>(read_of(g.hbm, "Q")) / static_cast<double>(q.N * q.d * q.elem_bytes());
                     },
                     {}, "once per block column of the output: n / Tn."});
     });

@@ -66,8 +66,8 @@ the formula.)",
                     t.print(c.out);
                     const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
                     const std::int64_t formula = (2 * N * d + 2 * Nk * d + 4 * N * Nk) * e * BH;
-                    const std::int64_t sp = both_of(r.hbm, TensorName::S) + both_of(r.hbm, TensorName::P);
-                    const std::int64_t sp_dram = both_of(r.dram, TensorName::S) + both_of(r.dram, TensorName::P);
+                    const std::int64_t sp = both_of(r.hbm, "S") + both_of(r.hbm, "P");
+                    const std::int64_t sp_dram = both_of(r.dram, "S") + both_of(r.dram, "P");
                     c.out << '\n';
                     print_para(c.out, "Formula: " + grouped(formula) + " bytes. Simulator: HBM " + grouped(r.hbm.total()) +
                                           ", DRAM " + grouped(r.dram.total()) + ". S and P alone: " + b(sp) + " through HBM, " +
@@ -95,7 +95,7 @@ dtype:)",
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
                         const AlgorithmResult& r = sim_cached(Algo::standard, q, gpu);
-                        const std::int64_t sp = both_of(r.dram, TensorName::S) + both_of(r.dram, TensorName::P);
+                        const std::int64_t sp = both_of(r.dram, "S") + both_of(r.dram, "P");
                         t.row({grouped(n), b(r.dram.total()),
                                prev ? fixed(static_cast<double>(r.dram.total()) / static_cast<double>(prev), 2) : "-",
                                percent(static_cast<double>(sp) / static_cast<double>(r.dram.total()), 0), b(r.global_bytes),
@@ -184,7 +184,7 @@ show it.)",
                     Exercise::Kind::number, 0.01, {}, "bytes",
                     [gpu] {
                         const AlgorithmResult& r = sim_cached(Algo::standard, make_problem(1, 16, 8192, 64), gpu);
-                        return static_cast<double>(both_of(r.hbm, TensorName::S) + both_of(r.hbm, TensorName::P));
+                        return static_cast<double>(both_of(r.hbm, "S") + both_of(r.hbm, "P"));
                     },
                     {}, "S is written once and read once, P too: 4 × B × H × N² elements of 2 bytes, unless a row of S "
                         "does not fit in shared memory (then the softmax reads it twice)."});

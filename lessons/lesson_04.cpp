@@ -181,11 +181,11 @@ rescaling O, as in the previous step.)",
                     c.out << p.describe() << ", both with " << f.tiles.Br << " x " << f.tiles.Bc << " tiles\n\n";
                     Table tb({"", "tiled (two passes)", "FlashAttention-2", "ratio"}, "lrrr");
                     auto ratio = [](double a, double b) { return units::ratio(a / b); };
-                    const double kt = static_cast<double>(read_of(t.hbm, TensorName::K)), kf = static_cast<double>(read_of(f.hbm, TensorName::K));
+                    const double kt = static_cast<double>(read_of(t.hbm, "K")), kf = static_cast<double>(read_of(f.hbm, "K"));
                     tb.row({"K read from HBM", units::bytes(kt), units::bytes(kf), ratio(kt, kf)});
-                    tb.row({"V read from HBM", units::bytes(static_cast<double>(read_of(t.hbm, TensorName::V))),
-                            units::bytes(static_cast<double>(read_of(f.hbm, TensorName::V))),
-                            ratio(static_cast<double>(read_of(t.hbm, TensorName::V)), static_cast<double>(read_of(f.hbm, TensorName::V)))});
+                    tb.row({"V read from HBM", units::bytes(static_cast<double>(read_of(t.hbm, "V"))),
+                            units::bytes(static_cast<double>(read_of(f.hbm, "V"))),
+                            ratio(static_cast<double>(read_of(t.hbm, "V")), static_cast<double>(read_of(f.hbm, "V")))});
                     tb.row({"matmul FLOPs", units::flops(static_cast<double>(t.matmul_flops)), units::flops(static_cast<double>(f.matmul_flops)),
                             ratio(static_cast<double>(t.matmul_flops), static_cast<double>(f.matmul_flops))});
                     tb.row({"exp (SFU)", units::count(static_cast<double>(t.sfu_ops)), units::count(static_cast<double>(f.sfu_ops)),
@@ -194,8 +194,8 @@ rescaling O, as in the previous step.)",
                     tb.print(c.out);
                     c.out << '\n';
                     print_para(c.out, "Tiled: " + main_timing(t).bound + ". FlashAttention-2: " + main_timing(f).bound + ".");
-                    c.results["tiled_k_read_bytes"] = read_of(t.hbm, TensorName::K);
-                    c.results["fa2_k_read_bytes"] = read_of(f.hbm, TensorName::K);
+                    c.results["tiled_k_read_bytes"] = read_of(t.hbm, "K");
+                    c.results["fa2_k_read_bytes"] = read_of(f.hbm, "K");
                     c.results["tiled_matmul_flops"] = t.matmul_flops;
                     c.results["fa2_matmul_flops"] = f.matmul_flops;
                     c.results["tiled_predicted_s"] = t.time_s;

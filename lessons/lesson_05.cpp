@@ -155,9 +155,9 @@ load and store the program issues; the formula must agree with it.)",
                     c.out << p.describe() << ", Br = " << r.tiles.Br << ", Bc = " << r.tiles.Bc << ", Tc = "
                           << ceil_div(p.Nk, r.tiles.Bc) << "\n\n";
                     Table t({"tensor", "read", "written"}, "lrr");
-                    for (TensorName n : kAllTensors) {
+                    for (const std::string& n : tensor_names({&r.hbm})) {
                         if (both_of(r.hbm, n) == 0) continue;
-                        t.row({std::string(tensor_label(n)), units::bytes(static_cast<double>(read_of(r.hbm, n))),
+                        t.row({n, units::bytes(static_cast<double>(read_of(r.hbm, n))),
                                units::bytes(static_cast<double>(write_of(r.hbm, n)))});
                     }
                     t.row({"all (simulator)", grouped(r.hbm.read_bytes()), grouped(r.hbm.write_bytes())});
@@ -295,7 +295,7 @@ three things on the table, which the next two lessons take up:
                 [&](Ctx& c) {
                     const AlgorithmResult r = sim(Algo::fa1, p, gpu);
                     const KernelTiming& k = main_timing(r);
-                    const std::int64_t oml = both_of(r.hbm, TensorName::O) + both_of(r.hbm, TensorName::l) + both_of(r.hbm, TensorName::m);
+                    const std::int64_t oml = both_of(r.hbm, "O") + both_of(r.hbm, "l") + both_of(r.hbm, "m");
                     print_para(c.out, "fa1_forward launches " + grouped(k.grid) + " blocks on " + std::to_string(gpu.sm_count) +
                                           " SMs: " + std::to_string(k.idle_sms) + " SMs idle, SMs busy " +
                                           percent(k.sm_busy_fraction, 0) + " of the time.");

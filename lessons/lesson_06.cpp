@@ -105,9 +105,9 @@ reading Q, K and V once for both.)",
                                           std::to_string(r2.tiles.Bc));
                     c.out << '\n';
                     Table t({"bytes", "FA1 read", "FA1 written", "FA2 read", "FA2 written"}, "lrrrr");
-                    for (TensorName n : kAllTensors) {
+                    for (const std::string& n : tensor_names({&r1.hbm, &r2.hbm})) {
                         if (both_of(r1.hbm, n) + both_of(r2.hbm, n) == 0) continue;
-                        t.row({std::string(tensor_label(n)), b(read_of(r1.hbm, n)), b(write_of(r1.hbm, n)),
+                        t.row({n, b(read_of(r1.hbm, n)), b(write_of(r1.hbm, n)),
                                b(read_of(r2.hbm, n)), b(write_of(r2.hbm, n))});
                     }
                     t.row({"HBM (papers' sense)", b(r1.hbm.read_bytes()), b(r1.hbm.write_bytes()), b(r2.hbm.read_bytes()),
@@ -215,10 +215,10 @@ vectors, m and ℓ, and rewrites both on every outer iteration. FA2 keeps one,
 LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
                 [&](Ctx& c) {
                     const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
-                    const std::int64_t s1 = both_of(r1.hbm, TensorName::m) + both_of(r1.hbm, TensorName::l);
-                    const std::int64_t s2 = both_of(r2.hbm, TensorName::LSE);
+                    const std::int64_t s1 = both_of(r1.hbm, "m") + both_of(r1.hbm, "l");
+                    const std::int64_t s2 = both_of(r2.hbm, "LSE");
                     print_para(c.out, "FA1 moves " + b(s1) + " of m and ℓ through HBM (stored: " +
-                                          b(write_of(r1.hbm, TensorName::m) + write_of(r1.hbm, TensorName::l)) + " of writes); FA2 " +
+                                          b(write_of(r1.hbm, "m") + write_of(r1.hbm, "l")) + " of writes); FA2 " +
                                           b(s2) + " of LSE (" + grouped(p.batch_heads() * p.N) + " rows x 4 bytes).");
                     c.results["fa1_m_l_bytes"] = s1;
                     c.results["fa2_lse_bytes"] = s2;
@@ -277,8 +277,8 @@ plt.show())PY"});
                         const AttentionProblem q = make_problem(1, 1, 1024, 64);
                         const AlgorithmResult r = sim(Algo::fa1, q, gpu, tiles(64, 64));
                         const auto elements = static_cast<double>(q.N * q.d);
-                        return static_cast<double>(write_of(r.hbm, TensorName::O)) / (elements * static_cast<double>(q.elem_bytes())) +
-                               static_cast<double>(write_of(r.hbm, TensorName::O_acc)) / (elements * 4);
+                        return static_cast<double>(write_of(r.hbm, "O")) / (elements * static_cast<double>(q.elem_bytes())) +
+                               static_cast<double>(write_of(r.hbm, "O_acc")) / (elements * 4);
                     }, {},
                     "one write by fa1_init, then one per outer iteration: Tc = ⌈N/Bc⌉ of them (the last one in "
                     "fp16 to O, the others in fp32 to O_acc). FA2 writes it once."});

@@ -1,5 +1,6 @@
 #include "common/sim_helpers.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,9 +15,7 @@ namespace {
 // Records declarations only; launches nothing.
 class DeclarationsOnly final : public Executor {
 public:
-    void declare(const GlobalTensor& t) override { bytes += t.bytes_per_head() * t.heads; }
     void launch(const KernelDesc&, const BlockBody&) override {}
-    std::int64_t bytes = 0;
 };
 
 }  // namespace
@@ -59,14 +58,24 @@ const KernelTiming& timing(const AlgorithmResult& r, const std::string& name) {
 const KernelRecord& main_kernel(const AlgorithmResult& r) { return r.kernels.back(); }
 const KernelTiming& main_timing(const AlgorithmResult& r) { return r.timing.back(); }
 
-std::int64_t both_of(const LevelTraffic& t, TensorName n) { return read_of(t, n) + write_of(t, n); }
+std::int64_t both_of(const LevelTraffic& t, std::string_view n) { return read_of(t, n) + write_of(t, n); }
+
+std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*> levels) {
+    std::vector<std::string> names;
+    for (const LevelTraffic* level : levels)
+        for (const TensorBytes& t : level->tensors)
+            if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+    return names;
+}
 
 std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     validate(p);
     const TileConfig cfg = choose_tiles(algo, p, gpu, req);
     DeclarationsOnly x;
     run_algorithm(algo, x, p, cfg);
-    return x.bytes;
+    std::int64_t bytes = 0;
+    for (const GlobalTensor& t : x.tensors()) bytes += t.bytes_per_head() * t.heads;
+    return bytes;
 }
 
 std::string bound_kind(const std::string& bound) {

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "exec/functional_executor.hpp"
@@ -25,7 +28,9 @@ const KernelRecord& main_kernel(const AlgorithmResult& r);
 const KernelTiming& main_timing(const AlgorithmResult& r);
 
 // Bytes of one tensor at one level, read and written (read_of, write_of: exec/kernel_record.hpp).
-std::int64_t both_of(const LevelTraffic& t, TensorName n);
+std::int64_t both_of(const LevelTraffic& t, std::string_view n);
+// The tensors of one or more traffic counts, each once, in the order they first appear.
+std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*> levels);
 
 // Bytes of every global tensor the algorithm declares (all heads), without running
 // it: the same footprint simulate() reports, but instant even for huge N.

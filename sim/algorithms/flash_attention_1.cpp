@@ -28,17 +28,15 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
     const double scale = p.softmax_scale();
 
-    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Br, d};
-    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Bc, d};
-    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Bc, d};
-    const GlobalTensor O{TensorName::O, BH, N, d, e, Br, d};
-    const GlobalTensor O_fp32{TensorName::O_acc, BH, N, d, 4, Br, d};
+    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Br, d});
+    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Bc, d});
+    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Bc, d});
+    const GlobalTensor O = x.declare({"O", BH, N, d, e, Br, d});
     const bool separate_acc = e != 4;  // fp32 storage accumulates in O itself
+    const GlobalTensor O_fp32 = separate_acc ? x.declare({"O_acc", BH, N, d, 4, Br, d}) : GlobalTensor{};
     const GlobalTensor& O_acc = separate_acc ? O_fp32 : O;
-    const GlobalTensor l{TensorName::l, BH, 1, N, 4, 1, Br, true};
-    const GlobalTensor m{TensorName::m, BH, 1, N, 4, 1, Br, true};
-    for (const auto* t : {&Q, &K, &V, &O, &l, &m}) x.declare(*t);
-    if (separate_acc) x.declare(O_acc);
+    const GlobalTensor m = x.declare({"m", BH, 1, N, 4, 1, Br, true});
+    const GlobalTensor l = x.declare({"l", BH, 1, N, 4, 1, Br, true});
 
     // The last K/V tile Q tile i sees (causal: the one holding its last row's diagonal);
     // -1 when causal masking hides every key from the whole tile.

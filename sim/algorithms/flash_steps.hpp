@@ -14,13 +14,11 @@ struct FusedTensors {
 
 inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc) {
     const std::int64_t BH = p.batch_heads(), e = p.elem_bytes();
-    FusedTensors t{{TensorName::Q, BH, p.N, p.d, e, Br, p.d},
-                   {TensorName::K, BH, p.Nk, p.d, e, Bc, p.d},
-                   {TensorName::V, BH, p.Nk, p.d, e, Bc, p.d},
-                   {TensorName::O, BH, p.N, p.d, e, Br, p.d},
-                   {TensorName::LSE, BH, 1, p.N, 4, 1, Br, true}};
-    for (const auto* g : {&t.Q, &t.K, &t.V, &t.O, &t.LSE}) x.declare(*g);
-    return t;
+    return {x.declare({"Q", BH, p.N, p.d, e, Br, p.d}),
+            x.declare({"K", BH, p.Nk, p.d, e, Bc, p.d}),
+            x.declare({"V", BH, p.Nk, p.d, e, Bc, p.d}),
+            x.declare({"O", BH, p.N, p.d, e, Br, p.d}),
+            x.declare({"LSE", BH, 1, p.N, 4, 1, Br, true})};
 }
 
 // How fa-sim's CUDA-core flash kernels lay a warp's products over its lanes (flash_common.cuh):
@@ -34,7 +32,7 @@ inline LaneGrid flash_lanes(const AttentionProblem& p, std::int64_t max_rows_per
     g.max_rows = max_rows_per_lane;
     g.score_cols = p.d >= 128 ? 2 : 4;
     g.padded_rows = padded_rows;
-    g.unpadded_tensors = LaneGrid::bit(TensorName::V);
+    g.unpadded_tensors = {"V"};
     return g;
 }
 

@@ -74,16 +74,15 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
     const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;  // S = QK^T's tiles
     const std::int64_t Pm = cfg.pv_m, Pn = cfg.pv_n;                        // O = PV's output tile
 
-    const GlobalTensor Q{TensorName::Q, BH, N, d, e, Tm, Tk};
-    const GlobalTensor K{TensorName::K, BH, Nk, d, e, Tn, Tk};
-    const GlobalTensor V{TensorName::V, BH, Nk, d, e, Tk, Pn};
+    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Tm, Tk});
+    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Tn, Tk});
+    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Tk, Pn});
+    const GlobalTensor O = x.declare({"O", BH, N, d, e, Pm, Pn});
     // S and P are tracked in L2 in pieces as wide as both the GEMMs' output tiles and their k-steps
     // (a store of half a tracked piece would otherwise find the other half already written).
     const std::int64_t sp_cols = std::gcd(Tk, Tn);
-    const GlobalTensor S{TensorName::S, BH, N, Nk, e, 1, sp_cols};
-    const GlobalTensor P{TensorName::P, BH, N, Nk, e, 1, sp_cols};
-    const GlobalTensor O{TensorName::O, BH, N, d, e, Pm, Pn};
-    for (const auto* t : {&Q, &K, &V, &S, &P, &O}) x.declare(*t);
+    const GlobalTensor S = x.declare({"S", BH, N, Nk, e, 1, sp_cols});
+    const GlobalTensor P = x.declare({"P", BH, N, Nk, e, 1, sp_cols});
 
     const std::int64_t gemm_warps = cfg.gemm_warps;
     // fa-sim's tiled GEMM: 2 x 16 lanes per warp, each a 4 x 4 micro-tile, operands staged as fp32

@@ -52,9 +52,9 @@ public:
     // The first block's accesses, in order, once the L2 model is configured.
     void replay_recorded() {
         for (const auto& [region, is_write] : recorded_) {
-            const auto i = static_cast<std::size_t>(index_of(region.tensor->name));
-            if (is_write) rec_->dram.write[i] += l2_->write(region);
-            else rec_->dram.read[i] += l2_->read(region);
+            const TensorId id = region.tensor->id;
+            if (is_write) rec_->dram[id].write += l2_->write(region);
+            else rec_->dram[id].read += l2_->read(region);
         }
         recorded_.clear();
         recorded_.shrink_to_fit();
@@ -97,13 +97,13 @@ public:
             throw std::logic_error("store: tile of " + std::to_string(tile.elements()) + " elements into a region of " +
                                    std::to_string(r.elements()));
         if (rec_) {
-            const auto i = static_cast<std::size_t>(index_of(r.tensor->name));
+            const TensorId id = checked_id(r);
             const L2Requests asked = l2_requests(r);
-            rec_->hbm.write[i] += r.bytes();
-            rec_->l2.write[i] += asked.sector_bytes;
+            rec_->hbm[id].write += r.bytes();
+            rec_->l2[id].write += asked.sector_bytes;
             rec_->l2_write_requests += asked.requests;
             if (recording_) record(r, true);
-            else rec_->dram.write[i] += l2_->write(r);
+            else rec_->dram[id].write += l2_->write(r);
             add_l2(asked);
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
@@ -261,13 +261,20 @@ private:
     // sees the region once (what reaches DRAM).
     void global_read(const Region& r, std::int64_t bytes, const L2Requests& asked) {
         if (!rec_) return;
-        const auto i = static_cast<std::size_t>(index_of(r.tensor->name));
-        rec_->hbm.read[i] += bytes;
-        rec_->l2.read[i] += asked.sector_bytes;
+        const TensorId id = checked_id(r);
+        rec_->hbm[id].read += bytes;
+        rec_->l2[id].read += asked.sector_bytes;
         rec_->l2_read_requests += asked.requests;
         if (recording_) record(r, false);
-        else rec_->dram.read[i] += l2_->read(r);
+        else rec_->dram[id].read += l2_->read(r);
         add_l2(asked);
+    }
+    // The tensor's id, once it is known to be one this launch counts (declared before the kernel).
+    TensorId checked_id(const Region& r) const {
+        const TensorId id = r.tensor->id;
+        if (id < 0 || static_cast<std::size_t>(id) >= rec_->hbm.tensors.size() || rec_->hbm[id].name != r.tensor->name)
+            throw std::logic_error("tile program: tensor " + r.tensor->name + " was not declared before kernel " + rec_->desc.name);
+        return id;
     }
     void add_l2(const L2Requests& asked) {
         work.l2_bytes += asked.sector_bytes;
@@ -315,6 +322,11 @@ CountingExecutor::~CountingExecutor() = default;
 void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     KernelRecord rec;
     rec.desc = kernel;
+    for (const GlobalTensor& t : tensors()) {
+        rec.hbm.tensors.push_back({t.name});
+        rec.l2.tensors.push_back({t.name});
+        rec.dram.tensors.push_back({t.name});
+    }
     const int threads = kernel.warps * 32;
     CountingBlock block(kernel.warps, kernel.lanes, &rec, &l2_);
 

@@ -22,7 +22,6 @@ public:
     explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0);
     ~CountingExecutor() override;
 
-    void declare(const GlobalTensor&) override {}
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
 
     const std::vector<KernelRecord>& kernels() const { return kernels_; }

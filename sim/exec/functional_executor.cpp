@@ -61,7 +61,7 @@ public:
 
     Tile load(const Region& r, Space to, std::string_view label) override {
         Tile t = make(inner_.load(r, to, label), label);
-        const MatrixF& g = x_.global_[static_cast<std::size_t>(index_of(r.tensor->name))][static_cast<std::size_t>(r.head)];
+        const MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
         const MatrixF block = g.block(r.row0, r.col0, r.nrows, r.ncols);
         data(t) = r.tensor->row_statistic ? MatrixF(block.transpose()) : block;
         notify(StepKind::load, t, {}, &r);
@@ -70,7 +70,7 @@ public:
 
     void store(const Tile& t, const Region& r) override {
         inner_.store(inner(t), r);
-        MatrixF& g = x_.global_[static_cast<std::size_t>(index_of(r.tensor->name))][static_cast<std::size_t>(r.head)];
+        MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
         MatrixF v = r.tensor->row_statistic ? MatrixF(data(t).transpose()) : data(t);
         if (r.tensor->elem_bytes == 2) v = reference::round_matrix(v, x_.problem_.dtype);  // storage rounding
         g.block(r.row0, r.col0, r.nrows, r.ncols) = v;
@@ -260,36 +260,32 @@ private:
     std::vector<int> free_;
 };
 
-FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem,
-                                       std::vector<reference::Matrix> Q, std::vector<reference::Matrix> K,
-                                       std::vector<reference::Matrix> V)
-    : problem_(problem), counter_(gpu) {
-    auto bind = [&](TensorName name, std::vector<reference::Matrix>& in, std::int64_t rows) {
-        if (static_cast<std::int64_t>(in.size()) != problem.batch_heads())
-            throw std::invalid_argument("functional executor: " + std::string(tensor_label(name)) + " needs one matrix per batch*head");
-        auto& g = global_[static_cast<std::size_t>(index_of(name))];
-        for (auto& m : in) {
-            if (m.rows() != rows || m.cols() != problem.d)
-                throw std::invalid_argument("functional executor: " + std::string(tensor_label(name)) + " has the wrong shape");
-            g.push_back(m.cast<float>());
-        }
-        declared_[static_cast<std::size_t>(index_of(name))] = true;
-    };
-    bind(TensorName::Q, Q, problem.N);
-    bind(TensorName::K, K, problem.Nk);
-    bind(TensorName::V, V, problem.Nk);
+FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs)
+    : problem_(problem), counter_(gpu), inputs_(std::move(inputs)) {
+    for (const auto& [name, per_head] : inputs_)
+        if (static_cast<std::int64_t>(per_head.size()) != problem.batch_heads())
+            throw std::invalid_argument("functional executor: input " + name + " has " + std::to_string(per_head.size()) +
+                                        " matrices; it needs one per batch*head (" + std::to_string(problem.batch_heads()) + ")");
 }
 
 FunctionalExecutor::~FunctionalExecutor() = default;
 
-void FunctionalExecutor::declare(const GlobalTensor& t) {
-    counter_.declare(t);
-    const auto i = static_cast<std::size_t>(index_of(t.name));
-    if (declared_[i]) return;  // inputs are bound at construction
-    declared_[i] = true;
-    // Poisoned with NaN: an element the program forgets to write shows up in every check.
-    global_[i].assign(static_cast<std::size_t>(t.heads),
-                      MatrixF::Constant(t.rows, t.cols, std::numeric_limits<float>::quiet_NaN()));
+void FunctionalExecutor::on_declare(const GlobalTensor& t) {
+    if (counter_.declare(t).id != t.id) throw std::logic_error("functional executor: tensor ids out of step");
+    std::vector<MatrixF>& g = global_.emplace_back();
+    const auto input = inputs_.find(t.name);
+    if (input == inputs_.end()) {
+        // Poisoned with NaN: an element the program forgets to write shows up in every check.
+        g.assign(static_cast<std::size_t>(t.heads), MatrixF::Constant(t.rows, t.cols, std::numeric_limits<float>::quiet_NaN()));
+        return;
+    }
+    for (const reference::Matrix& m : input->second) {
+        if (m.rows() != t.rows || m.cols() != t.cols)
+            throw std::invalid_argument("functional executor: input " + t.name + " is " + std::to_string(m.rows()) + "x" +
+                                        std::to_string(m.cols()) + "; the program declares it " + std::to_string(t.rows) +
+                                        "x" + std::to_string(t.cols));
+        g.push_back(m.cast<float>());
+    }
 }
 
 void FunctionalExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -307,26 +303,32 @@ void FunctionalExecutor::launch(const KernelDesc& kernel, const BlockBody& body)
         for (std::int64_t i = 0; i < kernel.blocks_per_head; ++i) run_block(null, h, i);
 }
 
-bool FunctionalExecutor::has_tensor(TensorName name) const { return declared_[static_cast<std::size_t>(index_of(name))]; }
+bool FunctionalExecutor::has_tensor(std::string_view name) const {
+    for (const GlobalTensor& t : tensors())
+        if (t.name == name) return true;
+    return false;
+}
 
-const MatrixF& FunctionalExecutor::tensor(TensorName name, std::int64_t head) const {
-    return global_[static_cast<std::size_t>(index_of(name))].at(static_cast<std::size_t>(head));
+const MatrixF& FunctionalExecutor::tensor(std::string_view name, std::int64_t head) const {
+    for (const GlobalTensor& t : tensors())
+        if (t.name == name) return global_[static_cast<std::size_t>(t.id)].at(static_cast<std::size_t>(head));
+    throw std::invalid_argument("functional executor: the program declared no tensor " + std::string(name));
 }
 
 FunctionalRun run_functional(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
                              const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
                              const std::vector<reference::Matrix>& V, Observer* observer) {
-    FunctionalExecutor x(gpu, p, Q, K, V);
+    FunctionalExecutor x(gpu, p, {{"Q", Q}, {"K", K}, {"V", V}});
     x.set_observer(observer);
     run_algorithm(algo, x, p, tiles);
     FunctionalRun r;
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        r.O.push_back(x.tensor(TensorName::O, h).cast<double>());
-        if (x.has_tensor(TensorName::LSE)) {
-            r.lse.push_back(x.tensor(TensorName::LSE, h).row(0).transpose().cast<double>());
-        } else if (x.has_tensor(TensorName::m)) {  // FA1 keeps m and ℓ; LSE = m + log ℓ
-            const reference::Vector m = x.tensor(TensorName::m, h).row(0).transpose().cast<double>();
-            const reference::Vector l = x.tensor(TensorName::l, h).row(0).transpose().cast<double>();
+        r.O.push_back(x.tensor("O", h).cast<double>());
+        if (x.has_tensor("LSE")) {
+            r.lse.push_back(x.tensor("LSE", h).row(0).transpose().cast<double>());
+        } else if (x.has_tensor("m")) {  // FA1 keeps m and ℓ; LSE = m + log ℓ
+            const reference::Vector m = x.tensor("m", h).row(0).transpose().cast<double>();
+            const reference::Vector l = x.tensor("l", h).row(0).transpose().cast<double>();
             reference::Vector lse(m.size());
             for (Eigen::Index i = 0; i < m.size(); ++i)
                 lse(i) = l(i) == 0 ? -std::numeric_limits<double>::infinity() : m(i) + std::log(l(i));

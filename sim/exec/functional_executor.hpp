@@ -8,7 +8,10 @@
 // executor's by construction (a test checks it for every algorithm).
 #pragma once
 
-#include <array>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -19,30 +22,36 @@
 
 namespace fasim {
 
+// Input tensors by name ("Q", "K", "V", ...), one matrix per batch·head, already representable in
+// the problem's dtype. A declared tensor with an input of its name starts with those values; every
+// other declared tensor starts as NaN, so an element the program forgets to write shows up in
+// every check.
+using FunctionalInputs = std::map<std::string, std::vector<reference::Matrix>, std::less<>>;
+
 class FunctionalExecutor final : public Executor {
 public:
-    // Q, K, V per batch·head, already representable in the problem's dtype.
-    FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, std::vector<reference::Matrix> Q,
-                       std::vector<reference::Matrix> K, std::vector<reference::Matrix> V);
+    FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs);
     ~FunctionalExecutor() override;
 
     void set_observer(Observer* observer) { observer_ = observer; }
 
-    void declare(const GlobalTensor& tensor) override;
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
 
     // A global tensor of one head after the run (row statistics as a 1×N row).
-    const reference::MatrixF& tensor(TensorName name, std::int64_t head) const;
-    bool has_tensor(TensorName name) const;
+    const reference::MatrixF& tensor(std::string_view name, std::int64_t head) const;
+    bool has_tensor(std::string_view name) const;
     const std::vector<KernelRecord>& kernels() const { return counter_.kernels(); }
+
+protected:
+    void on_declare(const GlobalTensor& tensor) override;
 
 private:
     friend class FunctionalBlock;
     AttentionProblem problem_;
     CountingExecutor counter_;
     Observer* observer_ = nullptr;
-    std::array<std::vector<reference::MatrixF>, kTensorCount> global_{};
-    std::array<bool, kTensorCount> declared_{};
+    FunctionalInputs inputs_;
+    std::vector<std::vector<reference::MatrixF>> global_;  // by tensor id, one matrix per head
 };
 
 // Runs an algorithm functionally on the given inputs (one matrix per batch·head).

@@ -1,27 +1,57 @@
 #include "exec/kernel_record.hpp"
 
-#include <numeric>
+#include <stdexcept>
 
 namespace fasim {
 
-std::int64_t LevelTraffic::read_bytes() const { return std::accumulate(read.begin(), read.end(), std::int64_t{0}); }
-std::int64_t LevelTraffic::write_bytes() const { return std::accumulate(write.begin(), write.end(), std::int64_t{0}); }
+std::int64_t LevelTraffic::read_bytes() const {
+    std::int64_t sum = 0;
+    for (const TensorBytes& t : tensors) sum += t.read;
+    return sum;
+}
+
+std::int64_t LevelTraffic::write_bytes() const {
+    std::int64_t sum = 0;
+    for (const TensorBytes& t : tensors) sum += t.write;
+    return sum;
+}
 
 LevelTraffic& LevelTraffic::operator+=(const LevelTraffic& o) {
-    for (std::size_t i = 0; i < read.size(); ++i) {
-        read[i] += o.read[i];
-        write[i] += o.write[i];
+    if (tensors.size() < o.tensors.size()) {
+        for (std::size_t i = tensors.size(); i < o.tensors.size(); ++i) tensors.push_back({o.tensors[i].name});
+    }
+    for (std::size_t i = 0; i < o.tensors.size(); ++i) {
+        if (tensors[i].name != o.tensors[i].name)
+            throw std::logic_error("LevelTraffic: adding counts of tensor " + o.tensors[i].name + " to " + tensors[i].name);
+        tensors[i].read += o.tensors[i].read;
+        tensors[i].write += o.tensors[i].write;
     }
     return *this;
 }
 
 LevelTraffic LevelTraffic::scaled(std::int64_t factor) const {
     LevelTraffic t = *this;
-    for (std::size_t i = 0; i < read.size(); ++i) {
-        t.read[i] *= factor;
-        t.write[i] *= factor;
+    for (TensorBytes& b : t.tensors) {
+        b.read *= factor;
+        b.write *= factor;
     }
     return t;
+}
+
+const TensorBytes* LevelTraffic::find(std::string_view name) const {
+    for (const TensorBytes& t : tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+std::int64_t read_of(const LevelTraffic& t, std::string_view name) {
+    const TensorBytes* b = t.find(name);
+    return b ? b->read : 0;
+}
+
+std::int64_t write_of(const LevelTraffic& t, std::string_view name) {
+    const TensorBytes* b = t.find(name);
+    return b ? b->write : 0;
 }
 
 }  // namespace fasim

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,20 +15,35 @@
 
 namespace fasim {
 
-// Bytes read and written at one level, per tensor.
+// Bytes one tensor moves at one level.
+struct TensorBytes {
+    std::string name;
+    std::int64_t read = 0, write = 0;
+    std::int64_t total() const { return read + write; }
+    bool operator==(const TensorBytes&) const = default;
+};
+
+// Bytes read and written at one level, per tensor, in the program's declaration order
+// (entry i is the tensor with id i).
 struct LevelTraffic {
-    std::array<std::int64_t, kTensorCount> read{}, write{};
+    std::vector<TensorBytes> tensors;
 
     std::int64_t read_bytes() const;
     std::int64_t write_bytes() const;
     std::int64_t total() const { return read_bytes() + write_bytes(); }
+    // Adds another count of the same run's tensors (it may know tensors declared later).
     LevelTraffic& operator+=(const LevelTraffic& o);
     LevelTraffic scaled(std::int64_t factor) const;
+    // The entry of a tensor, by id; entries exist for every tensor declared before the kernel ran.
+    TensorBytes& operator[](TensorId id) { return tensors[static_cast<std::size_t>(id)]; }
+    // Zero for a tensor this level never saw.
+    const TensorBytes* find(std::string_view name) const;
+    bool operator==(const LevelTraffic&) const = default;
 };
 
-// One tensor's bytes at a level.
-inline std::int64_t read_of(const LevelTraffic& t, TensorName n) { return t.read[static_cast<std::size_t>(index_of(n))]; }
-inline std::int64_t write_of(const LevelTraffic& t, TensorName n) { return t.write[static_cast<std::size_t>(index_of(n))]; }
+// One tensor's bytes at a level (0 when the program has no such tensor).
+std::int64_t read_of(const LevelTraffic& t, std::string_view name);
+std::int64_t write_of(const LevelTraffic& t, std::string_view name);
 
 // The work of one thread block (what the runtime model needs to time it).
 struct BlockWork {

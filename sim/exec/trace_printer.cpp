@@ -18,7 +18,7 @@ std::string num(float v) {
 
 std::string where(const Region& r) {
     const auto span = [](std::int64_t a, std::int64_t n) { return std::to_string(a) + ":" + std::to_string(a + n); };
-    const std::string name(tensor_label(r.tensor->name));
+    const std::string& name = r.tensor->name;
     if (r.tensor->row_statistic) return name + "[" + span(r.col0, r.ncols) + "]";
     return name + "[" + span(r.row0, r.nrows) + ", " + span(r.col0, r.ncols) + "]";
 }

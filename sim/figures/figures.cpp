@@ -34,6 +34,9 @@ const std::string kDot = "\u00B7";    // ·
 
 double dbl(std::int64_t v) { return static_cast<double>(v); }
 
+// A tensor's name as the figures write it (the papers' ℓ for l).
+std::string display_name(const std::string& tensor) { return tensor == "l" ? "\u2113" : tensor; }
+
 std::string algo_label(Algo a) {
     switch (a) {
         case Algo::standard: return "standard";
@@ -228,11 +231,22 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
     c.y_axis() = {ScaleKind::Linear, "bytes read + written, all B" + kDot + "H heads", plot::si_labels("B")};
     c.x_axis() = {ScaleKind::Linear, "algorithm and memory level"};
     c.set_legend(plot::LegendPosition::OutsideRight);
-    // Q, K, V, O in the blue/green family of the palette, S and P warm, statistics grey/yellow.
-    static const std::map<TensorName, std::string> colors = {
-        {TensorName::Q, "#0072B2"}, {TensorName::K, "#56B4E9"}, {TensorName::V, "#009E73"},
-        {TensorName::O, "#D55E00"}, {TensorName::O_acc, "#F4A582"}, {TensorName::S, "#CC79A7"}, {TensorName::P, "#E69F00"},
-        {TensorName::m, "#9A9A9A"}, {TensorName::l, "#5A5A5A"}, {TensorName::LSE, "#F0E442"}};
+    // Q, K, V, O in the blue/green family of the palette, S and P warm, statistics grey/yellow; the
+    // stacks in this order, then any other tensor in the order the programs declare them.
+    static const std::vector<std::pair<std::string, std::string>> familiar = {
+        {"Q", "#0072B2"}, {"K", "#56B4E9"}, {"V", "#009E73"}, {"O", "#D55E00"}, {"O_acc", "#F4A582"},
+        {"S", "#CC79A7"}, {"P", "#E69F00"}, {"m", "#9A9A9A"}, {"l", "#5A5A5A"}, {"LSE", "#F0E442"}};
+    std::vector<std::string> names;
+    for (const auto& [name, color] : familiar) names.push_back(name);
+    for (const AlgorithmResult& r : at_n)
+        for (const TensorBytes& t : r.hbm.tensors)
+            if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+    auto color_of = [&](const std::string& name) {
+        for (const auto& [n, color] : familiar)
+            if (n == name) return color;
+        const auto position = std::find(names.begin(), names.end(), name) - names.begin();
+        return plot::palette_color(static_cast<std::size_t>(position));
+    };
 
     plot::StackedBars& b = f.bars;
     std::vector<const AlgorithmResult*> rs;
@@ -241,20 +255,19 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
         b.categories.push_back(algo_label(r.algo) + " HBM");
         b.categories.push_back(algo_label(r.algo) + " DRAM");
     }
-    for (TensorName t : kAllTensors) {
-        const auto i = static_cast<std::size_t>(index_of(t));
+    for (const std::string& t : names) {
         std::vector<double> v;
         bool any = false;
         for (const AlgorithmResult& r : at_n) {
-            const std::int64_t hbm = r.hbm.read[i] + r.hbm.write[i], dram = r.dram.read[i] + r.dram.write[i];
+            const std::int64_t hbm = read_of(r.hbm, t) + write_of(r.hbm, t), dram = read_of(r.dram, t) + write_of(r.dram, t);
             any = any || hbm > 0 || dram > 0;
             v.push_back(dbl(hbm));
             v.push_back(dbl(dram));
         }
         if (!any) continue;
-        b.stacks.push_back(t == TensorName::l ? "\u2113" : std::string(tensor_label(t)));
+        b.stacks.push_back(display_name(t));
         b.values.push_back(std::move(v));
-        b.colors.push_back(colors.at(t));
+        b.colors.push_back(color_of(t));
     }
     c.set_stacked_bars(b);
 
@@ -264,16 +277,15 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
                "(read + written), totals above the bars (bars too thin to see at this scale still have their total).";
     std::vector<std::string> top;
     for (const AlgorithmResult& r : at_n) {
-        auto bytes = [&](std::size_t i) { return r.hbm.read[i] + r.hbm.write[i]; };
         std::int64_t most = 0;
-        for (std::size_t i = 0; i < kAllTensors.size(); ++i) most = std::max(most, bytes(i));
+        for (const TensorBytes& t : r.hbm.tensors) most = std::max(most, t.total());
         if (most == 0 || r.hbm.total() == 0) continue;
-        std::vector<std::string> names;  // the largest, and any within 1% of it (S and P tie in standard)
-        for (std::size_t i = 0; i < kAllTensors.size(); ++i)
-            if (dbl(bytes(i)) >= 0.99 * dbl(most))
-                names.push_back(kAllTensors[i] == TensorName::l ? "\u2113" : std::string(tensor_label(kAllTensors[i])));
-        top.push_back(algo_label(r.algo) + " " + join(names, " and ") + " (" + pct(dbl(most) / dbl(r.hbm.total())) +
-                      (names.size() > 1 ? " each)" : ")"));
+        std::vector<std::string> largest;  // the largest, and any within 1% of it (S and P tie in standard)
+        for (const std::string& t : names)
+            if (const TensorBytes* bytes = r.hbm.find(t); bytes && dbl(bytes->total()) >= 0.99 * dbl(most))
+                largest.push_back(display_name(t));
+        top.push_back(algo_label(r.algo) + " " + join(largest, " and ") + " (" + pct(dbl(most) / dbl(r.hbm.total())) +
+                      (largest.size() > 1 ? " each)" : ")"));
     }
     if (!top.empty()) caption += " Largest tensors in HBM traffic: " + join(top, ", ") + ".";
     c.set_caption(caption);

@@ -33,7 +33,9 @@ void L2Model::begin_block(std::int64_t index) {
 }
 
 L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
-    TensorState& s = tensors_[static_cast<std::size_t>(index_of(t.name))];
+    const auto id = static_cast<std::size_t>(t.id);
+    if (id >= tensors_.size()) tensors_.resize(id + 1);
+    TensorState& s = tensors_[id];
     if (!s.initialised) {
         s.initialised = true;
         s.grid_rows = (t.rows + t.region_rows - 1) / t.region_rows;
@@ -84,7 +86,7 @@ void L2Model::touch(Entry& e) {
 bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
 
 bool L2Model::read_by_concurrent_block(const Region& r) {
-    std::uint64_t key = static_cast<std::uint64_t>(index_of(r.tensor->name)) + 1;
+    std::uint64_t key = static_cast<std::uint64_t>(r.tensor->id) + 1;
     for (const std::int64_t v : {r.head, r.row0, r.nrows, r.col0, r.ncols})
         key = key * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(v);
     if (recent_reads_.empty()) recent_reads_.assign(kRecentWays * kRecentSets, RecentRead{});

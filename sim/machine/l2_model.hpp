@@ -22,7 +22,6 @@
 // (That is S and P of standard attention at long sequences.)
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -76,7 +75,7 @@ private:
     std::int32_t wave_ = 0, block_ = 0;
     std::int64_t scale_ = 1;        // chip-wide blocks / this head's blocks in the current wave
     std::int64_t kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
-    std::array<TensorState, kTensorCount> tensors_{};
+    std::vector<TensorState> tensors_;  // by tensor id
 
     // Rule 1 for streamed tensors: the latest reads of their tiles, keyed by the tile's coordinates in
     // a 4-way set-associative table that forgets the oldest (a forgotten read is a miss, as without

@@ -6,25 +6,6 @@
 
 namespace fasim {
 
-namespace {
-
-// Remembers every declared global tensor, for the memory footprint.
-class FootprintExecutor final : public Executor {
-public:
-    explicit FootprintExecutor(Executor& inner) : inner_(inner) {}
-    void declare(const GlobalTensor& t) override {
-        bytes += t.bytes_per_head() * t.heads;
-        inner_.declare(t);
-    }
-    void launch(const KernelDesc& k, const BlockBody& body) override { inner_.launch(k, body); }
-    std::int64_t bytes = 0;
-
-private:
-    Executor& inner_;
-};
-
-}  // namespace
-
 std::int64_t visible_pairs(const AttentionProblem& p) {
     if (!p.causal) return p.N * p.Nk;
     std::int64_t pairs = 0;
@@ -56,10 +37,9 @@ AlgorithmResult simulate(Algo algo, const AttentionProblem& p, const GpuSpec& gp
     r.tiles = choose_tiles(algo, p, gpu, req);
 
     CountingExecutor counter(gpu, r.tiles.registers_per_thread);
-    FootprintExecutor x(counter);
-    run_algorithm(algo, x, p, r.tiles);
+    run_algorithm(algo, counter, p, r.tiles);
     r.kernels = counter.kernels();
-    r.global_bytes = x.bytes;
+    for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;
     r.fits_in_hbm = r.global_bytes <= gpu.hbm_bytes;
 
     for (const KernelRecord& k : r.kernels) {

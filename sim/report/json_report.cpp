@@ -12,10 +12,9 @@ using nlohmann::json;
 
 json level_json(const LevelTraffic& t) {
     json by_tensor = json::object();
-    for (TensorName name : kAllTensors) {
-        const auto i = static_cast<std::size_t>(index_of(name));
-        if (t.read[i] == 0 && t.write[i] == 0) continue;
-        by_tensor[std::string(tensor_label(name))] = {{"read_bytes", t.read[i]}, {"write_bytes", t.write[i]}};
+    for (const TensorBytes& b : t.tensors) {
+        if (b.read == 0 && b.write == 0) continue;
+        by_tensor[b.name] = {{"read_bytes", b.read}, {"write_bytes", b.write}};
     }
     return {{"read_bytes", t.read_bytes()}, {"write_bytes", t.write_bytes()}, {"by_tensor", by_tensor}};
 }

@@ -14,16 +14,13 @@ void print_traffic_chart(std::ostream& out, const AlgorithmResult& r, const Repo
     std::vector<plot::TerminalBar> bars;
     // Tensor names are padded to the longest one shown (O_acc, FA1's fp32 running O, is five letters).
     std::size_t label_width = 3;
-    for (TensorName t : kAllTensors) {
-        const auto i = static_cast<std::size_t>(index_of(t));
-        if (r.hbm.read[i] + r.hbm.write[i] > 0) label_width = std::max(label_width, std::string(tensor_label(t)).size());
-    }
-    for (TensorName t : kAllTensors) {
-        const auto i = static_cast<std::size_t>(index_of(t));
-        const double hbm = static_cast<double>(r.hbm.read[i] + r.hbm.write[i]);
-        const double dram = static_cast<double>(r.dram.read[i] + r.dram.write[i]);
+    for (const TensorBytes& t : r.hbm.tensors)
+        if (t.total() > 0) label_width = std::max(label_width, t.name.size());
+    for (const TensorBytes& t : r.hbm.tensors) {
+        const double hbm = static_cast<double>(t.total());
+        const double dram = static_cast<double>(read_of(r.dram, t.name) + write_of(r.dram, t.name));
         if (hbm == 0) continue;
-        std::string name(tensor_label(t));
+        std::string name = t.name;
         name.resize(label_width + 1, ' ');
         bars.emplace_back(name + "HBM ", hbm, units::bytes(hbm));
         bars.emplace_back(std::string(label_width + 1, ' ') + "DRAM", dram, units::bytes(dram));

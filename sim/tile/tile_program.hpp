@@ -11,10 +11,12 @@
 // No algorithm's loop nest exists anywhere else.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tile/tensors.hpp"
 
@@ -178,12 +180,13 @@ struct LaneGrid {
     // Rows of shared tiles padded to an odd number of 16-byte units, so that 8 lanes reading 8 rows at
     // one column hit 8 different bank groups: fa-sim's CUDA-core FA2 and tiled kernels pad Q, K and S
     // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp): such
-    // tensors are listed in unpadded_tensors (bits 1 << index_of(name)). Counts toward the shared memory
-    // a block holds (occupancy), not toward the bytes it moves.
+    // tensors are named in unpadded_tensors. Counts toward the shared memory a block holds
+    // (occupancy), not toward the bytes it moves.
     bool padded_rows = false;
-    std::uint32_t unpadded_tensors = 0;
-    static constexpr std::uint32_t bit(TensorName t) { return 1u << index_of(t); }
-    bool pads(TensorName t) const { return padded_rows && (unpadded_tensors & bit(t)) == 0; }
+    std::vector<std::string> unpadded_tensors;
+    bool pads(const std::string& tensor) const {
+        return padded_rows && std::find(unpadded_tensors.begin(), unpadded_tensors.end(), tensor) == unpadded_tensors.end();
+    }
     // Wavefronts per 128 bytes of a transposing copy into shared memory (Block::load_transposed). The
     // tiled GEMM's: its 8 lanes of one source row write 4 consecutive k at stride 68 floats, all on 2
     // of the 32 banks, 4-way conflicts (ncu: 4.19 wavefronts per such store, second run).
@@ -212,9 +215,24 @@ using BlockBody = std::function<void(Block& block, std::int64_t head, std::int64
 class Executor {
 public:
     virtual ~Executor() = default;
-    // Makes a global tensor known (the functional executor binds or allocates its data).
-    virtual void declare(const GlobalTensor& tensor) = 0;
+    // Makes a global tensor known to the run and returns it with its id (its position in the
+    // declaration order); the functional executor binds or allocates its data. Declare every tensor
+    // before the kernel that uses it.
+    GlobalTensor declare(GlobalTensor tensor) {
+        tensor.id = static_cast<TensorId>(tensors_.size());
+        tensors_.push_back(tensor);
+        on_declare(tensors_.back());
+        return tensor;
+    }
+    // The tensors declared so far, in order (index = id).
+    const std::vector<GlobalTensor>& tensors() const { return tensors_; }
     virtual void launch(const KernelDesc& kernel, const BlockBody& body) = 0;
+
+protected:
+    virtual void on_declare(const GlobalTensor&) {}
+
+private:
+    std::vector<GlobalTensor> tensors_;
 };
 
 }  // namespace fasim

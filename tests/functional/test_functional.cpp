@@ -130,11 +130,9 @@ TEST_CASE("functional and counting executors report identical traffic and FLOPs"
             REQUIRE(run.kernels.size() == counted.kernels.size());
             for (std::size_t k = 0; k < run.kernels.size(); ++k) {
                 const KernelRecord &f = run.kernels[k], &c = counted.kernels[k];
-                CHECK(f.hbm.read == c.hbm.read);
-                CHECK(f.hbm.write == c.hbm.write);
-                CHECK(f.l2.read == c.l2.read);
-                CHECK(f.dram.read == c.dram.read);
-                CHECK(f.dram.write == c.dram.write);
+                CHECK(f.hbm == c.hbm);
+                CHECK(f.l2 == c.l2);
+                CHECK(f.dram == c.dram);
                 CHECK(f.smem_read == c.smem_read);
                 CHECK(f.smem_write == c.smem_write);
                 CHECK(f.matmul_flops == c.matmul_flops);

@@ -44,18 +44,18 @@ TEST_CASE("library GEMM tiles: Q is read Nk/128 times and K N/256 times for S, P
         CHECK(qk.desc.warps == 12);
         // Rows of Q, K (d elements) and of P (Nk elements) are whole 32-byte sectors here, so the
         // L2 requests are exactly the elements read.
-        CHECK(read_of(qk.l2, TensorName::Q) == BH * N * d * e * (Nk / 128));
-        CHECK(read_of(qk.l2, TensorName::K) == BH * Nk * d * e * (N / 256));
-        CHECK(read_of(pv.l2, TensorName::P) == BH * N * Nk * e);
-        CHECK(read_of(pv.l2, TensorName::V) == BH * Nk * d * e * ceil_div(N, lib.tiles.pv_m));
+        CHECK(read_of(qk.l2, "Q") == BH * N * d * e * (Nk / 128));
+        CHECK(read_of(qk.l2, "K") == BH * Nk * d * e * (N / 256));
+        CHECK(read_of(pv.l2, "P") == BH * N * Nk * e);
+        CHECK(read_of(pv.l2, "V") == BH * Nk * d * e * ceil_div(N, lib.tiles.pv_m));
         // The tiles change how often operands are re-read, not the S and P the softmax moves; with
         // 64x64 tiles P is read once per 64 columns of O (twice at d = 128).
         const auto tiled = standard_with(p, MatmulMode::tiled);
-        CHECK(read_of(lib.hbm, TensorName::S) == read_of(tiled.hbm, TensorName::S));
-        CHECK(write_of(lib.hbm, TensorName::S) == write_of(tiled.hbm, TensorName::S));
-        CHECK(write_of(lib.hbm, TensorName::P) == write_of(tiled.hbm, TensorName::P));
-        CHECK(read_of(tiled.hbm, TensorName::P) == (d / 64) * read_of(lib.hbm, TensorName::P));
-        CHECK(read_of(tiled.l2, TensorName::Q) == BH * N * d * e * (Nk / 64));  // 64x64 tiles: twice as often
+        CHECK(read_of(lib.hbm, "S") == read_of(tiled.hbm, "S"));
+        CHECK(write_of(lib.hbm, "S") == write_of(tiled.hbm, "S"));
+        CHECK(write_of(lib.hbm, "P") == write_of(tiled.hbm, "P"));
+        CHECK(read_of(tiled.hbm, "P") == (d / 64) * read_of(lib.hbm, "P"));
+        CHECK(read_of(tiled.l2, "Q") == BH * N * d * e * (Nk / 64));  // 64x64 tiles: twice as often
         CHECK(lib.matmul_flops == tiled.matmul_flops);
     }
 }

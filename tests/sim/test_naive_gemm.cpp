@@ -25,7 +25,7 @@ AlgorithmResult naive(const AttentionProblem& p, const GpuSpec& gpu) {
 }  // namespace
 
 TEST_CASE("L2 requests of a region: sectors and 128-byte lines, per access", "[l2][closed-form]") {
-    const GlobalTensor t{TensorName::K, 1, 64, 64, 4, 16, 16};  // 64 x 64 fp32: 256-byte rows
+    const GlobalTensor t{"K", 1, 64, 64, 4, 16, 16};  // 64 x 64 fp32: 256-byte rows
     // Whole rows: one span, 2 lines a row.
     const Region rows = view(t, 0).rows(0, 4);
     CHECK(l2_requests(rows).sector_bytes == 4 * 256);
@@ -44,7 +44,7 @@ TEST_CASE("L2 requests of a region: sectors and 128-byte lines, per access", "[l
     CHECK(l2_requests(cross, 8).sector_bytes == 4 * 32);
     CHECK(l2_requests(cross, 8).requests == 3);
     // Rows that do not start on a line (48 fp32 elements, 192 bytes): each row's own span.
-    const GlobalTensor odd{TensorName::Q, 1, 8, 48, 4, 8, 48};
+    const GlobalTensor odd{"Q", 1, 8, 48, 4, 8, 48};
     CHECK(l2_requests(view(odd, 0).tile(0, 2, 0, 16)).requests == 1 + 1);  // bytes 0..63 and 192..255
     const Region straddle = view(odd, 0).tile(0, 1, 24, 16);                  // bytes 96..159
     CHECK(l2_requests(straddle).requests == 2);
@@ -64,12 +64,12 @@ TEST_CASE("naive GEMM: per block of 8 warps and k, S = QK^T asks L2 for 144 sect
         const std::int64_t qk_block_steps = BH * (N / 16) * (N / 16) * d, pv_block_steps = BH * (N / 16) * (d / 16) * N;
         CHECK(qk.l2.read_bytes() == 144 * 32 * qk_block_steps);
         CHECK(qk.l2_read_requests == 144 * qk_block_steps);
-        CHECK(read_of(qk.l2, TensorName::Q) == 16 * 32 * qk_block_steps);  // 8 warps x 2 rows
+        CHECK(read_of(qk.l2, "Q") == 16 * 32 * qk_block_steps);  // 8 warps x 2 rows
         const std::int64_t v_sectors = 16 * e / 32;                          // 16 consecutive elements of a row of V
         CHECK(pv.l2.read_bytes() == (16 + 8 * v_sectors) * 32 * pv_block_steps);
         CHECK(pv.l2_read_requests == 24 * pv_block_steps);
         // What the threads ask for is unchanged: every thread its operands, 2 m n k elements.
-        CHECK(read_of(qk.hbm, TensorName::Q) + read_of(qk.hbm, TensorName::K) == 2 * BH * N * N * d * e);
+        CHECK(read_of(qk.hbm, "Q") + read_of(qk.hbm, "K") == 2 * BH * N * N * d * e);
         // The L2 model sees each tile once per k-step: DRAM reads Q and K once.
         CHECK(qk.dram.read_bytes() == 2 * BH * N * d * e);
     }
@@ -123,6 +123,6 @@ TEST_CASE("naive GEMM at N = 8192: P, streamed past L2, is read from DRAM once, 
     const auto p = problem(8192, 64, 1, DType::fp32);
     const AlgorithmResult r = naive(p, find_gpu_preset("H200"));
     const KernelRecord& pv = r.kernels[2];
-    CHECK(read_of(pv.dram, TensorName::P) == p.N * p.Nk * p.elem_bytes());
-    CHECK(read_of(pv.hbm, TensorName::P) == p.d * p.N * p.Nk * p.elem_bytes());  // by the thread of each output column
+    CHECK(read_of(pv.dram, "P") == p.N * p.Nk * p.elem_bytes());
+    CHECK(read_of(pv.hbm, "P") == p.d * p.N * p.Nk * p.elem_bytes());  // by the thread of each output column
 }
