@@ -54,8 +54,8 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
         b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O_acc, bh).rows(q0, rows));
         if (separate_acc && last_kv_tile(q0, rows) < 0)
             b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O, bh).rows(q0, rows));
-        b.store(b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i"), view(l, bh).tile(0, 1, q0, rows));
-        b.store(b.alloc(rows, 1, Space::Registers, Fill::NegInf, "m_i"), view(m, bh).tile(0, 1, q0, rows));
+        b.store(b.alloc_statistic(rows, Space::Registers, Fill::Zero, "l_i"), view(l, bh).tile(0, 1, q0, rows));
+        b.store(b.alloc_statistic(rows, Space::Registers, Fill::NegInf, "m_i"), view(m, bh).tile(0, 1, q0, rows));
     });
 
     // Grid (q_splits, BH): Q tiles are dealt round-robin (FlashAttention-1's num_splits), so
@@ -88,29 +88,29 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
 
                 Tile m_tilde = b.row_max(S, scale, "m~_ij");                   // line 10
                 b.reduce_across_warps(m_tilde, Reduce::Max);
-                b.exp_rows(S, scale, m_tilde);                                  // S becomes P~_ij
+                b.map(S, Fn::exp_shifted, {S, scale, per_row(m_tilde)});       // S becomes P~_ij
                 Tile l_tilde = b.row_sum(S, "l~_ij");
                 b.reduce_across_warps(l_tilde, Reduce::Sum);
 
-                Tile m_new = b.alloc(rows, 1, Space::Registers, Fill::Zero, "m_new");  // line 11
-                b.vec_max(m_new, mi, m_tilde);
-                Tile a = b.alloc(rows, 1, Space::Registers, Fill::Zero, "e^(m_i-m_new)");
-                b.vec_exp_diff(a, mi, m_new);
-                Tile c = b.alloc(rows, 1, Space::Registers, Fill::Zero, "e^(m~-m_new)");
-                b.vec_exp_diff(c, m_tilde, m_new);
-                Tile old_weight = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_i*e^(m_i-m_new)");
-                b.vec_mul(old_weight, a, li);
-                Tile l_new = b.alloc(rows, 1, Space::Registers, Fill::Zero, "l_new");
-                b.vec_mul_add(l_new, c, l_tilde, old_weight);
+                Tile m_new = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "m_new");  // line 11
+                b.map(m_new, Fn::max, {mi, m_tilde});
+                Tile a = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "e^(m_i-m_new)");
+                b.map(a, Fn::exp_diff, {mi, m_new});
+                Tile c = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "e^(m~-m_new)");
+                b.map(c, Fn::exp_diff, {m_tilde, m_new});
+                Tile old_weight = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "l_i*e^(m_i-m_new)");
+                b.map(old_weight, Fn::mul, {a, li});
+                Tile l_new = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "l_new");
+                b.map(l_new, Fn::fma, {c, l_tilde, old_weight});
 
                 b.round_to_storage(S);                                          // line 12
                 Tile PV = b.alloc(rows, d, Space::Registers, Fill::Zero, "P~V_j");
-                b.matmul(PV, S, Vj, /*transpose_b=*/false, /*accumulate=*/false, Split::Inner);
+                b.matmul(PV, S, Vj, {.split = Split::Inner});
                 b.reduce_across_warps(PV, Reduce::Sum);
-                b.scale_rows(Oi, old_weight);
-                b.scale_rows(PV, c);
-                b.add(Oi, PV);
-                b.divide_rows(Oi, l_new);
+                b.map(Oi, Fn::mul, {Oi, per_row(old_weight)});
+                b.map(PV, Fn::mul, {PV, per_row(c)});
+                b.map(Oi, Fn::add, {Oi, PV});
+                b.map(Oi, Fn::div, {Oi, per_row(l_new)});
                 const bool last = j == last_kv_tile(q0, rows);
                 b.store(Oi, view(last ? O : O_acc, bh).rows(q0, rows));
                 b.store(l_new, view(l, bh).tile(0, 1, q0, rows));               // line 13

@@ -26,8 +26,8 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
         // Row statistics sit beside S: in registers, or in shared memory with a staged S (one lane per row).
-        Tile mi = b.alloc(rows, 1, cfg.scores, Fill::NegInf, "m_i");
-        Tile li = b.alloc(rows, 1, cfg.scores, Fill::Zero, "l_i");
+        Tile mi = b.alloc_statistic(rows, cfg.scores, Fill::NegInf, "m_i");
+        Tile li = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "l_i");
 
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {
@@ -38,20 +38,20 @@ void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig&
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
 
             Tile m_new = b.row_max(S, scale, "m_new");
-            b.vec_max(m_new, m_new, mi);
-            Tile alpha = b.alloc(rows, 1, cfg.scores, Fill::Zero, "alpha");
-            b.vec_exp_diff(alpha, mi, m_new);       // rescale factor for the old O and ℓ
-            b.exp_rows(S, scale, m_new);            // S becomes P̃ = exp(scale·S − m_new)
+            b.map(m_new, Fn::max, {m_new, mi});
+            Tile alpha = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "alpha");
+            b.map(alpha, Fn::exp_diff, {mi, m_new});              // rescale factor for the old O and ℓ
+            b.map(S, Fn::exp_shifted, {S, scale, per_row(m_new)});  // S becomes P̃ = exp(scale·S − m_new)
             Tile rowsum = b.row_sum(S, "rowsum");
-            b.vec_mul_add(li, alpha, li, rowsum);   // ℓ = α·ℓ + rowsum(P̃)
-            b.scale_rows(Oi, alpha);                // O = diag(α)·O   (no division here)
+            b.map(li, Fn::fma, {alpha, li, rowsum});              // ℓ = α·ℓ + rowsum(P̃)
+            b.map(Oi, Fn::mul, {Oi, per_row(alpha)});             // O = diag(α)·O   (no division here)
             b.round_to_storage(S);
-            b.matmul(Oi, S, Vj, /*transpose_b=*/false, /*accumulate=*/true, Split::Rows);
+            b.matmul(Oi, S, Vj, {.accumulate = true});
             mi = std::move(m_new);
         }
-        b.divide_rows(Oi, li);                      // the only division, once per row
-        Tile lse = b.alloc(rows, 1, Space::Registers, Fill::Zero, "LSE_i");
-        b.vec_lse(lse, mi, li);
+        b.map(Oi, Fn::div, {Oi, per_row(li)});                    // the only division, once per row
+        Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");
+        b.map(lse, Fn::lse, {mi, li});
         b.store(Oi, view(O, bh).rows(q0, rows));
         b.store(lse, view(LSE, bh).tile(0, 1, q0, rows));
     });

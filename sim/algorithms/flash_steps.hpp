@@ -42,7 +42,7 @@ inline LaneGrid flash_lanes(const AttentionProblem& p, std::int64_t max_rows_per
 inline Tile score_tile(Block& b, const Tile& Qi, const Tile& Kj, std::int64_t q0, std::int64_t k0,
                        const AttentionProblem& p, Split split, Space space = Space::Registers) {
     Tile S = b.alloc(Qi.rows(), Kj.rows(), space, Fill::Zero, "S_ij");
-    b.matmul(S, Qi, Kj, /*transpose_b=*/true, /*accumulate=*/false, split);
+    b.matmul(S, Qi, Kj, {.transpose_b = true, .split = split});
     if (tile_crosses_diagonal(q0, k0, Kj.rows(), p.N, p.Nk, p.causal)) b.mask(S, {q0, k0, p.N, p.Nk, p.causal});
     return S;
 }

@@ -50,7 +50,7 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
             Tile B = g.b_transposed ? b.load_transposed(b_tile(g, n0, nc, k0, kc), "B tile (k-major)")
                                     : b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
             b.barrier();  // tiles complete before any warp reads them
-            b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
+            b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
             b.barrier();  // all warps done before the next k-step overwrites them
         } else {
             // Naive: 16 x 16 threads, one output each, every thread reading the operands of its own
@@ -61,7 +61,7 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
             Tile A = b.load_by_threads(a_tile(g, m0, mr, k0, kc), {1, 1, nc}, "A rows (every thread its own)");
             Tile B = b.load_by_threads(b_tile(g, n0, nc, k0, kc), {g.b_transposed ? 1 : nc, warps, mr},
                                        "B columns (every thread its own)");
-            b.matmul(C, A, B, g.b_transposed, /*accumulate=*/true, Split::Rows);
+            b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
         }
     }
     return C;
@@ -101,7 +101,7 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
         Tile C = gemm_output_tile(b, {view(Q, bh), view(K, bh), true, d}, cfg, m0, mr, n0, nc);
-        b.multiply(C, p.softmax_scale());
+        b.map(C, Fn::mul, {C, p.softmax_scale()});
         b.store(C, view(S, bh).tile(m0, mr, n0, nc));
     });
 
@@ -115,35 +115,35 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
             Tile s = b.load(view(S, bh).tile(row, 1, 0, Nk), Space::Shared, "S row");
             if (p.causal) b.mask(s, {row, 0, N, Nk, true});
             Tile m = b.row_max(s, 1.0, "row max");
-            b.exp_rows(s, 1.0, m);
+            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m)});
             Tile l = b.row_sum(s, "row sum");
-            b.divide_rows(s, l);
+            b.map(s, Fn::div, {s, per_row(l)});
             b.store(s, view(P, bh).tile(row, 1, 0, Nk));
             return;
         }
         // The row does not fit in shared memory: pass 1 keeps a running max and sum
         // over chunks, pass 2 reads the chunks again and writes P.
-        Tile m = b.alloc(1, 1, Space::Registers, Fill::NegInf, "row max");
-        Tile l = b.alloc(1, 1, Space::Registers, Fill::Zero, "row sum");
+        Tile m = b.alloc_statistic(1, Space::Registers, Fill::NegInf, "row max");
+        Tile l = b.alloc_statistic(1, Space::Registers, Fill::Zero, "row sum");
         for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
             const std::int64_t cols = std::min(chunk, Nk - c0);
             Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 1)");
             if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
             Tile m_new = b.row_max(s, 1.0, "m_new");
-            b.vec_max(m_new, m_new, m);
-            Tile alpha = b.alloc(1, 1, Space::Registers, Fill::Zero, "alpha");
-            b.vec_exp_diff(alpha, m, m_new);
-            b.exp_rows(s, 1.0, m_new);
+            b.map(m_new, Fn::max, {m_new, m});
+            Tile alpha = b.alloc_statistic(1, Space::Registers, Fill::Zero, "alpha");
+            b.map(alpha, Fn::exp_diff, {m, m_new});
+            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m_new)});
             Tile rs = b.row_sum(s, "chunk sum");
-            b.vec_mul_add(l, alpha, l, rs);
+            b.map(l, Fn::fma, {alpha, l, rs});
             m = std::move(m_new);
         }
         for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
             const std::int64_t cols = std::min(chunk, Nk - c0);
             Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 2)");
             if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
-            b.exp_rows(s, 1.0, m);
-            b.divide_rows(s, l);
+            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m)});
+            b.map(s, Fn::div, {s, per_row(l)});
             b.store(s, view(P, bh).tile(row, 1, c0, cols));
         }
     });

@@ -25,8 +25,8 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
         // Row statistics sit beside S: in registers, or in shared memory with a staged S (one lane per row).
-        Tile mi = b.alloc(rows, 1, cfg.scores, Fill::NegInf, "m_i");
-        Tile li = b.alloc(rows, 1, cfg.scores, Fill::Zero, "l_i");
+        Tile mi = b.alloc_statistic(rows, cfg.scores, Fill::NegInf, "m_i");
+        Tile li = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "l_i");
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
 
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
@@ -34,12 +34,12 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 1)");
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
             Tile m_new = b.row_max(S, scale, "m_new");
-            b.vec_max(m_new, m_new, mi);
-            Tile alpha = b.alloc(rows, 1, cfg.scores, Fill::Zero, "alpha");
-            b.vec_exp_diff(alpha, mi, m_new);
-            b.exp_rows(S, scale, m_new);
+            b.map(m_new, Fn::max, {m_new, mi});
+            Tile alpha = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "alpha");
+            b.map(alpha, Fn::exp_diff, {mi, m_new});
+            b.map(S, Fn::exp_shifted, {S, scale, per_row(m_new)});
             Tile rowsum = b.row_sum(S, "rowsum");
-            b.vec_mul_add(li, alpha, li, rowsum);  // only the scalar ℓ is rescaled
+            b.map(li, Fn::fma, {alpha, li, rowsum});  // only the scalar ℓ is rescaled
             mi = std::move(m_new);
         }
 
@@ -49,13 +49,13 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 2)");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
-            b.exp_rows(S, scale, mi);
-            b.divide_rows(S, li);                  // P is final: no later rescaling
+            b.map(S, Fn::exp_shifted, {S, scale, per_row(mi)});
+            b.map(S, Fn::div, {S, per_row(li)});   // P is final: no later rescaling
             b.round_to_storage(S);
-            b.matmul(Oi, S, Vj, /*transpose_b=*/false, /*accumulate=*/true, Split::Rows);
+            b.matmul(Oi, S, Vj, {.accumulate = true});
         }
-        Tile lse = b.alloc(rows, 1, Space::Registers, Fill::Zero, "LSE_i");
-        b.vec_lse(lse, mi, li);
+        Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");
+        b.map(lse, Fn::lse, {mi, li});
         b.store(Oi, view(O, bh).rows(q0, rows));
         b.store(lse, view(LSE, bh).tile(0, 1, q0, rows));
     });

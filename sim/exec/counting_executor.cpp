@@ -63,6 +63,9 @@ public:
     Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill, std::string_view) override {
         return make(rows, cols, 4, space, space == Space::Shared && cols > 1 && lanes_.padded_rows);
     }
+    Tile alloc_statistic(std::int64_t rows, Space space, Fill, std::string_view) override {
+        return make(rows, 1, 4, space, false, true);
+    }
 
     Tile load(const Region& r, Space to, std::string_view) override {
         const GlobalTensor& t = *r.tensor;
@@ -71,7 +74,7 @@ public:
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
-        if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to);
+        if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to, false, true);
         const bool padded = to == Space::Shared && lanes_.pads(t.name);
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
@@ -92,10 +95,18 @@ public:
         return make(r.nrows, r.ncols, r.tensor->elem_bytes, Space::Registers);
     }
 
-    void store(const Tile& tile, const Region& r) override {
+    void store(const Tile& tile, const Region& r, StoreMode mode) override {
         if (tile.elements() != r.elements())
             throw std::logic_error("store: tile of " + std::to_string(tile.elements()) + " elements into a region of " +
                                    std::to_string(r.elements()));
+        // Accumulating: the block reads what is there first. Atomic adds: the L2 reads the lines (from
+        // DRAM when they are not resident) and adds; the SMs send the data, as for a store.
+        if (mode == StoreMode::accumulate) global_read(r, r.bytes(), l2_requests(r));
+        if (mode == StoreMode::atomic_add && rec_) {
+            const std::int64_t fetched = recording_ ? 0 : l2_->read(r);
+            if (recording_) record(r, false);
+            else rec_->dram[checked_id(r)].read += fetched;
+        }
         if (rec_) {
             const TensorId id = checked_id(r);
             const L2Requests asked = l2_requests(r);
@@ -110,8 +121,10 @@ public:
         work.thread_instructions += issue_cost::register_store(tile.elements());
     }
 
-    void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) override {
-        const std::int64_t m = A.rows(), k = A.cols();
+    void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) override {
+        const bool transpose_b = how.transpose_b, accumulate = how.accumulate;
+        const Split split = how.split;
+        const std::int64_t m = how.transpose_a ? A.cols() : A.rows(), k = how.transpose_a ? A.rows() : A.cols();
         const std::int64_t n = transpose_b ? B.rows() : B.cols();
         const std::int64_t kb = transpose_b ? B.cols() : B.rows();
         if (kb != k || C.rows() != m || C.cols() != n)
@@ -153,44 +166,26 @@ public:
     void mask(Tile& S, const MaskSpec&) override {
         elementwise(op_cost::mask(S.elements()), {&S}, &S, issue_cost::mask(S.elements()));
     }
-    Tile row_max(const Tile& S, double, std::string_view) override {
-        elementwise(op_cost::row_max(S.elements()), {&S}, nullptr, row_reduce_instructions(S));
-        return make(S.rows(), 1, 4, Space::Registers);
+    Tile reduce_rows(Reduce kind, const Tile& X, std::string_view, double) override {
+        const op_cost::Cost cost = kind == Reduce::Max ? op_cost::row_max(X.elements()) : op_cost::row_sum(X.elements());
+        elementwise(cost, {&X}, nullptr, row_reduce_instructions(X));
+        return make(X.rows(), 1, 4, Space::Registers, false, true);
     }
-    Tile row_sum(const Tile& P, std::string_view) override {
-        elementwise(op_cost::row_sum(P.elements()), {&P}, nullptr, row_reduce_instructions(P));
-        return make(P.rows(), 1, 4, Space::Registers);
-    }
-    void exp_rows(Tile& S, double, const Tile& m) override {
-        elementwise(op_cost::exp_rows(S.elements()), {&S, &m}, &S, issue_cost::exp_rows(S.elements()));
-    }
-    void multiply(Tile& X, double) override {
-        elementwise(op_cost::multiply(X.elements()), {&X}, &X, issue_cost::elementwise(X.elements()));
-    }
-    void scale_rows(Tile& X, const Tile& v) override {
-        elementwise(op_cost::scale_rows(X.elements()), {&X, &v}, &X, issue_cost::elementwise(X.elements()));
-    }
-    void divide_rows(Tile& X, const Tile& v) override {
-        elementwise(op_cost::divide_rows(X.elements()), {&X, &v}, &X,
-                    issue_cost::divide_rows(X.elements(), X.rows(), lanes_per_row(X)));
-    }
-    void add(Tile& X, const Tile& Y) override {
-        elementwise(op_cost::add(X.elements()), {&X, &Y}, &X, issue_cost::elementwise(X.elements()));
-    }
-    void vec_max(Tile& o, const Tile& a, const Tile& b) override {
-        elementwise(op_cost::vec_max(o.elements()), {&a, &b}, &o, per_row(o, 1));
-    }
-    void vec_exp_diff(Tile& o, const Tile& a, const Tile& b) override {
-        elementwise(op_cost::vec_exp_diff(o.elements()), {&a, &b}, &o, per_row(o, 4));
-    }
-    void vec_mul(Tile& o, const Tile& a, const Tile& b) override {
-        elementwise(op_cost::vec_mul(o.elements()), {&a, &b}, &o, per_row(o, 1));
-    }
-    void vec_mul_add(Tile& o, const Tile& a, const Tile& x, const Tile& y) override {
-        elementwise(op_cost::vec_mul_add(o.elements()), {&a, &x, &y}, &o, per_row(o, 1));
-    }
-    void vec_lse(Tile& o, const Tile& m, const Tile& l) override {
-        elementwise(op_cost::vec_lse(o.elements()), {&m, &l}, &o, per_row(o, 4));
+    using Block::map;
+    void map(Tile& out, Fn fn, std::span<const Arg> args) override {
+        check_map(out, fn, args);
+        std::int64_t instructions = issue_cost::map_per_element(fn) *
+                                    (out.statistic() ? out.rows() * lanes_per_row(out) : out.elements());
+        std::vector<const Tile*> inputs;
+        for (const Arg& a : args)
+            if (a.tile) inputs.push_back(a.tile);
+        if (fn == Fn::div) {
+            const Arg& divisor = args[1];
+            const bool per_row_divisor = divisor.broadcast == Broadcast::rows || out.statistic();
+            instructions += issue_cost::divide_reciprocals(
+                !divisor.tile ? 0 : per_row_divisor ? out.rows() * lanes_per_row(out) : out.elements());
+        }
+        elementwise(op_cost::map(fn, out.elements()), inputs, &out, instructions);
     }
     void round_to_storage(Tile& X) override { work.thread_instructions += issue_cost::round_to_storage(X.elements()); }
 
@@ -222,7 +217,8 @@ public:
     }
 
 private:
-    Tile make(std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space, bool padded = false) {
+    Tile make(std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space, bool padded = false,
+              bool statistic = false) {
         int id;
         if (!free_.empty()) {
             id = free_.back();
@@ -236,7 +232,7 @@ private:
         t.padded = padded;
         if (space == Space::Shared) smem_peak = std::max(smem_peak, smem_live_ += t.footprint());
         else reg_peak = std::max(reg_peak, reg_live_ += t.bytes());
-        return Tile(this, id, rows, cols, elem_bytes, space);
+        return Tile(this, id, rows, cols, elem_bytes, space, statistic);
     }
     void record(const Region& r, bool is_write) {
         recorded_.emplace_back(r, is_write);
@@ -286,14 +282,15 @@ private:
     }
     std::int64_t threads() const { return 32 * static_cast<std::int64_t>(warps_); }
     std::int64_t lanes_per_row(const Tile& t) const { return issue_cost::lanes_per_row(t.rows(), threads()); }
-    std::int64_t per_row(const Tile& t, std::int64_t instructions) const {
-        return issue_cost::per_row(t.rows(), lanes_per_row(t), instructions);
-    }
     std::int64_t row_reduce_instructions(const Tile& S) const {
         return issue_cost::row_reduce(S.elements(), S.rows(), tiles_[static_cast<std::size_t>(S.id())].warps_holding_rows);
     }
     // Operands in shared memory are read, a result in shared memory is written.
     void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output,
+                     std::int64_t thread_instructions) {
+        elementwise(c, std::vector<const Tile*>(inputs), output, thread_instructions);
+    }
+    void elementwise(op_cost::Cost c, const std::vector<const Tile*>& inputs, const Tile* output,
                      std::int64_t thread_instructions) {
         add_cost(c);
         work.thread_instructions += thread_instructions;

@@ -13,30 +13,36 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// A map's name in a trace: the function's, except that a product with a number scales the tile and
+// one with a per-row value rescales its rows.
+std::string_view map_step_name(Fn fn, std::span<const Arg> args) {
+    if (fn == Fn::mul) {
+        for (const Arg& a : args) {
+            if (!a.tile) return "scale";
+            if (a.broadcast == Broadcast::rows) return "rescale";
+        }
+    }
+    return fn_info(fn).name;
+}
+
 // Hands out tile handles and counts nothing: the inner block for heads other than
 // the one the counting executor simulates.
 class NullBlock final : public Block {
 public:
     Tile alloc(std::int64_t r, std::int64_t c, Space s, Fill, std::string_view) override { return Tile(this, 0, r, c, 4, s); }
+    Tile alloc_statistic(std::int64_t r, Space s, Fill, std::string_view) override { return Tile(this, 0, r, 1, 4, s, true); }
     Tile load(const Region& g, Space s, std::string_view) override {
-        return g.tensor->row_statistic ? Tile(this, 0, g.ncols, 1, g.tensor->elem_bytes, s)
+        return g.tensor->row_statistic ? Tile(this, 0, g.ncols, 1, g.tensor->elem_bytes, s, true)
                                        : Tile(this, 0, g.nrows, g.ncols, g.tensor->elem_bytes, s);
     }
-    void store(const Tile&, const Region&) override {}
-    void matmul(Tile&, const Tile&, const Tile&, bool, bool, Split) override {}
+    void store(const Tile&, const Region&, StoreMode) override {}
+    void matmul(Tile&, const Tile&, const Tile&, const Product&) override {}
     void mask(Tile&, const MaskSpec&) override {}
-    Tile row_max(const Tile& S, double, std::string_view) override { return Tile(this, 0, S.rows(), 1, 4, Space::Registers); }
-    Tile row_sum(const Tile& P, std::string_view) override { return Tile(this, 0, P.rows(), 1, 4, Space::Registers); }
-    void exp_rows(Tile&, double, const Tile&) override {}
-    void multiply(Tile&, double) override {}
-    void scale_rows(Tile&, const Tile&) override {}
-    void divide_rows(Tile&, const Tile&) override {}
-    void add(Tile&, const Tile&) override {}
-    void vec_max(Tile&, const Tile&, const Tile&) override {}
-    void vec_exp_diff(Tile&, const Tile&, const Tile&) override {}
-    void vec_mul(Tile&, const Tile&, const Tile&) override {}
-    void vec_mul_add(Tile&, const Tile&, const Tile&, const Tile&) override {}
-    void vec_lse(Tile&, const Tile&, const Tile&) override {}
+    Tile reduce_rows(Reduce, const Tile& X, std::string_view, double) override {
+        return Tile(this, 0, X.rows(), 1, 4, Space::Registers, true);
+    }
+    using Block::map;
+    void map(Tile&, Fn, std::span<const Arg>) override {}
     void round_to_storage(Tile&) override {}
     void reduce_across_warps(Tile&, Reduce) override {}
     void barrier() override {}
@@ -59,6 +65,13 @@ public:
         return t;
     }
 
+    Tile alloc_statistic(std::int64_t rows, Space space, Fill fill, std::string_view label) override {
+        Tile t = make(inner_.alloc_statistic(rows, space, fill, label), label);
+        data(t).setConstant(fill == Fill::Zero ? 0.0f : kNegInf);
+        notify(StepKind::alloc, t, {});
+        return t;
+    }
+
     Tile load(const Region& r, Space to, std::string_view label) override {
         Tile t = make(inner_.load(r, to, label), label);
         const MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
@@ -68,23 +81,30 @@ public:
         return t;
     }
 
-    void store(const Tile& t, const Region& r) override {
-        inner_.store(inner(t), r);
+    void store(const Tile& t, const Region& r, StoreMode mode) override {
+        inner_.store(inner(t), r, mode);
         MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
         MatrixF v = r.tensor->row_statistic ? MatrixF(data(t).transpose()) : data(t);
+        if (mode != StoreMode::overwrite) v += g.block(r.row0, r.col0, r.nrows, r.ncols);
         if (r.tensor->elem_bytes == 2) v = reference::round_matrix(v, x_.problem_.dtype);  // storage rounding
         g.block(r.row0, r.col0, r.nrows, r.ncols) = v;
-        notify(StepKind::store, t, {}, &r);
+        if (x_.observer_) {
+            Step step{StepKind::store, &kernel_, head_, index_, slot(t).label, {}, &r, &slot(t).values};
+            step.store_mode = mode;
+            x_.observer_->on_step(step);
+        }
     }
 
-    void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) override {
-        inner_.matmul(inner(C), inner(A), inner(B), transpose_b, accumulate, split);
-        const MatrixF product = transpose_b ? MatrixF(data(A) * data(B).transpose()) : MatrixF(data(A) * data(B));
-        if (accumulate) data(C) += product;
+    void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) override {
+        inner_.matmul(inner(C), inner(A), inner(B), how);
+        const MatrixF a = how.transpose_a ? MatrixF(data(A).transpose()) : data(A);
+        const MatrixF product = how.transpose_b ? MatrixF(a * data(B).transpose()) : MatrixF(a * data(B));
+        if (how.accumulate) data(C) += product;
         else data(C) = product;
         if (x_.observer_) {
             Step step{StepKind::matmul, &kernel_, head_, index_, slot(C).label, {slot(A).label, slot(B).label}, nullptr,
-                      &slot(C).values, accumulate, transpose_b};
+                      &slot(C).values, how.accumulate, how.transpose_b};
+            step.transpose_a = how.transpose_a;
             x_.observer_->on_step(step);
         }
     }
@@ -100,96 +120,38 @@ public:
         notify(StepKind::mask, S, {});
     }
 
-    Tile row_max(const Tile& S, double scale, std::string_view label) override {
-        Tile t = make(inner_.row_max(inner(S), scale, label), label);
-        const float sc = static_cast<float>(scale);
-        data(t) = (data(S) * sc).rowwise().maxCoeff();
-        notify(StepKind::row_max, t, {S});
+    Tile reduce_rows(Reduce kind, const Tile& X, std::string_view label, double scale) override {
+        Tile t = make(inner_.reduce_rows(kind, inner(X), label, scale), label);
+        if (kind == Reduce::Max) data(t) = (data(X) * static_cast<float>(scale)).rowwise().maxCoeff();
+        else data(t) = data(X).rowwise().sum();
+        notify(StepKind::reduce_rows, t, {X}, nullptr, kind == Reduce::Max ? "rowmax" : "rowsum");
         return t;
     }
 
-    Tile row_sum(const Tile& P, std::string_view label) override {
-        Tile t = make(inner_.row_sum(inner(P), label), label);
-        data(t) = data(P).rowwise().sum();
-        notify(StepKind::row_sum, t, {P});
-        return t;
-    }
-
-    void exp_rows(Tile& S, double scale, const Tile& m) override {
-        inner_.exp_rows(inner(S), scale, inner(m));
-        MatrixF& s = data(S);
-        const MatrixF& mv = data(m);
-        const float sc = static_cast<float>(scale);
-        for (Eigen::Index i = 0; i < s.rows(); ++i) {
-            const float mi = mv(i, 0);
-            for (Eigen::Index j = 0; j < s.cols(); ++j)  // a row that sees no key (m = -inf) gives 0, not NaN
-                s(i, j) = mi == kNegInf ? 0.0f : std::exp(std::fma(sc, s(i, j), -mi));
-        }
-        notify(StepKind::exp_rows, S, {m});
-    }
-
-    void multiply(Tile& X, double s) override {
-        inner_.multiply(inner(X), s);
-        data(X) *= static_cast<float>(s);
-        notify(StepKind::multiply, X, {});
-    }
-
-    void scale_rows(Tile& X, const Tile& v) override {
-        inner_.scale_rows(inner(X), inner(v));
-        data(X) = data(v).col(0).asDiagonal() * data(X);
-        notify(StepKind::scale_rows, X, {v});
-    }
-
-    void divide_rows(Tile& X, const Tile& v) override {
-        inner_.divide_rows(inner(X), inner(v));
-        MatrixF& x = data(X);
-        const MatrixF& d = data(v);
-        for (Eigen::Index i = 0; i < x.rows(); ++i) {
-            if (d(i, 0) == 0.0f) x.row(i).setZero();  // no key seen: O row is 0 by convention
-            else x.row(i) /= d(i, 0);
-        }
-        notify(StepKind::divide_rows, X, {v});
-    }
-
-    void add(Tile& X, const Tile& Y) override {
-        inner_.add(inner(X), inner(Y));
-        data(X) += data(Y);
-        notify(StepKind::add, X, {Y});
-    }
-
-    void vec_max(Tile& out, const Tile& a, const Tile& b) override {
-        inner_.vec_max(inner(out), inner(a), inner(b));
-        data(out) = data(a).cwiseMax(data(b));
-        notify(StepKind::vec_max, out, {a, b});
-    }
-
-    void vec_exp_diff(Tile& out, const Tile& a, const Tile& b) override {
-        inner_.vec_exp_diff(inner(out), inner(a), inner(b));
-        const MatrixF av = data(a), bv = data(b);
-        MatrixF& o = data(out);
-        for (Eigen::Index i = 0; i < o.rows(); ++i)  // both -inf: nothing seen yet, nothing to rescale
-            o(i, 0) = (av(i, 0) == kNegInf && bv(i, 0) == kNegInf) ? 1.0f : std::exp(av(i, 0) - bv(i, 0));
-        notify(StepKind::vec_exp_diff, out, {a, b});
-    }
-
-    void vec_mul(Tile& out, const Tile& a, const Tile& b) override {
-        inner_.vec_mul(inner(out), inner(a), inner(b));
-        data(out) = data(a).cwiseProduct(data(b));
-        notify(StepKind::vec_mul, out, {a, b});
-    }
-
-    void vec_mul_add(Tile& out, const Tile& a, const Tile& x, const Tile& y) override {
-        inner_.vec_mul_add(inner(out), inner(a), inner(x), inner(y));
-        data(out) = data(a).cwiseProduct(data(x)) + data(y);
-        notify(StepKind::vec_mul_add, out, {a, x, y});
-    }
-
-    void vec_lse(Tile& out, const Tile& m, const Tile& l) override {
-        inner_.vec_lse(inner(out), inner(m), inner(l));
-        const MatrixF mv = data(m), lv = data(l);
-        MatrixF& o = data(out);
-        for (Eigen::Index i = 0; i < o.rows(); ++i) o(i, 0) = lv(i, 0) == 0.0f ? kNegInf : mv(i, 0) + std::log(lv(i, 0));
-        notify(StepKind::vec_lse, out, {m, l});
+    using Block::map;
+    void map(Tile& out, Fn fn, std::span<const Arg> args) override {
+        std::vector<Arg> inner_args;
+        for (const Arg& a : args) inner_args.push_back(a.tile ? Arg(inner(*a.tile), a.broadcast) : Arg(a.scalar));
+        inner_.map(inner(out), fn, inner_args);
+        // Each operand's value at (i, j), broadcast as asked.
+        auto value = [&](std::size_t n, Eigen::Index i, Eigen::Index j) -> float {
+            if (n >= args.size()) return 0.0f;
+            const Arg& a = args[n];
+            if (!a.tile) return static_cast<float>(a.scalar);
+            const MatrixF& v = data(*a.tile);
+            return a.broadcast == Broadcast::rows ? v(i, 0) : a.broadcast == Broadcast::cols ? v(0, j) : v(i, j);
+        };
+        MatrixF result(out.rows(), out.cols());
+        for (Eigen::Index i = 0; i < result.rows(); ++i)
+            for (Eigen::Index j = 0; j < result.cols(); ++j) result(i, j) = apply(fn, value(0, i, j), value(1, i, j), value(2, i, j));
+        data(out) = std::move(result);
+        if (!x_.observer_) return;
+        // The trace lists what a tile updated in place was combined with, and every input of a row statistic.
+        Step step{StepKind::map, &kernel_, head_, index_, slot(out).label, {}, nullptr, &slot(out).values};
+        for (const Arg& a : args)
+            if (a.tile && (a.tile != &out || out.statistic())) step.operands.push_back(slot(*a.tile).label);
+        step.op = map_step_name(fn, args);
+        x_.observer_->on_step(step);
     }
 
     void round_to_storage(Tile& X) override {
@@ -234,7 +196,7 @@ private:
             slots_.emplace_back();
         }
         Slot& s = slots_[static_cast<std::size_t>(id)];
-        Tile t(this, id, inner_tile.rows(), inner_tile.cols(), inner_tile.elem_bytes(), inner_tile.space());
+        Tile t(this, id, inner_tile.rows(), inner_tile.cols(), inner_tile.elem_bytes(), inner_tile.space(), inner_tile.statistic());
         s.values.resize(inner_tile.rows(), inner_tile.cols());
         s.label = label;
         s.inner = std::move(inner_tile);
@@ -245,9 +207,10 @@ private:
     MatrixF& data(const Tile& t) { return slot(t).values; }
 
     void notify(StepKind kind, const Tile& result, std::initializer_list<std::reference_wrapper<const Tile>> operands,
-                const Region* region = nullptr) {
+                const Region* region = nullptr, std::string_view op = {}) {
         if (!x_.observer_) return;
         Step step{kind, &kernel_, head_, index_, slot(result).label, {}, region, &slot(result).values};
+        step.op = op;
         for (const Tile& o : operands) step.operands.push_back(slot(o).label);
         x_.observer_->on_step(step);
     }

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tile/elementwise.hpp"
+
 namespace fasim::issue_cost {
 
 constexpr std::int64_t kLanes = 32;
@@ -38,17 +40,33 @@ inline std::int64_t row_reduce(std::int64_t elems, std::int64_t rows, std::int64
     return elems + 16 * rows * warps_holding_rows;
 }
 
-// P = exp2(s * scale_log2 - m): one FFMA and one MUFU.EX2 per element.
-inline std::int64_t exp_rows(std::int64_t elems) { return 2 * elems; }
-
-// scale_rows, multiply, add: one FMUL / FADD per element.
-inline std::int64_t elementwise(std::int64_t elems) { return elems; }
-
-// divide_rows: a reciprocal per row on each of its lanes (IEEE division: MUFU.RCP, FFMA refinement,
-// FCHK for the slow path: 9-10 instructions in fa1_tc), then one FMUL per element.
-inline std::int64_t divide_rows(std::int64_t elems, std::int64_t rows, std::int64_t lanes) {
-    return elems + 10 * rows * lanes;
+// An element-wise map (tile/elementwise.hpp), per element it computes:
+//   exp (P = exp2(s * scale_log2 - m)): one FFMA and one MUFU.EX2;
+//   add, sub, mul, max, fma: one FADD / FMUL / FMNMX / FFMA;
+//   divide: one FMUL by the divisor's reciprocal, which costs more (divide_reciprocals);
+//   expdiff and lse: FADD + MUFU and the -inf guard (FSETP + FSEL): 4.
+inline std::int64_t map_per_element(Fn f) {
+    switch (f) {
+        case Fn::exp_shifted: return 2;
+        case Fn::exp_diff:
+        case Fn::lse: return 4;
+        case Fn::add:
+        case Fn::sub:
+        case Fn::mul:
+        case Fn::fma:
+        case Fn::max:
+        case Fn::div: return 1;
+    }
+    return 1;
 }
+
+// A map computes each element of a tile once, and each value of a row statistic (m, l, alpha, LSE:
+// Tile::statistic) on every lane that holds the row (lanes_per_row).
+
+// A division computes its divisor's reciprocal (IEEE division: MUFU.RCP, FFMA refinement, FCHK for the
+// slow path: 9-10 instructions in fa1_tc) on each lane that uses it: a divisor broadcast along the rows
+// once per row and lane, any other once per element.
+inline std::int64_t divide_reciprocals(std::int64_t divisor_values) { return 10 * divisor_values; }
 
 // P rounded to fp16/bf16 pairs for the next mma: one F2FP.PACK_AB per two elements.
 inline std::int64_t round_to_storage(std::int64_t elems) { return elems / 2; }
@@ -57,13 +75,6 @@ inline std::int64_t round_to_storage(std::int64_t elems) { return elems / 2; }
 // column with the diagonal and the end of K and selects -inf: for a 16 x 64 tile (32 scores per lane)
 // 48 ISETP, 32 FSEL and 16 VIADD, 3 instructions per score.
 inline std::int64_t mask(std::int64_t elems) { return 3 * elems; }
-
-// Per-row statistics (m, l, alpha, LSE: rows x 1) are computed by every lane holding the row:
-// vec_max, vec_mul, vec_mul_add are one instruction per lane; vec_exp_diff and vec_lse add the -inf
-// guard (FSETP + FSEL) to FADD + MUFU: 4.
-inline std::int64_t per_row(std::int64_t rows, std::int64_t lanes, std::int64_t instructions) {
-    return rows * lanes * instructions;
-}
 
 // Global -> shared tile copy with cp.async (LDGSTS.128, 16 bytes per lane) and its address and
 // bounds arithmetic: fa2_tc issues 96 instructions for the 8 LDGSTS that copy V_j and K_{j+1}

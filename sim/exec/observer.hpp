@@ -13,8 +13,7 @@
 namespace fasim {
 
 enum class StepKind {
-    kernel_begin, block_begin, alloc, load, store, matmul, mask, row_max, row_sum, exp_rows, multiply,
-    scale_rows, divide_rows, add, vec_max, vec_exp_diff, vec_mul, vec_mul_add, vec_lse, round_to_storage,
+    kernel_begin, block_begin, alloc, load, store, matmul, mask, map, reduce_rows, round_to_storage,
     reduce_across_warps, barrier
 };
 const char* step_name(StepKind k);
@@ -28,6 +27,9 @@ struct Step {
     const Region* region = nullptr;           // load/store: which part of which tensor
     const reference::MatrixF* values = nullptr;  // the result's values after the step
     bool accumulate = false, transpose_b = false;  // matmul: C += A·B, and whether B is transposed
+    bool transpose_a = false;                      // matmul: whether A is transposed
+    std::string_view op{};                         // map, reduce_rows: the function, as a trace names it
+    StoreMode store_mode = StoreMode::overwrite;   // store
 };
 
 class Observer {

@@ -65,12 +65,15 @@ void TracePrinter::on_step(const Step& s) {
             if (s.values->cols() == 1) values(*s.values, "          ");
             return;
         case StepKind::store:
-            out_ << "   store  " << result << " -> " << where(*s.region) << '\n';
+            out_ << (s.store_mode == StoreMode::overwrite    ? "   store  "
+                     : s.store_mode == StoreMode::accumulate ? "   add to "
+                                                              : "   atomic add ")
+                 << result << " -> " << where(*s.region) << '\n';
             values(*s.values, "          ");
             return;
         case StepKind::matmul:
-            out_ << "   matmul " << result << (s.accumulate ? " += " : " = ") << s.operands.at(0) << " x " << s.operands.at(1)
-                 << (s.transpose_b ? "^T" : "") << '\n';
+            out_ << "   matmul " << result << (s.accumulate ? " += " : " = ") << s.operands.at(0)
+                 << (s.transpose_a ? "^T" : "") << " x " << s.operands.at(1) << (s.transpose_b ? "^T" : "") << '\n';
             return;
         case StepKind::mask:
             out_ << "   mask   " << result << " above the diagonal -> -inf\n";
@@ -84,7 +87,7 @@ void TracePrinter::on_step(const Step& s) {
         default:
             break;
     }
-    const std::string name = step_name(s.kind);
+    const std::string name(s.op.empty() ? step_name(s.kind) : s.op);
     out_ << "   " << name << std::string(name.size() < 7 ? 7 - name.size() : 1, ' ') << result << " <- " << join(s.operands, ", ") << '\n';
     if (s.values->cols() == 1) values(*s.values, "          ");
 }
@@ -98,18 +101,8 @@ const char* step_name(StepKind k) {
         case StepKind::store: return "store";
         case StepKind::matmul: return "matmul";
         case StepKind::mask: return "mask";
-        case StepKind::row_max: return "rowmax";
-        case StepKind::row_sum: return "rowsum";
-        case StepKind::exp_rows: return "exp";
-        case StepKind::multiply: return "scale";
-        case StepKind::scale_rows: return "rescale";
-        case StepKind::divide_rows: return "divide";
-        case StepKind::add: return "add";
-        case StepKind::vec_max: return "max";
-        case StepKind::vec_exp_diff: return "expdiff";
-        case StepKind::vec_mul: return "mul";
-        case StepKind::vec_mul_add: return "fma";
-        case StepKind::vec_lse: return "lse";
+        case StepKind::map: return "map";
+        case StepKind::reduce_rows: return "reduce";
         case StepKind::round_to_storage: return "round";
         case StepKind::reduce_across_warps: return "warps";
         case StepKind::barrier: return "barrier";

@@ -14,10 +14,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tile/elementwise.hpp"
 #include "tile/tensors.hpp"
 
 namespace fasim {
@@ -55,8 +59,9 @@ struct ThreadGather {
 class Tile {
 public:
     Tile() = default;
-    Tile(Block* owner, int id, std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space)
-        : owner_(owner), id_(id), rows_(rows), cols_(cols), elem_bytes_(elem_bytes), space_(space) {}
+    Tile(Block* owner, int id, std::int64_t rows, std::int64_t cols, std::int64_t elem_bytes, Space space,
+         bool statistic = false)
+        : owner_(owner), id_(id), rows_(rows), cols_(cols), elem_bytes_(elem_bytes), space_(space), statistic_(statistic) {}
     Tile(Tile&& o) noexcept { *this = std::move(o); }
     Tile& operator=(Tile&& o) noexcept;
     Tile(const Tile&) = delete;
@@ -70,12 +75,16 @@ public:
     std::int64_t elem_bytes() const { return elem_bytes_; }
     std::int64_t bytes() const { return elements() * elem_bytes_; }
     Space space() const { return space_; }
+    // A row statistic (m, ℓ, α, LSE): one value per row of a score tile, rows x 1, held by every lane
+    // that holds the row (Block::alloc_statistic, Block::reduce_rows, loads of a row-statistic tensor).
+    bool statistic() const { return statistic_; }
 
 private:
     Block* owner_ = nullptr;
     int id_ = -1;
     std::int64_t rows_ = 0, cols_ = 0, elem_bytes_ = 0;
     Space space_ = Space::Registers;
+    bool statistic_ = false;
 };
 
 // The mask a tile of S needs: its top-left element is S[q0][k0]. Elements beyond
@@ -87,16 +96,62 @@ struct MaskSpec {
     bool causal = false;
 };
 
+// One operand of Block::map: a tile of the output's shape, a rows x 1 tile broadcast along every row
+// (per_row), a 1 x cols tile broadcast down every column (per_col), or a number.
+enum class Broadcast : std::uint8_t { none, rows, cols };
+struct Arg {
+    const Tile* tile = nullptr;  // nullptr: the number `scalar`
+    Broadcast broadcast = Broadcast::none;
+    double scalar = 0;
+    Arg(const Tile& t) : tile(&t) {}  // NOLINT(google-explicit-constructor): reads like the math
+    Arg(double s) : scalar(s) {}      // NOLINT(google-explicit-constructor)
+    Arg(const Tile& t, Broadcast b) : tile(&t), broadcast(b) {}
+};
+inline Arg per_row(const Tile& v) { return {v, Broadcast::rows}; }  // v[i] for every element of row i
+inline Arg per_col(const Tile& v) { return {v, Broadcast::cols}; }  // v[j] for every element of column j
+
+// Throws std::logic_error (a bug in the tile program) unless the operands fit the function and the output.
+inline void check_map(const Tile& out, Fn fn, std::span<const Arg> args) {
+    const FnInfo f = fn_info(fn);
+    auto fail = [&](const std::string& why) {
+        throw std::logic_error("map " + std::string(f.name) + " into a " + std::to_string(out.rows()) + "x" +
+                               std::to_string(out.cols()) + " tile: " + why);
+    };
+    if (static_cast<int>(args.size()) != f.arity) fail(std::to_string(args.size()) + " operands, it takes " + std::to_string(f.arity));
+    for (const Arg& a : args) {
+        if (!a.tile) continue;
+        const std::int64_t rows = a.broadcast == Broadcast::cols ? 1 : out.rows();
+        const std::int64_t cols = a.broadcast == Broadcast::rows ? 1 : out.cols();
+        if (a.tile->rows() != rows || a.tile->cols() != cols)
+            fail("an operand is " + std::to_string(a.tile->rows()) + "x" + std::to_string(a.tile->cols()) + ", not " +
+                 std::to_string(rows) + "x" + std::to_string(cols));
+    }
+}
+
+// C (+)= op(A) · op(B), accumulated in fp32; op transposes when asked.
+struct Product {
+    bool transpose_a = false, transpose_b = false;
+    bool accumulate = false;
+    Split split = Split::Rows;  // how the block's warps divide it
+};
+
+// How a store meets what global memory holds: overwrite it, add to it (the block reads the
+// region, adds and writes it back), or add with atomic operations that the L2 performs (blocks
+// that write the same region at the same time, such as FA2's backward summing dQ).
+enum class StoreMode : std::uint8_t { overwrite, accumulate, atomic_add };
+
 // What one thread block can do. Public methods are the tile program's vocabulary;
-// each forwards to the executor's implementation. FLOP conventions (per element)
-// are documented in docs/flop-accounting.md and implemented in one place
-// (exec/op_costs.hpp) that both executors use.
+// each forwards to the executor's implementation. FLOP conventions are documented in
+// docs/flop-accounting.md and implemented in one place (tile/elementwise.hpp for maps,
+// exec/op_costs.hpp for the rest) that every executor uses.
 class Block {
 public:
     virtual ~Block() = default;
 
     // Memory movement.
     virtual Tile alloc(std::int64_t rows, std::int64_t cols, Space space, Fill fill, std::string_view label) = 0;
+    // A row statistic: rows x 1 (Tile::statistic).
+    virtual Tile alloc_statistic(std::int64_t rows, Space space, Fill fill, std::string_view label) = 0;
     virtual Tile load(const Region& from, Space to, std::string_view label) = 0;
     // A copy into shared memory that transposes the tile (the CUDA-core GEMM stages its operands
     // k-major): the same tile as load(); an executor that counts shared-memory wavefronts charges the
@@ -107,28 +162,21 @@ public:
     virtual Tile load_by_threads(const Region& from, const ThreadGather&, std::string_view label) {
         return load(from, Space::Registers, label);
     }
-    virtual void store(const Tile& tile, const Region& to) = 0;
+    virtual void store(const Tile& tile, const Region& to, StoreMode mode = StoreMode::overwrite) = 0;
 
-    // C (+)= A · B, or A · Bᵀ when transpose_b. Accumulation in fp32.
-    virtual void matmul(Tile& C, const Tile& A, const Tile& B, bool transpose_b, bool accumulate, Split split) = 0;
+    // Products: C (+)= op(A) · op(B) (tensor cores or CUDA cores: the executor decides what it costs).
+    virtual void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) = 0;
 
-    // Softmax building blocks on a score tile S (rows = queries) and on row
-    // statistics (rows × 1 tiles; m is kept in units of scale·S).
+    // out = fn(args...) element by element (tile/elementwise.hpp); out may be one of the args.
+    void map(Tile& out, Fn fn, std::initializer_list<Arg> args) { map(out, fn, std::span<const Arg>(args.begin(), args.size())); }
+    virtual void map(Tile& out, Fn fn, std::span<const Arg> args) = 0;
+    // max_j scale·X[i][j] or Σ_j X[i][j], one value per row (a rows x 1 tile).
+    virtual Tile reduce_rows(Reduce kind, const Tile& X, std::string_view label, double scale) = 0;
+    Tile row_max(const Tile& X, double scale, std::string_view label) { return reduce_rows(Reduce::Max, X, label, scale); }
+    Tile row_sum(const Tile& X, std::string_view label) { return reduce_rows(Reduce::Sum, X, label, 1.0); }
+    // Elements beyond the sequence ends and, when causal, above the diagonal become -inf.
     virtual void mask(Tile& S, const MaskSpec& spec) = 0;
-    virtual Tile row_max(const Tile& S, double scale, std::string_view label) = 0;   // max_j scale·S[i][j]
-    virtual Tile row_sum(const Tile& P, std::string_view label) = 0;                 // Σ_j P[i][j]
-    virtual void exp_rows(Tile& S, double scale, const Tile& m) = 0;                 // S becomes P = exp(scale·S − m_i), in place
-    virtual void multiply(Tile& X, double s) = 0;                                     // X = s·X
-    virtual void scale_rows(Tile& X, const Tile& v) = 0;                              // X = diag(v) X
-    virtual void divide_rows(Tile& X, const Tile& v) = 0;                             // X = diag(v)⁻¹ X (v=0 → 0)
-    virtual void add(Tile& X, const Tile& Y) = 0;                                     // X += Y
-    virtual void vec_max(Tile& out, const Tile& a, const Tile& b) = 0;                // max(a, b)
-    virtual void vec_exp_diff(Tile& out, const Tile& a, const Tile& b) = 0;           // exp(a − b); −inf−(−inf) → 1
-    virtual void vec_mul(Tile& out, const Tile& a, const Tile& b) = 0;                // a·b
-    virtual void vec_mul_add(Tile& out, const Tile& a, const Tile& x, const Tile& y) = 0;  // a·x + y
-    virtual void vec_lse(Tile& out, const Tile& m, const Tile& l) = 0;                // m + log(l); l=0 → −inf
-
-    // P is rounded to the storage dtype before P·V (what a tensor-core kernel feeds).
+    // X rounded to the storage dtype (P before P·V: what a tensor-core kernel feeds).
     virtual void round_to_storage(Tile& X) = 0;
 
     // Split-K exchange: each warp holds a partial X (a max or a sum over its share);
@@ -144,7 +192,7 @@ inline Tile& Tile::operator=(Tile&& o) noexcept {
     if (this != &o) {
         if (owner_) owner_->release(id_);
         owner_ = o.owner_; id_ = o.id_; rows_ = o.rows_; cols_ = o.cols_;
-        elem_bytes_ = o.elem_bytes_; space_ = o.space_;
+        elem_bytes_ = o.elem_bytes_; space_ = o.space_; statistic_ = o.statistic_;
         o.owner_ = nullptr; o.id_ = -1;
     }
     return *this;
@@ -183,7 +231,7 @@ struct LaneGrid {
     // tensors are named in unpadded_tensors. Counts toward the shared memory a block holds
     // (occupancy), not toward the bytes it moves.
     bool padded_rows = false;
-    std::vector<std::string> unpadded_tensors;
+    std::vector<std::string> unpadded_tensors{};
     bool pads(const std::string& tensor) const {
         return padded_rows && std::find(unpadded_tensors.begin(), unpadded_tensors.end(), tensor) == unpadded_tensors.end();
     }
