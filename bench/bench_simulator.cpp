@@ -45,16 +45,16 @@ int main() {
     AttentionProblem p;  // defaults: B=1 H=16 N=4096 d=64 fp16
     std::printf("%-52s %12s %12s %10s\n", "case", "cpu (ms)", "wall (ms)", "target");
 
-    for (Algo a : kAllAlgos) {
+    for (const Algorithm* a : algorithms()) {
         std::vector<Sample> s;
-        for (int i = 0; i < 21; ++i) s.push_back(measure([&] { simulate(a, p, gpu); }));
+        for (int i = 0; i < 21; ++i) s.push_back(measure([&] { simulate(*a, p, gpu); }));
         const Sample m = median(s);
-        std::printf("one configuration: %-8s N=4096 (median of 21)     %12.2f %12.2f %10s\n", algo_name(a), m.cpu_s * 1e3,
-                    m.wall_s * 1e3, a == Algo::fa2 ? "< 10 ms" : "");
+        std::printf("one configuration: %-8s N=4096 (median of 21)     %12.2f %12.2f %10s\n", std::string(a->id).c_str(),
+                    m.cpu_s * 1e3, m.wall_s * 1e3, a->id == "fa2" ? "< 10 ms" : "");
     }
 
     SweepRequest req;
-    req.algos.assign(std::begin(kAllAlgos), std::end(kAllAlgos));
+    req.algos.assign(algorithms().begin(), algorithms().end());
     req.base = p;
     for (std::int64_t n = 512; n <= 65536; n *= 2) req.ns.push_back(n);
     for (unsigned threads : {1u, 0u}) {
@@ -62,7 +62,7 @@ int main() {
         std::vector<Sample> s;
         for (int i = 0; i < 5; ++i) s.push_back(measure([&] { run_sweep(req, gpu); }));
         const Sample m = median(s);
-        std::printf("sweep: 4 algorithms x N=512..65536, %s   %12.1f %12.1f %10s\n",
+        std::printf("sweep: %zu algorithms x N=512..65536, %s   %12.1f %12.1f %10s\n", req.algos.size(),
                     threads == 1 ? "1 thread (median of 5) " : "all cores (median of 5)", m.cpu_s * 1e3, m.wall_s * 1e3,
                     threads == 0 ? "< 1000 ms" : "");
     }
@@ -72,9 +72,10 @@ int main() {
         AttentionProblem one = p;
         one.heads = 1;
         const auto in = reference::random_qkv(one.N, one.Nk, one.d, 1, one.dtype);
-        const TileConfig tiles = choose_tiles(Algo::fa2, one, gpu, {});
+        const Algorithm& fa2 = algorithm("fa2");
+        const TileConfig tiles = choose_tiles(fa2, one, gpu, {});
         std::vector<Sample> s;
-        for (int i = 0; i < 3; ++i) s.push_back(measure([&] { run_functional(Algo::fa2, one, gpu, tiles, {in.Q}, {in.K}, {in.V}); }));
+        for (int i = 0; i < 3; ++i) s.push_back(measure([&] { run_functional(fa2, one, gpu, tiles, {in.Q}, {in.K}, {in.V}); }));
         const Sample m = median(s);
         std::printf("functional: fa2 N=4096 d=64 fp16, one head (median of 3) %9.1f %12.1f %10s\n", m.cpu_s * 1e3,
                     m.wall_s * 1e3, "< 2000 ms");

@@ -143,7 +143,7 @@ never writes S or P. Which intensity decides? The bytes that really come from
 DRAM: re-reads that L2 serves cost L2 bandwidth, not HBM bandwidth. The
 simulator's verdict weighs DRAM, L2, shared memory and the arithmetic units.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult s = sim(Algo::standard, p, gpu), f = sim(Algo::fa2, p, gpu);
+                    const AlgorithmResult s = sim(algorithm("standard"), p, gpu), f = sim(algorithm("fa2"), p, gpu);
                     c.out << p.describe() << "\n\n";
                     Table t({"kernel", "HBM bytes", "DRAM bytes", "FLOPs", "I (HBM)", "I (DRAM)", "bound"}, "lrrrrrl");
                     Json rows = Json::array();
@@ -193,7 +193,7 @@ simulator's verdict weighs DRAM, L2, shared memory and the arithmetic units.)",
                     "Standard attention at B=1, H=16, N=4096, d=64, fp16 on " + gpu.name + ": is its softmax kernel "
                     "memory-bound or compute-bound according to the simulator?",
                     Exercise::Kind::choice, 0, {"memory", "compute"}, "",
-                    {}, [gpu] { return bound_kind(timing(sim(Algo::standard, make_problem(1, 16, 4096, 64), gpu), "softmax").bound); },
+                    {}, [gpu] { return bound_kind(timing(sim(algorithm("standard"), make_problem(1, 16, 4096, 64), gpu), "softmax").bound); },
                     "compare its intensity (step 4) with the ridge point for the fp32 units that do its arithmetic."});
     });
 }

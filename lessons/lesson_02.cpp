@@ -66,7 +66,7 @@ looks each line up as a request of its own, and those requests, not its
 bandwidth, are what the kernel waits for (a real H200 counts exactly these
 sectors and requests: cuda/results/README.md).)",
                 [&, m, n, k, e](Ctx& c) {
-                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
+                    const AlgorithmResult& r = sim_cached(algorithm("standard"), p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const KernelTiming& t = timing(r, "gemm_qk");
                     const double reads = static_cast<double>(read_of(g.hbm, "Q") + read_of(g.hbm, "K"));
@@ -104,8 +104,8 @@ Each element of A is read n/Tn times instead of n times: the reuse factor is
 the tile size. Bigger tiles reuse more, until the tiles no longer fit in
 shared memory (or the registers that accumulate C run out).)",
                 [&, m, n, k, e](Ctx& c) {
-                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
-                    const AlgorithmResult& rn = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::naive));
+                    const AlgorithmResult& r = sim_cached(algorithm("standard"), p, gpu, matmul_mode(MatmulMode::tiled));
+                    const AlgorithmResult& rn = sim_cached(algorithm("standard"), p, gpu, matmul_mode(MatmulMode::naive));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const KernelTiming& t = timing(r, "gemm_qk");
                     const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
@@ -157,7 +157,7 @@ copy one source row store to only 2 of the 32 banks, a 4-way bank conflict (4
 wavefronts per store). On an H200 the simulator predicts 0.98 of the wavefronts
 Nsight Compute counts for this kernel (cuda/results/2026-11-25-h200-b).)",
                 [&, m, n, k, e](Ctx& c) {
-                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu, matmul_mode(MatmulMode::tiled));
+                    const AlgorithmResult& r = sim_cached(algorithm("standard"), p, gpu, matmul_mode(MatmulMode::tiled));
                     const KernelRecord& g = kernel(r, "gemm_qk");
                     const double Tm = static_cast<double>(r.tiles.gemm_m), Tn = static_cast<double>(r.tiles.gemm_n);
                     const double T = static_cast<double>(rb_block), rr = static_cast<double>(rb);
@@ -194,8 +194,8 @@ k = d), simulated:)",
                     for (std::int64_t nn = 256; nn <= 4096; nn *= 2) {
                         AttentionProblem q = p;
                         q.N = q.Nk = nn;
-                        const AlgorithmResult& rn = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::naive));
-                        const AlgorithmResult& rt = sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled));
+                        const AlgorithmResult& rn = sim_cached(algorithm("standard"), q, gpu, matmul_mode(MatmulMode::naive));
+                        const AlgorithmResult& rt = sim_cached(algorithm("standard"), q, gpu, matmul_mode(MatmulMode::tiled));
                         const KernelRecord &gn = kernel(rn, "gemm_qk"), &gt = kernel(rt, "gemm_qk");
                         const double a = static_cast<double>(read_of(gn.hbm, "Q") + read_of(gn.hbm, "K"));
                         const double bb = static_cast<double>(read_of(gt.hbm, "Q") + read_of(gt.hbm, "K"));
@@ -228,7 +228,7 @@ plt.show())PY"});
                     "read from global memory?",
                     Exercise::Kind::number, 0.01, {}, "bytes",
                     [gpu, q_and_k_reads] {
-                        return q_and_k_reads(sim_cached(Algo::standard, make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::naive)));
+                        return q_and_k_reads(sim_cached(algorithm("standard"), make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::naive)));
                     },
                     {}, "every one of the m·n outputs reads k elements of Q and k of K, 2 bytes each."});
         L.exercise({"tiled_bytes",
@@ -236,7 +236,7 @@ plt.show())PY"});
                     "does it read from global memory?",
                     Exercise::Kind::number, 0.01, {}, "bytes",
                     [gpu, q_and_k_reads] {
-                        return q_and_k_reads(sim_cached(Algo::standard, make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::tiled)));
+                        return q_and_k_reads(sim_cached(algorithm("standard"), make_problem(1, 1, 1024, 64), gpu, matmul_mode(MatmulMode::tiled)));
                     },
                     {}, "each block reads a 64-row panel of Q and a 64-row panel of K; there are (1024/64)² blocks."});
         L.exercise({"reuse",
@@ -244,7 +244,7 @@ plt.show())PY"});
                     Exercise::Kind::integer, 0, {}, "times",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 1, 4096, 64);
-                        const KernelRecord& g = kernel(sim_cached(Algo::standard, q, gpu, matmul_mode(MatmulMode::tiled)), "gemm_qk");
+                        const KernelRecord& g = kernel(sim_cached(algorithm("standard"), q, gpu, matmul_mode(MatmulMode::tiled)), "gemm_qk");
                         return static_cast<double>(read_of(g.hbm, "Q")) / static_cast<double>(q.N * q.d * q.elem_bytes());
                     },
                     {}, "once per block column of the output: n / Tn."});

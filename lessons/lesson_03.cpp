@@ -14,7 +14,7 @@ namespace {
 std::string b(std::int64_t v) { return units::bytes(static_cast<double>(v)); }
 
 // Largest power-of-two N (up to 2^20) whose tensors fit in the GPU's memory; 0 if none.
-std::int64_t largest_fitting_n(Algo algo, AttentionProblem p, const GpuSpec& gpu) {
+std::int64_t largest_fitting_n(const Algorithm& algo, AttentionProblem p, const GpuSpec& gpu) {
     std::int64_t best = 0;
     for (std::int64_t n = 1; n <= ProblemLimits::max_seq; n *= 2) {
         p.N = p.Nk = n;
@@ -53,7 +53,7 @@ operands from global memory (lesson 02), so their loads exceed the formula,
 but L2 serves those re-reads: the DRAM bytes after the L2 model come close to
 the formula.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult& r = sim_cached(Algo::standard, p, gpu);
+                    const AlgorithmResult& r = sim_cached(algorithm("standard"), p, gpu);
                     c.out << p.describe() << " on " << gpu.name << "\n\n";
                     Table t({"kernel", "HBM read", "HBM written", "DRAM total", "predicted", "bound by"}, "lrrrrl");
                     for (std::size_t i = 0; i < r.kernels.size(); ++i) {
@@ -64,8 +64,8 @@ the formula.)",
                                units::seconds(r.timing[i].total_s), bound});
                     }
                     t.print(c.out);
-                    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-                    const std::int64_t formula = (2 * N * d + 2 * Nk * d + 4 * N * Nk) * e * BH;
+                    // Algorithm 0's own count (standard_attention.cpp's closed form): 2Nd + 2Nk·d + 4·N·Nk elements.
+                    const std::int64_t formula = r.algo->closed_form(p, r.tiles).papers_hbm->total();
                     const std::int64_t sp = both_of(r.hbm, "S") + both_of(r.hbm, "P");
                     const std::int64_t sp_dram = both_of(r.dram, "S") + both_of(r.dram, "P");
                     c.out << '\n';
@@ -94,7 +94,7 @@ dtype:)",
                     for (std::int64_t n = 1024; n <= 16384; n *= 2) {
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
-                        const AlgorithmResult& r = sim_cached(Algo::standard, q, gpu);
+                        const AlgorithmResult& r = sim_cached(algorithm("standard"), q, gpu);
                         const std::int64_t sp = both_of(r.dram, "S") + both_of(r.dram, "P");
                         t.row({grouped(n), b(r.dram.total()),
                                prev ? fixed(static_cast<double>(r.dram.total()) / static_cast<double>(prev), 2) : "-",
@@ -103,7 +103,7 @@ dtype:)",
                         rows.push_back({{"N", n}, {"dram_bytes", r.dram.total()}, {"hbm_bytes", r.hbm.total()},
                                         {"s_p_dram_bytes", sp}, {"global_bytes", r.global_bytes}, {"predicted_s", r.time_s}});
                         prev = r.dram.total();
-                        const std::int64_t formula = (4 * n * q.d + 4 * n * n) * q.elem_bytes() * q.batch_heads();
+                        const std::int64_t formula = r.algo->closed_form(q, r.tiles).papers_hbm->total();
                         if (static_cast<double>(r.dram.total()) < 0.95 * static_cast<double>(formula))
                             below += (below.empty() ? "" : ", ") + grouped(n);
                     }
@@ -143,13 +143,13 @@ simulator's: the sum of the global tensors each program declares.)",
                     for (std::int64_t n : {4096, 16384, 65536}) {
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
-                        const std::int64_t s = footprint_bytes(Algo::standard, q, gpu), f = footprint_bytes(Algo::fa2, q, gpu);
+                        const std::int64_t s = footprint_bytes(algorithm("standard"), q, gpu), f = footprint_bytes(algorithm("fa2"), q, gpu);
                         t.row({grouped(n), b(s), b(f), s <= gpu.hbm_bytes ? "yes" : "no"});
                     }
                     c.out << "B=" << p.batch << " H=" << p.heads << " d=" << p.d << " " << dtype_name(p.dtype) << ", "
                           << gpu.name << " has " << units::capacity(static_cast<double>(gpu.hbm_bytes)) << " of HBM\n";
                     t.print(c.out);
-                    const std::int64_t ns = largest_fitting_n(Algo::standard, p, gpu), nf = largest_fitting_n(Algo::fa2, p, gpu);
+                    const std::int64_t ns = largest_fitting_n(algorithm("standard"), p, gpu), nf = largest_fitting_n(algorithm("fa2"), p, gpu);
                     c.out << '\n';
                     print_para(c.out, "Largest power-of-two N that fits: standard attention " + grouped(ns) + "; FlashAttention-2 " +
                                           (nf >= ProblemLimits::max_seq ? "still fits at " + grouped(nf) + ", the largest N the simulator accepts."
@@ -164,8 +164,8 @@ memory and never store them. Here is where that ends up, FlashAttention-2
 against standard attention on the same problem, as fa-sim --algo all would
 show it.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult& s = sim_cached(Algo::standard, p, gpu);
-                    const AlgorithmResult& f = sim_cached(Algo::fa2, p, gpu);
+                    const AlgorithmResult& s = sim_cached(algorithm("standard"), p, gpu);
+                    const AlgorithmResult& f = sim_cached(algorithm("fa2"), p, gpu);
                     Table t({"", "standard", "FlashAttention-2", "ratio"}, "lrrr");
                     t.row({"HBM bytes", b(s.hbm.total()), b(f.hbm.total()),
                            units::ratio(static_cast<double>(s.hbm.total()) / static_cast<double>(f.hbm.total()))});
@@ -183,7 +183,7 @@ show it.)",
                     "cross HBM (read + written, every load and store its kernels issue)?",
                     Exercise::Kind::number, 0.01, {}, "bytes",
                     [gpu] {
-                        const AlgorithmResult& r = sim_cached(Algo::standard, make_problem(1, 16, 8192, 64), gpu);
+                        const AlgorithmResult& r = sim_cached(algorithm("standard"), make_problem(1, 16, 8192, 64), gpu);
                         return static_cast<double>(both_of(r.hbm, "S") + both_of(r.hbm, "P"));
                     },
                     {}, "S is written once and read once, P too: 4 × B × H × N² elements of 2 bytes, unless a row of S "
@@ -192,15 +192,15 @@ show it.)",
                     "Standard attention at B=1, H=16, d=64, fp16: what is the largest power-of-two N for which all its "
                     "tensors fit in the HBM of " + gpu.name + "?",
                     Exercise::Kind::integer, 0, {}, "N",
-                    [gpu] { return static_cast<double>(largest_fitting_n(Algo::standard, make_problem(1, 16, 1024, 64), gpu)); }, {},
+                    [gpu] { return static_cast<double>(largest_fitting_n(algorithm("standard"), make_problem(1, 16, 1024, 64), gpu)); }, {},
                     "S and P take 2 × B × H × N² × 2 bytes; step 3 prints the footprint for a few N."});
         L.exercise({"growth",
                     "By what factor does standard attention's DRAM traffic grow from N=4096 to N=8192 (B=1, H=16, d=64, "
                     "fp16, " + gpu.name + ")?",
                     Exercise::Kind::number, 0.02, {}, "ratio",
                     [gpu] {
-                        return static_cast<double>(sim_cached(Algo::standard, make_problem(1, 16, 8192, 64), gpu).dram.total()) /
-                               static_cast<double>(sim_cached(Algo::standard, make_problem(1, 16, 4096, 64), gpu).dram.total());
+                        return static_cast<double>(sim_cached(algorithm("standard"), make_problem(1, 16, 8192, 64), gpu).dram.total()) /
+                               static_cast<double>(sim_cached(algorithm("standard"), make_problem(1, 16, 4096, 64), gpu).dram.total());
                     },
                     {}, "not quite 4: the N·d terms only double. Step 2 prints the ratio column."});
     });

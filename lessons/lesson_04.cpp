@@ -176,8 +176,8 @@ P = exp(S − m)/ℓ and adds P·V to O. It is still fused and never writes S,
 but it reads K twice and computes Q·Kᵀ twice. FlashAttention avoids both by
 rescaling O, as in the previous step.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult& t = sim_cached(Algo::tiled, p, gpu);
-                    const AlgorithmResult& f = sim_cached(Algo::fa2, p, gpu);
+                    const AlgorithmResult& t = sim_cached(algorithm("tiled"), p, gpu);
+                    const AlgorithmResult& f = sim_cached(algorithm("fa2"), p, gpu);
                     c.out << p.describe() << ", both with " << f.tiles.Br << " x " << f.tiles.Bc << " tiles\n\n";
                     Table tb({"", "tiled (two passes)", "FlashAttention-2", "ratio"}, "lrrr");
                     auto ratio = [](double a, double b) { return units::ratio(a / b); };
@@ -225,8 +225,8 @@ rescaling O, as in the previous step.)",
                     Exercise::Kind::number, 0.01, {}, "ratio",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 16, 4096, 64);
-                        return static_cast<double>(sim_cached(Algo::tiled, q, gpu).matmul_flops) /
-                               static_cast<double>(sim_cached(Algo::fa2, q, gpu).matmul_flops);
+                        return static_cast<double>(sim_cached(algorithm("tiled"), q, gpu).matmul_flops) /
+                               static_cast<double>(sim_cached(algorithm("fa2"), q, gpu).matmul_flops);
                     },
                     {}, "count the products per (Q tile, K tile) pair: Q·Kᵀ in both passes, P·V in the second only."});
     });

@@ -15,21 +15,6 @@ using namespace fasim::lessons;
 
 namespace {
 
-// Algorithm 1's per-head HBM traffic in bytes (non-causal): K and V once, and on each
-// of the Tc outer iterations Q, O, l, m read and O, l, m written; plus the init kernel.
-// l, m and the running O are fp32 (4 bytes; O_acc when the storage dtype is 16-bit); the
-// last outer iteration writes O in the storage dtype (e bytes).
-struct Fa1Formula {
-    std::int64_t reads = 0, writes = 0;
-};
-Fa1Formula fa1_formula(const AttentionProblem& p, std::int64_t Bc) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), Tc = ceil_div(Nk, Bc);
-    Fa1Formula f;
-    f.reads = 2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4);
-    f.writes = (N * d * 4 + 2 * N * 4) * Tc + N * d * e + 2 * N * 4;
-    return f;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +55,7 @@ keeps in shared memory at the peak fits; that includes the buffer in which the
 four warps exchange partial results (split-K, lesson 06). If it does not fit,
 it lowers the tiles and says so.)",
                 [&](Ctx& c) {
-                    const TileConfig t = choose_tiles(Algo::fa1, p, gpu, {});
+                    const TileConfig t = choose_tiles(algorithm("fa1"), p, gpu, {});
                     const std::int64_t paper_bc = ceil_div(t.M_elements, 4 * p.d);
                     c.out << "  shared memory per block  " << grouped(gpu.smem_per_block_bytes) << " bytes on " << gpu.name << '\n'
                           << "  M                        " << grouped(gpu.smem_per_block_bytes) << " / " << p.elem_bytes()
@@ -116,8 +101,8 @@ What to look for:
 At the end the traced O is compared with exact attention in float64.)",
                 [&](Ctx& c) {
                     const AttentionProblem tp = make_problem(1, 1, trace_n, trace_d, p.dtype);
-                    const TileConfig cfg = choose_tiles(Algo::fa1, tp, gpu, tiles(trace_tile, trace_tile));
-                    const TracedRun t = traced_run(Algo::fa1, tp, gpu, cfg, static_cast<std::uint64_t>(seed));
+                    const TileConfig cfg = choose_tiles(algorithm("fa1"), tp, gpu, tiles(trace_tile, trace_tile));
+                    const TracedRun t = traced_run(algorithm("fa1"), tp, gpu, cfg, static_cast<std::uint64_t>(seed));
                     c.out << tp.describe() << ", Br = Bc = " << trace_tile << "; Q, K, V ~ N(0,1) with seed " << seed
                           << ";\nvalues shown for at most 4 rows and 4 columns.\n\n"
                           << t.trace << '\n';
@@ -148,10 +133,10 @@ Q and O cross HBM once per K/V tile, so the traffic grows like Tc·N·d, that
 is N²d/Bc, and with Bc ≈ M/4d like N²d²/M. The simulator counts every
 load and store the program issues; the formula must agree with it.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r = sim(Algo::fa1, p, gpu);
-                    const AlgorithmResult s = sim(Algo::standard, p, gpu);
-                    const Fa1Formula f = fa1_formula(p, r.tiles.Bc);
-                    const std::int64_t BH = p.batch_heads();
+                    const AlgorithmResult r = sim(algorithm("fa1"), p, gpu);
+                    const AlgorithmResult s = sim(algorithm("standard"), p, gpu);
+                    // Algorithm 1's closed form (flash_attention_1.cpp), all heads.
+                    const ClosedForm::Bytes f = *r.algo->closed_form(p, r.tiles).hbm;
                     c.out << p.describe() << ", Br = " << r.tiles.Br << ", Bc = " << r.tiles.Bc << ", Tc = "
                           << ceil_div(p.Nk, r.tiles.Bc) << "\n\n";
                     Table t({"tensor", "read", "written"}, "lrr");
@@ -161,9 +146,9 @@ load and store the program issues; the formula must agree with it.)",
                                units::bytes(static_cast<double>(write_of(r.hbm, n)))});
                     }
                     t.row({"all (simulator)", grouped(r.hbm.read_bytes()), grouped(r.hbm.write_bytes())});
-                    t.row({"formula x B x H", grouped(f.reads * BH), grouped(f.writes * BH)});
+                    t.row({"formula x B x H", grouped(f.read), grouped(f.write)});
                     t.print(c.out);
-                    const bool agree = f.reads * BH == r.hbm.read_bytes() && f.writes * BH == r.hbm.write_bytes();
+                    const bool agree = f.read == r.hbm.read_bytes() && f.write == r.hbm.write_bytes();
                     c.out << '\n';
                     print_para(c.out, std::string("Simulator and formula ") + (agree ? "agree to the byte." : "DIFFER.") +
                                           " Standard attention moves " + units::bytes(static_cast<double>(s.hbm.total())) +
@@ -174,8 +159,8 @@ load and store the program issues; the formula must agree with it.)",
                                           units::bytes(static_cast<double>(s.dram.total())) + ").");
                     c.results["hbm_read_bytes"] = r.hbm.read_bytes();
                     c.results["hbm_write_bytes"] = r.hbm.write_bytes();
-                    c.results["formula_read_bytes"] = f.reads * BH;
-                    c.results["formula_write_bytes"] = f.writes * BH;
+                    c.results["formula_read_bytes"] = f.read;
+                    c.results["formula_write_bytes"] = f.write;
                     c.results["formula_agrees"] = agree;
                     c.results["standard_hbm_bytes"] = s.hbm.total();
                     c.results["dram_bytes"] = r.dram.total();
@@ -195,7 +180,7 @@ than half because reading K and V once (2·N·d) does not shrink.)",
                     double base = 0;
                     for (double f : {1.0, 2.0, 4.0, 8.0}) {
                         const GpuSpec g = with_shared_memory(gpu, f);
-                        const AlgorithmResult r = sim(Algo::fa1, p, g);
+                        const AlgorithmResult r = sim(algorithm("fa1"), p, g);
                         const double total = static_cast<double>(r.hbm.total());
                         if (f == 1.0) base = total;
                         t.row({num(f, 2) + "x " + units::capacity(static_cast<double>(g.smem_per_block_bytes)),
@@ -212,7 +197,7 @@ than half because reading K and V once (2·N·d) does not shrink.)",
                     for (std::int64_t dd : {16, 32, 64}) {
                         AttentionProblem q = p;
                         q.d = dd;
-                        const AlgorithmResult r = sim(Algo::fa1, q, gpu);
+                        const AlgorithmResult r = sim(algorithm("fa1"), q, gpu);
                         const double per = static_cast<double>(r.hbm.total()) /
                                            static_cast<double>(q.batch_heads() * q.N * q.d);
                         td.row({std::to_string(dd), std::to_string(r.tiles.Br) + " x " + std::to_string(r.tiles.Bc),
@@ -245,7 +230,7 @@ at its default): each halving of Bc doubles the number of outer iterations Tc,
 and every iteration re-reads Q and rewrites O, ℓ and m. Tiles larger than the
 default do not fit in shared memory; the simulator refuses them.)",
                 [&](Ctx& c) {
-                    const TileConfig def = choose_tiles(Algo::fa1, p, gpu, {});
+                    const TileConfig def = choose_tiles(algorithm("fa1"), p, gpu, {});
                     Table t({"Br x Bc", "Tc", "smem/block", "HBM bytes", "predicted time"}, "rrrrr");
                     Json rows = Json::array();
                     std::vector<std::int64_t> bcs;
@@ -254,7 +239,7 @@ default do not fit in shared memory; the simulator refuses them.)",
                     bcs.push_back(def.Bc * 2);
                     for (std::int64_t bc : bcs) {
                         try {
-                            const AlgorithmResult r = sim(Algo::fa1, p, gpu, tiles(def.Br, bc));
+                            const AlgorithmResult r = sim(algorithm("fa1"), p, gpu, tiles(def.Br, bc));
                             t.row({std::to_string(def.Br) + " x " + std::to_string(bc), std::to_string(ceil_div(p.Nk, bc)),
                                    units::capacity(static_cast<double>(r.tiles.smem_bytes)),
                                    units::bytes(static_cast<double>(r.hbm.total())), units::seconds(r.time_s)});
@@ -262,7 +247,7 @@ default do not fit in shared memory; the simulator refuses them.)",
                                             {"predicted_s", r.time_s}});
                         } catch (const UsageError&) {
                             t.row({std::to_string(def.Br) + " x " + std::to_string(bc), std::to_string(ceil_div(p.Nk, bc)),
-                                   units::capacity(static_cast<double>(smem_bytes_needed(Algo::fa1, p, def.Br, bc, def))),
+                                   units::capacity(static_cast<double>(algorithm("fa1").smem_bytes(p, def.Br, bc, def))),
                                    "does not fit", "-"});
                             rows.push_back({{"Br", def.Br}, {"Bc", bc}, {"fits", false}});
                         }
@@ -293,7 +278,7 @@ three things on the table, which the next two lessons take up:
 - Split-K: the warps exchange partial results through shared memory with
   barriers (lesson 06).)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r = sim(Algo::fa1, p, gpu);
+                    const AlgorithmResult r = sim(algorithm("fa1"), p, gpu);
                     const KernelTiming& k = main_timing(r);
                     const std::int64_t oml = both_of(r.hbm, "O") + both_of(r.hbm, "l") + both_of(r.hbm, "m");
                     print_para(c.out, "fa1_forward launches " + grouped(k.grid) + " blocks on " + std::to_string(gpu.sm_count) +
@@ -314,7 +299,7 @@ three things on the table, which the next two lessons take up:
 
         // ---- exercises ----
         const AttentionProblem p128 = make_problem(1, 1, 4096, 128, DType::fp16);
-        const std::int64_t M128 = choose_tiles(Algo::fa1, p128, gpu, {}).M_elements;
+        const std::int64_t M128 = choose_tiles(algorithm("fa1"), p128, gpu, {}).M_elements;
         L.exercise({"bc",
                     "On " + gpu.name + " with d=128 and fp16, what Bc does line 1 of Algorithm 1 give, Bc = ⌈M/4d⌉, "
                     "with M the shared memory per block in elements? (The formula's value, before any lowering.)",
@@ -326,7 +311,7 @@ three things on the table, which the next two lessons take up:
                     "For B=1, H=1, N=2048, d=64, fp16 on " + gpu.name + " with the default FA1 tiles, how many bytes "
                     "does FA1 read from HBM (every load it issues, the papers' sense)?",
                     Exercise::Kind::number, 0.01, {}, "bytes",
-                    [gpu] { return static_cast<double>(sim(Algo::fa1, make_problem(1, 1, 2048, 64), gpu).hbm.read_bytes()); }, {},
+                    [gpu] { return static_cast<double>(sim(algorithm("fa1"), make_problem(1, 1, 2048, 64), gpu).hbm.read_bytes()); }, {},
                     "reads = 2·N·d·e + Tc·(2·N·d·e + 2·N·4) with e = 2 bytes, Tc = ⌈N/Bc⌉ and Bc from step 1 "
                     "(run with --N 2048 --heads 1 to see it)."});
         L.exercise({"shrink",
@@ -335,8 +320,8 @@ three things on the table, which the next two lessons take up:
                     Exercise::Kind::number, 0.02, {}, "ratio old/new",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 16, 8192, 64);
-                        return static_cast<double>(sim(Algo::fa1, q, gpu).hbm.total()) /
-                               static_cast<double>(sim(Algo::fa1, q, with_shared_memory(gpu, 2)).hbm.total());
+                        return static_cast<double>(sim(algorithm("fa1"), q, gpu).hbm.total()) /
+                               static_cast<double>(sim(algorithm("fa1"), q, with_shared_memory(gpu, 2)).hbm.total());
                     }, {},
                     "the law says about 2, but K and V are still read once whatever M is, and Tc is rounded up; "
                     "take the two totals from step 4 (run it with --N 8192)."});

@@ -61,8 +61,8 @@ simulator's FA2 tile program on real numbers; at the end its O and LSE are
 compared with exact attention.)",
                 [&](Ctx& c) {
                     const AttentionProblem tp = make_problem(1, 1, trace_n, trace_d, p.dtype);
-                    const TileConfig cfg = choose_tiles(Algo::fa2, tp, gpu, tiles(trace_tile, trace_tile));
-                    const TracedRun t = traced_run(Algo::fa2, tp, gpu, cfg, static_cast<std::uint64_t>(seed));
+                    const TileConfig cfg = choose_tiles(algorithm("fa2"), tp, gpu, tiles(trace_tile, trace_tile));
+                    const TracedRun t = traced_run(algorithm("fa2"), tp, gpu, cfg, static_cast<std::uint64_t>(seed));
                     c.out << tp.describe() << ", Br = Bc = " << trace_tile << "; Q, K, V ~ N(0,1) with seed " << seed
                           << ";\nvalues shown for at most 4 rows and 4 columns.\n\n"
                           << t.trace << '\n';
@@ -96,10 +96,10 @@ data that other blocks are reading at the same time are served by L2 (see the
 DRAM line, after the simulator's L2 model), so what reaches DRAM is close to
 reading Q, K and V once for both.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
-                    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-                    const std::int64_t Tr = ceil_div(N, r2.tiles.Br);
-                    const std::int64_t f_reads = (N * d * e + Tr * 2 * Nk * d * e) * BH, f_writes = (N * d * e + N * 4) * BH;
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
+                    // FA2's closed form (flash_attention_2.cpp): reads Nd + Tr·2·Nk·d, writes Nd + N (LSE), all heads.
+                    const ClosedForm::Bytes f = *r2.algo->closed_form(p, r2.tiles).hbm;
+                    const std::int64_t f_reads = f.read, f_writes = f.write;
                     print_para(c.out, p.describe() + "; FA1 tiles " + std::to_string(r1.tiles.Br) + " x " +
                                           std::to_string(r1.tiles.Bc) + ", FA2 tiles " + std::to_string(r2.tiles.Br) + " x " +
                                           std::to_string(r2.tiles.Bc));
@@ -143,7 +143,7 @@ adds, divides by ℓ_new, and its warps combine partial results. FA2 rescales O
 once and divides once, after the loop. To compare the algorithms and not their
 tile sizes, both run here on the same Br×Bc tiles (--same-tile).)",
                 [&, same](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu, same), r2 = sim(Algo::fa2, p, gpu, same);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu, same), r2 = sim(algorithm("fa2"), p, gpu, same);
                     const double mm = gpu.matmul_flops(p.dtype), fp32 = gpu.effective_fp32_flops();
                     print_para(c.out, gpu.name + ": " + units::rate(mm, "FLOP/s") + " for " + dtype_name(p.dtype) +
                                           " matrix products, " + units::rate(fp32, "FLOP/s") + " for fp32 arithmetic: " +
@@ -187,7 +187,7 @@ and of P~·V_j.
 
 The simulator counts shared-memory bytes for both (same tiles as step 3).)",
                 [&, same](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu, same), r2 = sim(Algo::fa2, p, gpu, same);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu, same), r2 = sim(algorithm("fa2"), p, gpu, same);
                     const double BH = static_cast<double>(p.batch_heads());
                     Table t({"per head", "FA1 (split-K)", "FA2 (split-Q)", "FA1 / FA2"}, "lrrr");
                     t.row({"shared memory read", b(r1.smem_read / p.batch_heads()), b(r2.smem_read / p.batch_heads()),
@@ -214,7 +214,7 @@ and for that it needs each row's softmax statistics. FA1 keeps two fp32
 vectors, m and ℓ, and rewrites both on every outer iteration. FA2 keeps one,
 LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     const std::int64_t s1 = both_of(r1.hbm, "m") + both_of(r1.hbm, "l");
                     const std::int64_t s2 = both_of(r2.hbm, "LSE");
                     print_para(c.out, "FA1 moves " + b(s1) + " of m and ℓ through HBM (stored: " +
@@ -229,7 +229,7 @@ LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
 --algo all reports it. FA2 also launches one block per Q tile instead of one
 per head; lesson 07 is about what that does to the SMs.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     const KernelTiming &k1 = main_timing(r1), &k2 = main_timing(r2);
                     Table t({"", "FA1", "FA2"}, "lrr");
                     t.row({"tiles Br x Bc", std::to_string(r1.tiles.Br) + " x " + std::to_string(r1.tiles.Bc),
@@ -275,7 +275,7 @@ plt.show())PY"});
                     Exercise::Kind::integer, 0, {}, "times",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 1, 1024, 64);
-                        const AlgorithmResult r = sim(Algo::fa1, q, gpu, tiles(64, 64));
+                        const AlgorithmResult r = sim(algorithm("fa1"), q, gpu, tiles(64, 64));
                         const auto elements = static_cast<double>(q.N * q.d);
                         return static_cast<double>(write_of(r.hbm, "O")) / (elements * static_cast<double>(q.elem_bytes())) +
                                static_cast<double>(write_of(r.hbm, "O_acc")) / (elements * 4);
@@ -288,8 +288,8 @@ plt.show())PY"});
                     Exercise::Kind::number, 0.02, {}, "ratio FA1/FA2",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 16, 4096, 64);
-                        return ratio(sim(Algo::fa1, q, gpu, tiles(64, 64)).nonmatmul_flops,
-                                     sim(Algo::fa2, q, gpu, tiles(64, 64)).nonmatmul_flops);
+                        return ratio(sim(algorithm("fa1"), q, gpu, tiles(64, 64)).nonmatmul_flops,
+                                     sim(algorithm("fa2"), q, gpu, tiles(64, 64)).nonmatmul_flops);
                     }, {},
                     "run step 3 with --same-tile 64 (the default) and the default sizes; docs/flop-accounting.md "
                     "lists what each operation costs."});
@@ -299,7 +299,7 @@ plt.show())PY"});
                     Exercise::Kind::number, 0.02, {}, "ratio FA1/FA2",
                     [gpu] {
                         const AttentionProblem q = make_problem(1, 16, 4096, 64);
-                        const AlgorithmResult r1 = sim(Algo::fa1, q, gpu, tiles(64, 64)), r2 = sim(Algo::fa2, q, gpu, tiles(64, 64));
+                        const AlgorithmResult r1 = sim(algorithm("fa1"), q, gpu, tiles(64, 64)), r2 = sim(algorithm("fa2"), q, gpu, tiles(64, 64));
                         return ratio(r1.smem_read + r1.smem_write, r2.smem_read + r2.smem_write);
                     }, {},
                     "step 4 prints both; with split-K every warp reads all of Q_i and the warps exchange their partial "

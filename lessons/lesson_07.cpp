@@ -35,7 +35,7 @@ spread over two SMs.
 - FA2's outer loop runs over Q tiles and no two Q tiles share any state, so
   each becomes a block: grid = B·H·⌈N/Br⌉.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     const KernelTiming &k1 = main_timing(r1), &k2 = main_timing(r2);
                     c.out << p.describe() << " on " << gpu.name << " (" << gpu.sm_count << " SMs)\n\n";
                     Table t({"", "FA1", "FA2"}, "lrr");
@@ -70,7 +70,7 @@ tiles are sized to fill the shared memory of a block, so one block takes the
 SM; FA2's smaller tiles leave room for more, but its per-thread registers
 (the O accumulator and the scores live there) can run out first.)",
                 [&](Ctx& c) {
-                    const AlgorithmResult r1 = sim(Algo::fa1, p, gpu), r2 = sim(Algo::fa2, p, gpu);
+                    const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     Table t({"main kernel", "smem/block", "regs/thread", "blocks/SM", "limited by", "warp occupancy"}, "lrrrlr");
                     Json rows = Json::array();
                     for (const AlgorithmResult* r : {&r1, &r2}) {
@@ -105,7 +105,7 @@ count, over N:)",
                     for (std::int64_t n = 1024; n <= 16384; n *= 2) {
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
-                        const AlgorithmResult r = sim(Algo::fa2, q, gpu);
+                        const AlgorithmResult r = sim(algorithm("fa2"), q, gpu);
                         const KernelTiming& k = main_timing(r);
                         t.row({grouped(n), grouped(k.grid), grouped(k.concurrent_blocks), fixed(k.waves, 2),
                                percent(k.sm_busy_fraction, 0), units::seconds(r.time_s)});
@@ -133,7 +133,7 @@ the sequence was made for.)",
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
                         q.batch = batch;
-                        const AlgorithmResult r1 = sim(Algo::fa1, q, gpu), r2 = sim(Algo::fa2, q, gpu);
+                        const AlgorithmResult r1 = sim(algorithm("fa1"), q, gpu), r2 = sim(algorithm("fa2"), q, gpu);
                         const KernelTiming &k1 = main_timing(r1), &k2 = main_timing(r2);
                         t.row({grouped(n), grouped(batch), grouped(k1.grid), std::to_string(k1.idle_sms), units::seconds(r1.time_s),
                                grouped(k2.grid), std::to_string(k2.idle_sms), units::seconds(r2.time_s)});
@@ -162,19 +162,19 @@ plt.show())PY"});
                     "How many thread blocks does FA2's kernel launch for B=2, H=8, N=8192, d=64, fp16 on " + gpu.name +
                         " with the default tiles?",
                     Exercise::Kind::integer, 0, {}, "blocks",
-                    [gpu] { return static_cast<double>(main_timing(sim(Algo::fa2, make_problem(2, 8, 8192, 64), gpu)).grid); }, {},
+                    [gpu] { return static_cast<double>(main_timing(sim(algorithm("fa2"), make_problem(2, 8, 8192, 64), gpu)).grid); }, {},
                     "grid = B·H·⌈N/Br⌉; FA2's default Br for d = 64 is printed by fa-sim --algo fa2 (Tiles line)."});
         L.exercise({"fa1_idle",
                     "FA1 at B=1, H=16, N=16384, d=64, fp16 on " + gpu.name + ": how many SMs have no block at all "
                     "during its main kernel?",
                     Exercise::Kind::integer, 0, {}, "SMs",
-                    [gpu] { return static_cast<double>(main_timing(sim(Algo::fa1, make_problem(1, 16, 16384, 64), gpu)).idle_sms); },
+                    [gpu] { return static_cast<double>(main_timing(sim(algorithm("fa1"), make_problem(1, 16, 16384, 64), gpu)).idle_sms); },
                     {}, "FA1 has one block per batch × head; compare with the GPU's SM count (fa-sim --list-gpus)."});
         L.exercise({"waves",
                     "FA2 at B=1, H=16, N=4096, d=64, fp16 on " + gpu.name + ": how many waves does its grid take "
                     "(grid / blocks at a time, a decimal)?",
                     Exercise::Kind::number, 0.02, {}, "waves",
-                    [gpu] { return main_timing(sim(Algo::fa2, make_problem(1, 16, 4096, 64), gpu)).waves; }, {},
+                    [gpu] { return main_timing(sim(algorithm("fa2"), make_problem(1, 16, 4096, 64), gpu)).waves; }, {},
                     "blocks at a time = SMs × blocks per SM; step 2 shows blocks per SM and step 3 the waves for other N."});
     });
 }

@@ -68,7 +68,7 @@ own rules (sim/algorithms/causal.hpp): '#' computed, '/' masked, '.' skipped.)",
                     AttentionProblem q = p;
                     q.N = q.Nk = map_n;
                     q.causal = true;
-                    const TileConfig t = choose_tiles(Algo::fa2, q, gpu, {});
+                    const TileConfig t = choose_tiles(algorithm("fa2"), q, gpu, {});
                     const TileCounts n = classify(q, t.Br, t.Bc);
                     c.out << "N = " << map_n << ", Br x Bc = " << t.Br << " x " << t.Bc << ": " << ceil_div(q.N, t.Br) << " x "
                           << ceil_div(q.Nk, t.Bc) << " tiles per head\n\n";
@@ -115,12 +115,12 @@ full. Smaller tiles waste less along the diagonal but cost more elsewhere.)",
                     c.out << q.describe() << "\n\n";
                     Table t({"", "matmul FLOPs", "vs non-causal", "vs ideal", "predicted", "speedup"}, "lrrrrr");
                     Json rows = Json::array();
-                    for (Algo a : {Algo::standard, Algo::fa1, Algo::fa2}) {
-                        const AlgorithmResult rc = sim(a, q, gpu), rn = sim(a, nc, gpu);
-                        t.row({algo_name(a), units::flops(static_cast<double>(rc.matmul_flops)),
+                    for (const Algorithm* a : {&algorithm("standard"), &algorithm("fa1"), &algorithm("fa2")}) {
+                        const AlgorithmResult rc = sim(*a, q, gpu), rn = sim(*a, nc, gpu);
+                        t.row({std::string(a->id), units::flops(static_cast<double>(rc.matmul_flops)),
                                fixed(ratio(rc.matmul_flops, rn.matmul_flops), 3), fixed(ratio(rc.matmul_flops, rc.ideal_matmul_flops), 3),
                                units::seconds(rc.time_s), units::ratio(rn.time_s / rc.time_s)});
-                        rows.push_back({{"algo", algo_name(a)}, {"matmul_flops", rc.matmul_flops},
+                        rows.push_back({{"algo", std::string(a->id)}, {"matmul_flops", rc.matmul_flops},
                                         {"noncausal_matmul_flops", rn.matmul_flops}, {"ideal_matmul_flops", rc.ideal_matmul_flops},
                                         {"predicted_s", rc.time_s}, {"noncausal_predicted_s", rn.time_s}});
                     }
@@ -141,7 +141,7 @@ number of tiles (and of K/V re-reads) grows.)",
                     Json rows = Json::array();
                     for (std::int64_t s : {32, 64, 128}) {
                         try {
-                            const AlgorithmResult r = sim(Algo::fa2, q, gpu, tiles(s, s));
+                            const AlgorithmResult r = sim(algorithm("fa2"), q, gpu, tiles(s, s));
                             const TileCounts n = classify(q, s, s);
                             t.row({std::to_string(s) + " x " + std::to_string(s), grouped(n.total - n.skipped), grouped(n.masked),
                                    fixed(ratio(r.matmul_flops, r.ideal_matmul_flops), 3),
@@ -175,7 +175,7 @@ non-causal:)",
                         q.N = q.Nk = nc.N = nc.Nk = n;
                         q.causal = true;
                         nc.causal = false;
-                        const AlgorithmResult rc = sim(Algo::fa2, q, gpu), rn = sim(Algo::fa2, nc, gpu);
+                        const AlgorithmResult rc = sim(algorithm("fa2"), q, gpu), rn = sim(algorithm("fa2"), nc, gpu);
                         const KernelTiming& k = main_timing(rc);
                         t.row({grouped(n), fixed(k.waves, 2), percent(k.sm_busy_fraction, 0), units::seconds(rc.time_s),
                                units::seconds(rn.time_s), fixed(rc.time_s / rn.time_s, 2)});
@@ -216,7 +216,7 @@ plt.show())PY"});
                     Exercise::Kind::number, 0.01, {}, "ratio",
                     [gpu] {
                         const AttentionProblem nc = make_problem(1, 16, 4096, 64), q = make_problem(1, 16, 4096, 64, DType::fp16, true);
-                        return ratio(sim(Algo::fa2, q, gpu).matmul_flops, sim(Algo::fa2, nc, gpu).matmul_flops);
+                        return ratio(sim(algorithm("fa2"), q, gpu).matmul_flops, sim(algorithm("fa2"), nc, gpu).matmul_flops);
                     },
                     {}, "count the computed tiles: with T tiles per side, T(T+1)/2 of T² are computed (step 1 for N=4096: "
                         "--map-N 4096)."});

@@ -135,7 +135,7 @@ std::optional<AlgorithmResult> predict_now(const Measurement& m) {
     if (m.preset.empty()) return std::nullopt;
     const auto km = model_of_measured_kernel(m.algo, m.problem.dtype);
     try {
-        return simulate(km->algo, m.problem, find_gpu_preset(m.preset), measured_tile_request(*km, m.launch), km->options);
+        return simulate(*km->algo, m.problem, find_gpu_preset(m.preset), measured_tile_request(*km, m.launch), km->options);
     } catch (const std::exception&) {
         return std::nullopt;
     }
@@ -298,7 +298,7 @@ as fa-validate models them. These are predictions, not measurements.)",
                         TileRequest req;
                         req.matmul = km.matmul;
                         try {
-                            const AlgorithmResult r = simulate(km.algo, p, gpu, req, km.options);
+                            const AlgorithmResult r = simulate(*km.algo, p, gpu, req, km.options);
                             std::string bound = r.longest_kernel().name + ": " + r.longest_kernel().bound;
                             if (display_width(bound) > 50) bound = bound.substr(0, bound.find(" ("));
                             if (display_width(bound) > 50) bound = bound.substr(0, bound.find(", "));
@@ -383,7 +383,7 @@ else:
                     [gpu] {
                         ModelOptions m;
                         m.tensor_cores = false;
-                        return 1e3 * simulate(Algo::fa2, make_problem(2, 8, 4096, 64, DType::fp32), gpu, {}, m).time_s;
+                        return 1e3 * simulate(algorithm("fa2"), make_problem(2, 8, 4096, 64, DType::fp32), gpu, {}, m).time_s;
                     },
                     {}, "fa-sim --algo fa2 --batch 2 --heads 8 --dtype fp32 --cuda-cores prints it; step 3 too."});
         L.exercise({"naive_bound",
@@ -395,7 +395,7 @@ else:
                         m.tensor_cores = false;
                         TileRequest req;
                         req.matmul = MatmulMode::naive;
-                        return bound_kind(simulate(Algo::standard, make_problem(2, 8, 4096, 64, DType::fp32), gpu, req, m)
+                        return bound_kind(simulate(algorithm("standard"), make_problem(2, 8, 4096, 64, DType::fp32), gpu, req, m)
                                               .longest_kernel().bound);
                     },
                     "step 3's standard_naive line names what bounds it; L2 and DRAM bandwidth are memory."});
@@ -409,7 +409,7 @@ else:
                         TileRequest naive;
                         naive.matmul = MatmulMode::naive;
                         const AttentionProblem q = make_problem(2, 8, 4096, 64, DType::fp32);
-                        return simulate(Algo::standard, q, gpu, naive, m).time_s / simulate(Algo::fa2, q, gpu, {}, m).time_s;
+                        return simulate(algorithm("standard"), q, gpu, naive, m).time_s / simulate(algorithm("fa2"), q, gpu, {}, m).time_s;
                     },
                     {}, "step 3 lists both predictions for this problem (the lesson's defaults); divide them."});
     });

@@ -54,7 +54,7 @@ std::string describe(const Config& c) {
 // How the simulator models a kernel family (sim/model/measured_kernels.hpp: one table for
 // fa-validate, the predicted-vs-measured figure and the CI test).
 KernelModel kernel_model(const Config& c) { return *model_of_measured_kernel(cuda_algo_name(c.algo), c.dtype); }
-Algo sim_algo(const Config& c) { return kernel_model(c).algo; }
+const Algorithm& sim_algo(const Config& c) { return *kernel_model(c).algo; }
 
 AttentionProblem sim_problem(const Config& c, int B, int H) {
     AttentionProblem p;
@@ -75,7 +75,7 @@ AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& lau
         const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
         recorded = {main.Br, main.Bc, main.q_splits, main.registers_per_thread};
     }
-    return simulate(km.algo, sim_problem(c, B, H), gpu, measured_tile_request(km, recorded), km.options);
+    return simulate(*km.algo, sim_problem(c, B, H), gpu, measured_tile_request(km, recorded), km.options);
 }
 
 std::string gpu_preset_for(const std::string& device_name, std::size_t memory_bytes) {
@@ -185,7 +185,7 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
 
 json outcome_json(const Outcome& o, int B, int H) {
     const Config& c = o.config;
-    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", algo_name(sim_algo(c))}, {"N", c.N}, {"Nk", c.N},
+    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", std::string(sim_algo(c).id)}, {"N", c.N}, {"Nk", c.N},
               {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", c.causal}, {"batch", B}, {"heads", H}};
     if (!o.error.empty()) {
         j["error"] = o.error;

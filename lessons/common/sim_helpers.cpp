@@ -32,7 +32,7 @@ AttentionProblem make_problem(std::int64_t batch, std::int64_t heads, std::int64
     return p;
 }
 
-AlgorithmResult sim(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+AlgorithmResult sim(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
     return simulate(algo, p, gpu, t);
 }
 
@@ -46,13 +46,13 @@ TileRequest tiles(std::int64_t Br, std::int64_t Bc) {
 const KernelRecord& kernel(const AlgorithmResult& r, const std::string& name) {
     for (const auto& k : r.kernels)
         if (k.desc.name == name) return k;
-    throw std::logic_error("no kernel " + name + " in " + algo_name(r.algo));
+    throw std::logic_error("no kernel " + name + " in " + std::string(r.algo->id));
 }
 
 const KernelTiming& timing(const AlgorithmResult& r, const std::string& name) {
     for (const auto& t : r.timing)
         if (t.name == name) return t;
-    throw std::logic_error("no kernel timing " + name + " in " + algo_name(r.algo));
+    throw std::logic_error("no kernel timing " + name + " in " + std::string(r.algo->id));
 }
 
 const KernelRecord& main_kernel(const AlgorithmResult& r) { return r.kernels.back(); }
@@ -68,7 +68,7 @@ std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*>
     return names;
 }
 
-std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+std::int64_t footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     validate(p);
     const TileConfig cfg = choose_tiles(algo, p, gpu, req);
     DeclarationsOnly x;
@@ -92,7 +92,7 @@ GpuSpec with_shared_memory(const GpuSpec& gpu, double factor) {
     return g;
 }
 
-TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
+TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
                      std::uint64_t seed) {
     TracedRun t;
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
@@ -115,9 +115,9 @@ TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, c
 
 namespace fasim::lessons {
 
-const AlgorithmResult& sim_cached(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+const AlgorithmResult& sim_cached(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
     static std::map<std::string, std::unique_ptr<AlgorithmResult>> cache;
-    const std::string key = std::string(algo_name(algo)) + "|" + p.describe() + "|" + std::to_string(p.batch) + "|" +
+    const std::string key = std::string(std::string(algo.id)) + "|" + p.describe() + "|" + std::to_string(p.batch) + "|" +
                             gpu.name + "|" + std::to_string(gpu.smem_per_block_bytes) + "|" + std::to_string(t.Br.value_or(0)) +
                             "|" + std::to_string(t.Bc.value_or(0)) + "|" + (t.matmul == MatmulMode::naive ? "naive" : "tiled");
     auto& slot = cache[key];

@@ -17,7 +17,7 @@ namespace fasim::lessons {
 AttentionProblem make_problem(std::int64_t batch, std::int64_t heads, std::int64_t N, std::int64_t d,
                               DType dtype = DType::fp16, bool causal = false);
 
-AlgorithmResult sim(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
+AlgorithmResult sim(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
 TileRequest tiles(std::int64_t Br, std::int64_t Bc);
 
 // The kernel with this name (throws std::logic_error if the program has none).
@@ -34,7 +34,7 @@ std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*>
 
 // Bytes of every global tensor the algorithm declares (all heads), without running
 // it: the same footprint simulate() reports, but instant even for huge N.
-std::int64_t footprint_bytes(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req = {});
+std::int64_t footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req = {});
 
 // "memory" or "compute": what kind of limit a runtime-model bound names.
 std::string bound_kind(const std::string& bound);
@@ -49,7 +49,7 @@ struct TracedRun {
     FunctionalRun run;
     std::vector<reference::Matrix> Q, K, V;
 };
-TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
+TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
                      std::uint64_t seed);
 
 }  // namespace fasim::lessons
@@ -57,5 +57,5 @@ TracedRun traced_run(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, c
 namespace fasim::lessons {
 // sim(), remembered for the life of the process (lessons ask for the same run in
 // several steps, and --json runs every step).
-const AlgorithmResult& sim_cached(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
+const AlgorithmResult& sim_cached(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
 }  // namespace fasim::lessons

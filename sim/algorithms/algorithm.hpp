@@ -1,10 +1,18 @@
-// The four forward algorithms, their tile sizes, and the entry point that runs
-// one of them on any executor.
+// An attention algorithm, as one self-describing unit, and the registry that lists them.
+//
+// Each algorithm is one file in this folder (standard_attention.cpp, flash_attention_2.cpp, ...)
+// that defines its Algorithm: its id and title, its tile mapping (default and legal tiles, the
+// shared memory they need), its tile program (written once, run by every executor), its
+// closed-form traffic where the papers give one, and its work. The registry (registry.cpp)
+// lists them in the order reports show them; the command line, the reports, sweeps, figures and
+// lessons iterate it. Adding an algorithm: docs/adding-an-algorithm.md.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/gpu_spec.hpp"
@@ -12,13 +20,6 @@
 #include "tile/tile_program.hpp"
 
 namespace fasim {
-
-enum class Algo { standard, tiled, fa1, fa2 };
-inline constexpr Algo kAllAlgos[] = {Algo::standard, Algo::tiled, Algo::fa1, Algo::fa2};
-
-const char* algo_name(Algo a);           // "standard", "tiled", "fa1", "fa2"
-const char* algo_title(Algo a);          // "Standard attention (Algorithm 0)" ...
-std::optional<Algo> parse_algo(const std::string& s);
 
 // Standard attention's two matrix products: SRAM-tiled (default: 64x64 output tiles),
 // naive (every thread reads its operands from global memory: what a first CUDA attempt
@@ -60,24 +61,81 @@ struct TileConfig {
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 
-// Paper defaults, or the user's --Br/--Bc; always checked against the GPU's
-// shared memory (UsageError naming the sizes, the limit and a fix).
-TileConfig choose_tiles(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req);
+// What the papers' formulas say an algorithm moves and computes, for given tiles (all heads).
+struct ClosedForm {
+    struct Bytes {
+        std::int64_t read = 0, write = 0;
+        std::int64_t total() const { return read + write; }
+    };
+    // HBM bytes exactly as the tile program loads and stores them (the papers' sense).
+    std::optional<Bytes> hbm;
+    // The paper's own count, where it differs from the program's: Algorithm 0 counts each GEMM operand
+    // once (what DRAM sees when L2 serves a tiled GEMM's re-reads).
+    std::optional<Bytes> papers_hbm;
+    // The leading-order term the figures draw beside the simulated traffic, and how they write it.
+    std::optional<double> leading_hbm_bytes;
+    std::string leading_text;
+    // Matrix-product FLOPs (2 per multiply-add), exactly as the program performs them.
+    std::optional<std::int64_t> matmul_flops;
+};
 
-// Shared memory a block of `algo` holds at its peak with these tiles. The counting
-// executor measures the same peak while running; a test checks they agree.
-std::int64_t smem_bytes_needed(Algo algo, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc,
-                               const TileConfig& cfg);
+// How the block-size figure sweeps an algorithm's tiles.
+enum class TileSweep : std::uint8_t { none, bc_only, square };
+
+struct Algorithm {
+    std::string_view id;     // what --algo takes: "fa2"
+    std::string_view title;  // one line: "FlashAttention-2 (Q outer loop, split-Q warps, O written once)"
+    std::string_view name;   // as prose names it: "FlashAttention-2"
+    std::string_view label;  // as figures write it: "FA2"
+
+    // What the command line can change.
+    bool tunable_tiles = false;  // --Br/--Bc choose its tiles
+    bool q_splits = false;       // --q-splits (FlashAttention-1's num_splits)
+    bool matmul_modes = false;   // --matmul (how its GEMMs are written)
+    bool baseline = false;       // the algorithm the others are compared with ("vs standard")
+    TileSweep tile_sweep = TileSweep::none;  // the block-size figure sweeps its tiles
+    bool timeline_figure = false;            // the figures draw its blocks on the SMs over time
+
+    // Tile mapping: the default tiles (with their reasons) or the requested ones, checked; throws
+    // UsageError naming the tiles, the limit and a fix. q_splits and registers are checked by
+    // choose_tiles() below for every algorithm.
+    TileConfig (*choose_tiles)(const AttentionProblem&, const GpuSpec&, const TileRequest&) = nullptr;
+    // Shared memory one block holds at its peak with these tiles. The counting executor measures the
+    // same peak while running; a test checks they agree.
+    std::int64_t (*smem_bytes)(const AttentionProblem&, std::int64_t Br, std::int64_t Bc, const TileConfig&) = nullptr;
+    // The tile program.
+    void (*program)(Executor&, const AttentionProblem&, const TileConfig&) = nullptr;
+    // The papers' formulas (fields left empty where there is none).
+    ClosedForm (*closed_form)(const AttentionProblem&, const TileConfig&) = nullptr;
+    // Work: the inner-loop tile steps its simulation walks (what a sweep over N costs), and the most
+    // a figure spends on one simulation of it.
+    std::int64_t (*tile_steps)(const AttentionProblem&, const TileConfig&) = nullptr;
+    std::int64_t tile_step_budget = 0;  // 0: no limit
+    // How many blocks its main kernel launches, for captions: " = B·H × ⌈N/Br⌉ = 16 × 32" (empty: nothing to say).
+    std::string (*grid_text)(const AttentionProblem&, const TileConfig&) = nullptr;
+};
+
+// The registry, in the order reports list the algorithms.
+std::span<const Algorithm* const> algorithms();
+const Algorithm* find_algorithm(std::string_view id);  // nullptr for an unknown id
+const Algorithm& algorithm(std::string_view id);       // throws std::invalid_argument for an unknown id
+std::string algorithm_ids(std::string_view last_separator = " or ");  // "standard, tiled, fa1 or fa2"
+
+// The algorithm's tiles for this problem: its own mapping, then the checks every algorithm shares
+// (shared memory, --q-splits, --registers). Throws UsageError.
+TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req);
 
 // Runs the algorithm's tile program on an executor.
-void run_algorithm(Algo algo, Executor& x, const AttentionProblem& p, const TileConfig& cfg);
+inline void run_algorithm(const Algorithm& algo, Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+    algo.program(x, p, cfg);
+}
 
-// The programs themselves (one file each).
-void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
-void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
-void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
-void flash_attention_2(Executor& x, const AttentionProblem& p, const TileConfig& cfg);
-
+// Helpers for the algorithms' tile mappings.
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// --Br/--Bc in range (UsageError otherwise).
+void check_tile_arg(const char* flag, std::int64_t v);
+// UsageError: the user's tiles need more shared memory than the GPU has.
+[[noreturn]] void reject_user_tiles(std::string_view algo_id, const AttentionProblem& p, const GpuSpec& gpu, std::int64_t Br,
+                                    std::int64_t Bc, std::int64_t needed_bytes);
 
 }  // namespace fasim

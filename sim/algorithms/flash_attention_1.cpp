@@ -20,10 +20,13 @@
 //    error. The last K/V tile a Q tile sees writes O_i in the storage dtype to O.
 //    Element counts are the paper's; only O_acc's bytes per element differ.
 #include "algorithms/flash_steps.hpp"
+#include "common/errors.hpp"
 
 namespace fasim {
 
-void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+namespace {
+
+void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
     const double scale = p.softmax_scale();
@@ -118,6 +121,112 @@ void flash_attention_1(Executor& x, const AttentionProblem& p, const TileConfig&
             }
         }
     });
+}
+
+// K_j, V_j, Q_i, l_i, m_i (O_i passes through registers), plus the split-K exchange buffer: every
+// warp's partial P·V (fp32), 16 rows at a time.
+std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t Br, std::int64_t Bc, const TileConfig& cfg) {
+    const std::int64_t d = p.d, e = p.elem_bytes(), W = cfg.warps;
+    return 2 * Bc * d * e + Br * d * e + 2 * Br * 4 + W * std::min<std::int64_t>(Br, 16) * d * 4;
+}
+
+std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
+
+// Line 1 of Algorithm 1: Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d), for M elements of SRAM per block.
+TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+    TileConfig c;
+    c.matmul = req.matmul;
+    const std::int64_t d = p.d, e = p.elem_bytes(), limit = gpu.smem_per_block_bytes;
+    auto fits = [&](std::int64_t Br, std::int64_t Bc) { return smem_bytes(p, Br, Bc, c) <= limit; };
+    c.M_elements = limit / e;
+    const std::int64_t paper_bc = ceil_div(c.M_elements, 4 * d);
+    std::int64_t Bc = paper_bc, Br = std::min(paper_bc, d);
+    c.reasons.push_back("M = " + bytes_text(limit) + " shared memory per block / " + std::to_string(e) + " B = " +
+                        std::to_string(c.M_elements) + " elements");
+    c.reasons.push_back("Bc = ceil(M/4d) = " + std::to_string(paper_bc) + ", Br = min(ceil(M/4d), d) = " + std::to_string(Br) +
+                        " (Algorithm 1, line 1)");
+    if (req.Br || req.Bc) {
+        Br = req.Br.value_or(Br);
+        Bc = req.Bc.value_or(Bc);
+        if (!fits(Br, Bc)) reject_user_tiles("fa1", p, gpu, Br, Bc, smem_bytes(p, Br, Bc, c));
+        c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+    } else if (!fits(Br, Bc)) {
+        const std::int64_t need = smem_bytes(p, Br, Bc, c);
+        while (!fits(Br, Bc) && (Br > 1 || Bc > 1)) {  // shrink the larger, so neither collapses
+            if (Bc >= Br) --Bc;
+            else --Br;
+        }
+        c.reasons.push_back("those tiles plus the split-K exchange buffer need " + bytes_text(need) + " > " + bytes_text(limit) +
+                            ": lowered to Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc) + ", the largest that fit");
+    }
+    c.Br = Br;
+    c.Bc = Bc;
+    if (req.q_splits != 0 && req.q_splits != 1) {
+        const std::string qs = "--q-splits " + std::to_string(req.q_splits);
+        const std::int64_t Tr = ceil_div(p.N, c.Br);
+        if (req.q_splits < 1 || req.q_splits > Tr)  // a block without a Q tile would do nothing
+            throw usage_error(qs + " is out of range for fa1 with N=" + std::to_string(p.N) + ", Br=" + std::to_string(c.Br),
+                              "q-splits must be 1..Tr = ceil(N/Br) = " + std::to_string(Tr) + " (each block takes at least one Q tile)",
+                              "pass --q-splits 1.." + std::to_string(Tr) + ", or a smaller --Br for more Q tiles");
+        c.q_splits = req.q_splits;
+        c.reasons.push_back("q_splits = " + std::to_string(c.q_splits) + ": " + std::to_string(c.q_splits) +
+                            " blocks per batch*head (FlashAttention-1's num_splits), block s takes Q tiles s, s+" +
+                            std::to_string(c.q_splits) + ", ... of Tr = " + std::to_string(Tr) +
+                            " and reads the K/V tiles they see itself");
+    }
+    return c;
+}
+
+// Reads 2Nk·d + Tc(2Nd + 2N), writes (Nd + 2N) + Tc(Nd + 2N) elements (non-causal). Q, K, V and the
+// final O in the storage dtype; ℓ, m and the running O in fp32 (O_acc, FlashAttention-1's o_tmp): the
+// init and the first Tc - 1 O writes and all Tc O reads are 4 bytes per element, the last write e
+// bytes. With q_splits blocks per batch·head each reads K and V itself.
+ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
+    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
+    const std::int64_t Tc = ceil_div(Nk, t.Bc);
+    ClosedForm f;
+    if (p.causal) return f;
+    f.hbm = ClosedForm::Bytes{BH * (t.q_splits * 2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4)),
+                              BH * ((N * d * 4 + 2 * N * 4) + (Tc - 1) * N * d * 4 + N * d * e + Tc * 2 * N * 4)};
+    f.matmul_flops = 4 * BH * N * Nk * d;
+    const double n = static_cast<double>(N), nk = static_cast<double>(Nk), dd = static_cast<double>(d);
+    f.leading_hbm_bytes = (nk / static_cast<double>(t.Bc)) * (n * dd * static_cast<double>(e) + 2 * n * dd * 4 + 4 * n * 4) *
+                          static_cast<double>(BH);
+    f.leading_text = "FA1 (" + std::string(Nk == N ? "N" : "Nk") + "/Bc)\u00B7N\u00B7(d\u00B7e + 8d + 16)\u00B7B\u00B7H with Bc=" +
+                     std::to_string(t.Bc) +
+                     (t.M_elements > 0 && t.Bc == ceil_div(t.M_elements, 4 * d) ? " = \u2308M/4d\u2309" : "") +
+                     " (Q read, fp32 running O read and written, fp32 m and \u2113 read and written once per K/V block: "
+                     "\u221D N\u00B2d\u00B2/M)";
+    return f;
+}
+
+std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
+}
+
+}  // namespace
+
+const Algorithm& flash_attention_1_algorithm() {
+    static const Algorithm a{
+        .id = "fa1",
+        .title = "FlashAttention-1 (Algorithm 1: K/V outer loop, split-K warps)",
+        .name = "FlashAttention-1",
+        .label = "FA1",
+        .tunable_tiles = true,
+        .q_splits = true,
+        .tile_sweep = TileSweep::bc_only,
+        .timeline_figure = true,
+        .choose_tiles = choose_tiles,
+        .smem_bytes = smem_bytes,
+        .program = program,
+        .closed_form = closed_form,
+        .tile_steps = tile_steps,
+        .tile_step_budget = 4'000'000,  // a whole head is one block: about 2-3 s of simulation at this size
+        .grid_text = [](const AttentionProblem&, const TileConfig&) {
+            return std::string(" = B\u00B7H, one per batch\u00B7head");
+        },
+    };
+    return a;
 }
 
 }  // namespace fasim

@@ -2,10 +2,20 @@
 // only these pieces are common to them.
 #pragma once
 
+#include <string>
+
 #include "algorithms/algorithm.hpp"
 #include "algorithms/causal.hpp"
 
 namespace fasim {
+
+// The tile mapping of the algorithms that give each Q tile its own block (tiled, FA2): FlashAttention-2's
+// forward defaults (d <= 64: 128 x 128; d <= 128: 128 x 64; larger d: 64 x 64), halved until the Q,
+// K and V tiles (and S with its row statistics, where the kernel stages S in shared memory) fit.
+std::int64_t q_tile_smem_bytes(const AttentionProblem& p, std::int64_t Br, std::int64_t Bc, const TileConfig& cfg);
+TileConfig choose_q_tiles(std::string_view algo_id, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req);
+// " = B·H × ⌈N/Br⌉ = 16 × 32": one block per Q tile of every batch·head.
+std::string q_tile_grid_text(const AttentionProblem& p, const TileConfig& t);
 
 // Q, K, V, O and LSE of a fused algorithm whose Q tiles have Br rows and K/V tiles Bc.
 struct FusedTensors {

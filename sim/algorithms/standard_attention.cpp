@@ -16,6 +16,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/causal.hpp"
+#include "common/errors.hpp"
 
 namespace fasim {
 
@@ -67,9 +68,7 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
     return C;
 }
 
-}  // namespace
-
-void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
     const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;  // S = QK^T's tiles
     const std::int64_t Pm = cfg.pv_m, Pn = cfg.pv_n;                        // O = PV's output tile
@@ -158,6 +157,117 @@ void standard_attention(Executor& x, const AttentionProblem& p, const TileConfig
         Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, Nk}, cfg, m0, mr, n0, nc);
         b.store(C, view(O, bh).tile(m0, mr, n0, nc));
     });
+}
+
+// Operand tiles of one k-step (a library GEMM keeps two k-steps in flight: double buffering), or the
+// softmax's staged row of S, whichever is larger.
+std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t, std::int64_t, const TileConfig& cfg) {
+    const std::int64_t e = p.elem_bytes();
+    const std::int64_t stages = cfg.matmul == MatmulMode::library ? 2 : 1;
+    const std::int64_t gemm = cfg.matmul == MatmulMode::naive ? 0
+                            : stages * std::max(cfg.gemm_m + cfg.gemm_n, cfg.pv_m + cfg.pv_n) * cfg.gemm_k * e;
+    return std::max(gemm, cfg.softmax_chunk * e);
+}
+
+std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
+
+// The GEMMs' output tiles (fixed by --matmul; --Br/--Bc do not apply) and the softmax's row chunk.
+TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+    TileConfig c;
+    c.matmul = req.matmul;
+    const std::int64_t d = p.d, e = p.elem_bytes(), limit = gpu.smem_per_block_bytes;
+    if (req.Br || req.Bc) c.reasons.push_back("--Br/--Bc do not apply to standard attention (GEMM tiles are fixed)");
+    if (c.matmul == MatmulMode::naive) {
+        c.gemm_m = c.gemm_n = c.pv_m = c.pv_n = 16;
+        c.reasons.push_back("naive GEMMs: 16x16 outputs per block, each thread reads its own operands from global memory");
+    } else if (c.matmul == MatmulMode::library && p.dtype == DType::fp32) {
+        // cuBLAS's fp32 GEMMs (CUDA cores) have not been profiled: 64x64 output tiles, at the FP32
+        // rate cuBLAS reaches (the GPU preset's effective FP32 throughput).
+        c.reasons.push_back("library GEMMs in fp32 (cuBLAS SGEMM, not profiled): 64x64 output tiles at cuBLAS's "
+                            "measured FP32 rate");
+    } else if (c.matmul == MatmulMode::library) {
+        // cuBLAS on the H200 (ncu, cuda/results/2026-11-23-h200/profile_cublas_fp16_d*): 384-thread
+        // blocks, k-step 64 fp16 elements (128 bytes), output tiles of 32768 elements: 256x128 for S,
+        // 512x64 or 256x128 for O. Taken here as (32768/d) x d for O, at most 512 rows (so the
+        // operand tiles of d = 32 still fit).
+        c.gemm_m = 256;
+        c.gemm_n = 128;
+        c.gemm_k = 128 / e;
+        c.pv_n = std::min<std::int64_t>(d, 128);
+        c.pv_m = std::min<std::int64_t>(32768 / c.pv_n, 512);
+        c.gemm_warps = 12;
+        c.reasons.push_back("library GEMMs (cuBLAS-like): output tiles S 256x128, O " + std::to_string(c.pv_m) + "x" +
+                            std::to_string(c.pv_n) + ", k-step " + std::to_string(c.gemm_k) +
+                            " double-buffered, 12 warps per block");
+    } else {
+        c.reasons.push_back("tiled GEMMs: 64x64 output tile per block, k-step 32, operand tiles in shared memory");
+    }
+    c.softmax_chunk = p.Nk;
+    if (p.Nk * e > limit) {
+        c.softmax_chunk = 1;
+        while (c.softmax_chunk * 2 * e <= limit) c.softmax_chunk *= 2;
+        c.reasons.push_back("a row of S (" + bytes_text(p.Nk * e) + ") exceeds shared memory (" + bytes_text(limit) +
+                            "): softmax reads S twice in chunks of " + std::to_string(c.softmax_chunk));
+    } else {
+        c.reasons.push_back("softmax stages one row of S (" + bytes_text(p.Nk * e) + ") in shared memory");
+    }
+    c.Br = c.gemm_m;
+    c.Bc = c.gemm_n;
+    return c;
+}
+
+// The bytes of the three kernels when a GEMM's output tiling is Tm x Tn (S = QKᵀ) and Pm x Pn
+// (O = PV): each operand panel is read once per output tile that needs it (a naive GEMM is the
+// 1 x 1 tiling: every thread reads its own operands), the softmax reads S once or, in chunks, twice.
+ClosedForm::Bytes standard_bytes(const AttentionProblem& p, std::int64_t Tm, std::int64_t Tn, std::int64_t Pm, std::int64_t Pn,
+                                 std::int64_t softmax_passes) {
+    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
+    const std::int64_t reads = N * d * ceil_div(Nk, Tn) + Nk * d * ceil_div(N, Tm)   // S = Q Kᵀ
+                               + softmax_passes * N * Nk                             // softmax reads S
+                               + N * Nk * ceil_div(d, Pn) + Nk * d * ceil_div(N, Pm);  // O = P V
+    return {BH * e * reads, BH * e * (2 * N * Nk + N * d)};  // S, P, O written once
+}
+
+ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
+    const bool naive = t.matmul == MatmulMode::naive;
+    ClosedForm f;
+    f.hbm = standard_bytes(p, naive ? 1 : t.gemm_m, naive ? 1 : t.gemm_n, naive ? 1 : t.pv_m, naive ? 1 : t.pv_n,
+                           t.softmax_chunk >= p.Nk ? 1 : 2);
+    // Algorithm 0's own count, each operand read once: 2Nd + 2Nk·d + 4·N·Nk elements.
+    f.papers_hbm = standard_bytes(p, p.N, p.Nk, p.N, p.d, 1);
+    f.matmul_flops = 4 * p.batch_heads() * p.N * p.Nk * p.d;  // the mask does not skip any of it
+    f.leading_hbm_bytes = 4 * static_cast<double>(p.N) * static_cast<double>(p.Nk) * static_cast<double>(p.elem_bytes()) *
+                          static_cast<double>(p.batch_heads());
+    f.leading_text = "standard 4\u00B7" + std::string(p.Nk == p.N ? "N\u00B2" : "N\u00B7Nk") +
+                     "\u00B7e\u00B7B\u00B7H (S and P each written and read once)";
+    return f;
+}
+
+// Output tiles of S (naive GEMMs load every operand element per thread: about 50 times the work of a
+// tiled 64x64 output tile per 16x16 one, measured with the counting executor).
+std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    const std::int64_t tiles = p.batch_heads() * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
+    return t.matmul == MatmulMode::naive ? 50 * tiles : tiles;
+}
+
+}  // namespace
+
+const Algorithm& standard_attention_algorithm() {
+    static const Algorithm a{
+        .id = "standard",
+        .title = "Standard attention (Algorithm 0: S and P through HBM)",
+        .name = "standard",
+        .label = "standard",
+        .matmul_modes = true,
+        .baseline = true,
+        .choose_tiles = choose_tiles,
+        .smem_bytes = smem_bytes,
+        .program = program,
+        .closed_form = closed_form,
+        .tile_steps = tile_steps,
+        .tile_step_budget = 64'000'000,
+    };
+    return a;
 }
 
 }  // namespace fasim

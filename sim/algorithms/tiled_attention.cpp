@@ -12,7 +12,9 @@
 
 namespace fasim {
 
-void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
+namespace {
+
+void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d;
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br);
     const double scale = p.softmax_scale();
@@ -59,6 +61,42 @@ void tiled_attention(Executor& x, const AttentionProblem& p, const TileConfig& c
         b.store(Oi, view(O, bh).rows(q0, rows));
         b.store(lse, view(LSE, bh).tile(0, 1, q0, rows));
     });
+}
+
+// Q once; K twice and V once per Q tile; O and the fp32 LSE written once. Q·Kᵀ is computed twice.
+ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
+    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
+    ClosedForm f;
+    if (p.causal) return f;
+    f.hbm = ClosedForm::Bytes{BH * e * (N * d + ceil_div(N, t.Br) * 3 * Nk * d), BH * (e * N * d + 4 * N)};
+    f.matmul_flops = 6 * BH * N * Nk * d;
+    return f;
+}
+
+std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return 2 * p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);  // two passes over K
+}
+
+}  // namespace
+
+const Algorithm& tiled_attention_algorithm() {
+    static const Algorithm a{
+        .id = "tiled",
+        .title = "Tiled fused attention without online softmax (two passes over K)",
+        .name = "tiled",
+        .label = "tiled",
+        .tunable_tiles = true,
+        .choose_tiles = [](const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+            return choose_q_tiles("tiled", p, gpu, req);
+        },
+        .smem_bytes = q_tile_smem_bytes,
+        .program = program,
+        .closed_form = closed_form,
+        .tile_steps = tile_steps,
+        .tile_step_budget = 100'000'000,
+        .grid_text = q_tile_grid_text,
+    };
+    return a;
 }
 
 }  // namespace fasim

@@ -75,7 +75,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
     std::string gpu_name, gpu_file, br, bc, q_splits, registers, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
-    app.add_option("--algo", algo, "standard, tiled, fa1, fa2 or all (default fa2)");
+    // Which algorithms take an option, from the registry: "tiled/fa1/fa2".
+    auto ids_with = [](bool Algorithm::*capability, const char* separator) {
+        std::string s;
+        for (const Algorithm* a : algorithms())
+            if (a->*capability) s += (s.empty() ? "" : separator) + std::string(a->id);
+        return s;
+    };
+    app.add_option("--algo", algo, algorithm_ids(", ") + " or all (default fa2; --list-algos)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
     app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)");
@@ -85,10 +92,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_flag("--causal", o.problem.causal, "causal mask (bottom-right aligned)");
     app.add_option("--gpu", gpu_name, "GPU preset (default " + default_gpu_name() + "; see --list-gpus)");
     app.add_option("--gpu-file", gpu_file, "describe another GPU in a JSON file (docs/gpu-file.md)");
-    app.add_option("--Br", br, "Q-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
-    app.add_option("--Bc", bc, "K/V-tile rows for tiled/fa1/fa2 (default: the paper's choice)");
+    app.add_option("--Br", br, "Q-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + " (default: the paper's choice)");
+    app.add_option("--Bc", bc, "K/V-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + " (default: the paper's choice)");
     app.add_option("--q-splits", q_splits,
-                   "fa1 only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
+                   ids_with(&Algorithm::q_splits, ", ") + " only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
                    "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
     app.add_option("--registers", registers,
                    "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
@@ -102,6 +109,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_flag("--json", o.json, "print JSON (schema: docs/output-schema.md)");
     app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
     app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");
+    app.add_flag("--list-algos", o.list_algos, "list the algorithms, one line each: id and title");
     app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
     app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR "
                    "(default fa-sim-plots); --sweep sets the N range of the sweeps")->expected(0, 1);
@@ -131,12 +139,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
 
     if (algo == "all") {
         o.all = true;
-        o.algos.assign(std::begin(kAllAlgos), std::end(kAllAlgos));
-    } else if (auto a = parse_algo(algo)) {
-        o.algos = {*a};
+        o.algos.assign(algorithms().begin(), algorithms().end());
+    } else if (const Algorithm* a = find_algorithm(algo)) {
+        o.algos = {a};
     } else {
-        throw usage_error("--algo '" + algo + "' is not an algorithm", "choose standard, tiled, fa1, fa2 or all",
-                          "e.g. --algo fa2");
+        throw usage_error("--algo '" + algo + "' is not an algorithm", "choose " + algorithm_ids(", ") + " or all",
+                          "e.g. --algo fa2 (fa-sim --list-algos)");
     }
 
     AttentionProblem& p = o.problem;

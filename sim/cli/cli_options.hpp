@@ -15,13 +15,13 @@
 namespace fasim {
 
 struct CliOptions {
-    std::vector<Algo> algos{Algo::fa2};
+    std::vector<const Algorithm*> algos{&algorithm("fa2")};
     bool all = false;
     AttentionProblem problem;
     GpuSpec gpu;
     TileRequest tiles;
     ModelOptions model;
-    bool json = false, csv = false, list_gpus = false;
+    bool json = false, csv = false, list_gpus = false, list_algos = false;
     std::vector<std::int64_t> sweep_n;       // --sweep N=a:b (powers of two)
     std::optional<std::string> plot_dir;     // --plot [DIR]: write the figures there
     std::optional<std::string> measured;     // --measured FILE: fa-validate results for the figures

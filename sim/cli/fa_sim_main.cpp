@@ -32,14 +32,21 @@ void list_gpus() {
     }
 }
 
+// One line per registered algorithm: its id (what --algo takes), then its title.
+void list_algos() {
+    std::size_t width = 0;
+    for (const Algorithm* a : algorithms()) width = std::max(width, a->id.size());
+    for (const Algorithm* a : algorithms()) std::cout << a->id << std::string(width + 2 - a->id.size(), ' ') << a->title << '\n';
+}
+
 // --trace: the tile program on real numbers, every step printed, then the answer
 // checked against exact attention in float64.
 int trace(const CliOptions& o) {
     const AttentionProblem& p = o.problem;
-    const Algo algo = o.algos.front();
+    const Algorithm& algo = *o.algos.front();
     // Unless told otherwise, two tiles per sequence, so the online-softmax updates show.
     TileRequest request = o.tiles;
-    const bool default_tiles = !request.Br && !request.Bc && algo != Algo::standard;
+    const bool default_tiles = !request.Br && !request.Bc && algo.tunable_tiles;
     if (default_tiles) request.Br = request.Bc = std::max<std::int64_t>(1, (std::max(p.N, p.Nk) + 1) / 2);
     const TileConfig tiles = choose_tiles(algo, p, o.gpu, request);
     std::vector<reference::Matrix> Q, K, V;
@@ -49,7 +56,7 @@ int trace(const CliOptions& o) {
         K.push_back(in.K);
         V.push_back(in.V);
     }
-    std::cout << "fa-sim trace: " << algo_title(algo) << "\n" << p.describe() << ", Br=" << tiles.Br << ", Bc=" << tiles.Bc
+    std::cout << "fa-sim trace: " << algo.title << "\n" << p.describe() << ", Br=" << tiles.Br << ", Bc=" << tiles.Bc
               << (tiles.q_splits > 1 ? ", q_splits=" + std::to_string(tiles.q_splits) : "")
               << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
               << "\nQ, K, V ~ N(0,1), seed " << o.seed << "; values shown for the first 4 rows\n\n";
@@ -80,6 +87,10 @@ int run(int argc, char** argv) {
         list_gpus();
         return 0;
     }
+    if (o.list_algos) {
+        list_algos();
+        return 0;
+    }
     if (o.trace) return trace(o);
     if (o.plot_dir) {
         figures::FigureRequest req;
@@ -101,7 +112,7 @@ int run(int argc, char** argv) {
 
     auto run_all = [&](const AttentionProblem& p) {
         std::vector<AlgorithmResult> rs;
-        for (Algo a : o.algos) rs.push_back(simulate(a, p, o.gpu, o.tiles, o.model));
+        for (const Algorithm* a : o.algos) rs.push_back(simulate(*a, p, o.gpu, o.tiles, o.model));
         return rs;
     };
 

@@ -278,7 +278,7 @@ const MatrixF& FunctionalExecutor::tensor(std::string_view name, std::int64_t he
     throw std::invalid_argument("functional executor: the program declared no tensor " + std::string(name));
 }
 
-FunctionalRun run_functional(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
+FunctionalRun run_functional(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
                              const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
                              const std::vector<reference::Matrix>& V, Observer* observer) {
     FunctionalExecutor x(gpu, p, {{"Q", Q}, {"K", K}, {"V", V}});

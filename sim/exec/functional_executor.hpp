@@ -60,7 +60,7 @@ struct FunctionalRun {
     std::vector<reference::Vector> lse;  // per head; empty for standard attention (it keeps none)
     std::vector<KernelRecord> kernels;
 };
-FunctionalRun run_functional(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
+FunctionalRun run_functional(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
                              const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
                              const std::vector<reference::Matrix>& V, Observer* observer = nullptr);
 

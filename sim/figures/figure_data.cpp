@@ -19,7 +19,7 @@ std::vector<std::int64_t> default_sweep_n() {
 
 FigureRequest::FigureRequest()
     : gpu(find_gpu_preset(default_gpu_name())),
-      algos(std::begin(kAllAlgos), std::end(kAllAlgos)),
+      algos(algorithms().begin(), algorithms().end()),
       sweep_n(default_sweep_n()) {}
 
 AttentionProblem problem_at(const AttentionProblem& p, std::int64_t n) {
@@ -29,32 +29,8 @@ AttentionProblem problem_at(const AttentionProblem& p, std::int64_t n) {
     return q;
 }
 
-std::int64_t tile_steps(Algo algo, const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t BH = p.batch_heads();
-    switch (algo) {
-        case Algo::standard: {
-            // Naive GEMMs load every operand element per thread: about 50 times the work of a
-            // tiled 64x64 output tile per 16x16 one (measured with the counting executor).
-            const std::int64_t tiles = BH * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
-            return t.matmul == MatmulMode::naive ? 50 * tiles : tiles;
-        }
-        case Algo::tiled: return 2 * BH * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
-        case Algo::fa1:
-        case Algo::fa2: return BH * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
-    }
-    return 0;
-}
-
-// About 2-3 s of simulation per point on a laptop core. The defaults (A100, B·H=16, d=64,
-// fp16) stay below: at N=65536 standard takes 16.8M steps, FA1 3.3M, FA2 4.2M.
-std::int64_t tile_step_budget(Algo algo) {
-    switch (algo) {
-        case Algo::standard: return 64'000'000;
-        case Algo::fa1: return 4'000'000;
-        case Algo::tiled:
-        case Algo::fa2: break;
-    }
-    return 100'000'000;
+bool over_budget(const Algorithm& algo, const AttentionProblem& p, const TileConfig& tiles) {
+    return algo.tile_step_budget > 0 && algo.tile_steps(p, tiles) > algo.tile_step_budget;
 }
 
 NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
@@ -72,8 +48,8 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
         for (std::int64_t n : s.n) {
             const AttentionProblem p = problem_at(req.problem, n);
             validate(p);
-            const TileConfig t = choose_tiles(s.algos[a], p, req.gpu, req.tiles);
-            if (tile_steps(s.algos[a], p, t) > tile_step_budget(s.algos[a])) {
+            const TileConfig t = choose_tiles(*s.algos[a], p, req.gpu, req.tiles);
+            if (over_budget(*s.algos[a], p, t)) {
                 s.over_budget[a].push_back(n);
                 if (progress) progress->tick();
             } else {
@@ -83,7 +59,7 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
     }
     // The simulator's own parallel sweep (results in order, whatever the schedule): one call
     // for all algorithms when they share the same N, else one per algorithm.
-    auto sweep = [&](const std::vector<Algo>& algos, const std::vector<std::int64_t>& n) {
+    auto sweep = [&](const std::vector<const Algorithm*>& algos, const std::vector<std::int64_t>& n) {
         SweepRequest sr;
         sr.algos = algos;
         sr.base = req.problem;
@@ -107,23 +83,28 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
 
 std::vector<AlgorithmResult> run_chosen(const FigureRequest& req) {
     std::vector<AlgorithmResult> rs;
-    for (Algo a : req.algos) rs.push_back(simulate(a, req.problem, req.gpu, req.tiles, req.model, req.timeline_blocks));
+    for (const Algorithm* a : req.algos) rs.push_back(simulate(*a, req.problem, req.gpu, req.tiles, req.model, req.timeline_blocks));
     return rs;
 }
 
 BlockSizeSweep run_block_size_sweep(const FigureRequest& req) {
     BlockSizeSweep s;
-    for (Algo a : req.algos)
-        if (a == Algo::fa1 || a == Algo::fa2) s.algos.push_back(a);
-    s.fa1_br = choose_tiles(Algo::fa1, req.problem, req.gpu, TileRequest{req.tiles.Br, std::nullopt, req.tiles.matmul}).Br;
-    for (Algo a : s.algos) {
+    for (const Algorithm* a : req.algos)
+        if (a->tile_sweep != TileSweep::none) s.algos.push_back(a);
+    for (const Algorithm* algo : s.algos) {
+        const Algorithm& a = *algo;
+        const std::int64_t fixed_br =
+            a.tile_sweep == TileSweep::bc_only
+                ? choose_tiles(a, req.problem, req.gpu, TileRequest{req.tiles.Br, std::nullopt, req.tiles.matmul}).Br
+                : 0;
+        s.fixed_br.push_back(fixed_br);
         std::vector<BlockSizePoint> pts;
         std::vector<std::int64_t> skipped, over;
         for (std::int64_t b : kBlockSizes) {
             TileRequest t;
             t.matmul = req.tiles.matmul;
             t.Bc = b;
-            t.Br = a == Algo::fa1 ? s.fa1_br : b;
+            t.Br = a.tile_sweep == TileSweep::bc_only ? fixed_br : b;
             TileConfig tiles;
             try {
                 tiles = choose_tiles(a, req.problem, req.gpu, t);
@@ -131,7 +112,7 @@ BlockSizeSweep run_block_size_sweep(const FigureRequest& req) {
                 skipped.push_back(b);  // does not fit in shared memory: the caption says so
                 continue;
             }
-            if (tile_steps(a, req.problem, tiles) > tile_step_budget(a)) {
+            if (over_budget(a, req.problem, tiles)) {
                 over.push_back(b);
                 continue;
             }
@@ -144,40 +125,9 @@ BlockSizeSweep run_block_size_sweep(const FigureRequest& req) {
     return s;
 }
 
-std::optional<double> closed_form_hbm_bytes(Algo algo, const AttentionProblem& p, const TileConfig& tiles) {
-    const double N = static_cast<double>(p.N), Nk = static_cast<double>(p.Nk), d = static_cast<double>(p.d);
-    const double e = static_cast<double>(p.elem_bytes()), BH = static_cast<double>(p.batch_heads());
-    switch (algo) {
-        case Algo::standard: return 4 * N * Nk * e * BH;
-        case Algo::fa1: return (Nk / static_cast<double>(tiles.Bc)) * (N * d * e + 2 * N * d * 4 + 4 * N * 4) * BH;
-        case Algo::fa2: return 2 * N * Nk * d * e * BH / static_cast<double>(tiles.Br);
-        case Algo::tiled: break;
-    }
-    return std::nullopt;
-}
-
-std::string closed_form_text(Algo algo, const AttentionProblem& p, const TileConfig& tiles) {
-    const std::string nk = p.Nk == p.N ? "N" : "Nk";
-    const std::string nnk = p.Nk == p.N ? "N\u00B2" : "N\u00B7Nk";
-    switch (algo) {
-        case Algo::standard:
-            return "standard 4\u00B7" + nnk + "\u00B7e\u00B7B\u00B7H (S and P each written and read once)";
-        case Algo::fa1:
-            return "FA1 (" + nk + "/Bc)\u00B7N\u00B7(d\u00B7e + 8d + 16)\u00B7B\u00B7H with Bc=" + std::to_string(tiles.Bc) +
-                   (tiles.M_elements > 0 && tiles.Bc == ceil_div(tiles.M_elements, 4 * p.d) ? " = \u2308M/4d\u2309" : "") +
-                   " (Q read, fp32 running O read and written, fp32 m and \u2113 read and written once per K/V block: "
-                   "\u221D N\u00B2d\u00B2/M)";
-        case Algo::fa2:
-            return "FA2 2\u00B7" + nnk + "\u00B7d\u00B7e\u00B7B\u00B7H/Br with Br=" + std::to_string(tiles.Br) +
-                   " (K and V read once per Q block)";
-        case Algo::tiled: break;
-    }
-    return {};
-}
-
 std::optional<double> standard_hbm_limit_n(const NSweep& sweep, const GpuSpec& gpu) {
     for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
-        if (sweep.algos[a] != Algo::standard) continue;
+        if (!sweep.algos[a]->baseline) continue;
         const auto& row = sweep.by_algo[a];
         for (std::size_t i = 1; i < row.size(); ++i) {
             if (!(row[i - 1].fits_in_hbm && !row[i].fits_in_hbm)) continue;

@@ -37,22 +37,31 @@ double dbl(std::int64_t v) { return static_cast<double>(v); }
 // A tensor's name as the figures write it (the papers' ℓ for l).
 std::string display_name(const std::string& tensor) { return tensor == "l" ? "\u2113" : tensor; }
 
-std::string algo_label(Algo a) {
-    switch (a) {
-        case Algo::standard: return "standard";
-        case Algo::tiled: return "tiled";
-        case Algo::fa1: return "FA1";
-        case Algo::fa2: return "FA2";
-    }
-    return "?";
+std::string algo_label(const Algorithm* a) { return std::string(a->label); }
+
+// One colour per algorithm in every figure, by its place in the registry (Okabe-Ito: blue, orange,
+// green, vermillion, ...).
+std::string algo_color(const Algorithm* a) {
+    const auto all = algorithms();
+    return plot::palette_color(static_cast<std::size_t>(std::find(all.begin(), all.end(), a) - all.begin()));
 }
 
-// One colour per algorithm in every figure (Okabe-Ito: blue, orange, green, vermillion).
-std::string algo_color(Algo a) { return plot::palette_color(static_cast<std::size_t>(a)); }
+// "fa1 or fa2": the requested algorithms a figure needs (those with the property).
+std::string ids_where(bool (*has)(const Algorithm&)) {
+    std::vector<std::string> ids;
+    for (const Algorithm* a : algorithms())
+        if (has(*a)) ids.push_back(std::string(a->id));
+    std::string s;
+    for (std::size_t i = 0; i < ids.size(); ++i) s += (i == 0 ? "" : i + 1 == ids.size() ? " or " : ", ") + ids[i];
+    return s;
+}
+
+// How a block-size sweep varies an algorithm's tiles, as captions say it.
+std::string swept(const Algorithm* a) { return a->tile_sweep == TileSweep::bc_only ? "Bc=" : "Br=Bc="; }
 
 std::string tiles_text(const AlgorithmResult& r) {
     const TileConfig& t = r.tiles;
-    if (r.algo == Algo::standard) {
+    if (!r.algo->tunable_tiles) {
         if (t.matmul == MatmulMode::naive)
             return "standard naive GEMM " + std::to_string(t.gemm_m) + kTimes + std::to_string(t.gemm_n);
         return "standard GEMM " + std::to_string(t.gemm_m) + kTimes + std::to_string(t.gemm_n);
@@ -147,7 +156,7 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
     std::vector<std::string> formulas;
     std::vector<const AlgorithmResult*> first;
     for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
-        const Algo algo = sweep.algos[a];
+        const Algorithm* algo = sweep.algos[a];
         const auto& row = sweep.by_algo[a];
         if (row.empty()) continue;
         first.push_back(&row.front());
@@ -156,7 +165,7 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
             x.push_back(dbl(r.problem.N));
             hbm.push_back(dbl(r.hbm.total()));
             dram.push_back(dbl(r.dram.total()));
-            if (auto v = closed_form_hbm_bytes(algo, r.problem, r.tiles)) closed.push_back(*v);
+            if (auto v = algo->closed_form(r.problem, r.tiles).leading_hbm_bytes) closed.push_back(*v);
         }
         const std::string color = algo_color(algo);
         add_line(f, LineSeries(algo_label(algo) + " HBM", x, hbm).with_color(color).with_marker(Marker::Circle));
@@ -172,7 +181,7 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
                          .with_style(LineStyle::Dashed)
                          .with_width(1.4),
                      true);
-            formulas.push_back(closed_form_text(algo, row.front().problem, row.front().tiles));
+            formulas.push_back(algo->closed_form(row.front().problem, row.front().tiles).leading_text);
         }
     }
 
@@ -200,7 +209,7 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
     bool has_standard = false;
     const AlgorithmResult* std_last = nullptr;
     for (std::size_t a = 0; a < sweep.algos.size(); ++a)
-        if (sweep.algos[a] == Algo::standard && !sweep.by_algo[a].empty()) {
+        if (sweep.algos[a]->baseline && !sweep.by_algo[a].empty()) {
             has_standard = true;
             std_last = &sweep.by_algo[a].back();
         }
@@ -308,7 +317,7 @@ Figure roofline(const FigureRequest& req, const std::vector<AlgorithmResult>& at
     c.set_legend(plot::LegendPosition::OutsideRight);
 
     struct Pt {
-        Algo algo;
+        const Algorithm* algo;
         double hbm_i, dram_i, y;
     };
     std::vector<Pt> pts;
@@ -376,23 +385,25 @@ std::vector<Figure> block_size_sweep(const FigureRequest& req, const BlockSizeSw
     for (const auto& p : sweep.points) any = any || !p.empty();
     if (!any) return out;
 
-    std::vector<std::string> what, skipped, over, defaults;
+    std::vector<std::string> what, skipped, over, defaults, axis_parts;
     std::vector<const AlgorithmResult*> rs;
     for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
-        const Algo algo = sweep.algos[a];
-        what.push_back(algo == Algo::fa1 ? "FA1 varies Bc with Br=" + std::to_string(sweep.fa1_br) + " fixed"
-                                         : "FA2 uses square tiles Br = Bc");
+        const Algorithm* algo = sweep.algos[a];
+        what.push_back(algo->tile_sweep == TileSweep::bc_only
+                           ? algo_label(algo) + " varies Bc with Br=" + std::to_string(sweep.fixed_br[a]) + " fixed"
+                           : algo_label(algo) + " uses square tiles Br = Bc");
+        axis_parts.push_back(algo_label(algo) + (algo->tile_sweep == TileSweep::bc_only ? ": Bc" : ": Br = Bc"));
         if (!sweep.skipped[a].empty()) {
             std::vector<std::string> s;
             for (std::int64_t b : sweep.skipped[a]) s.push_back(std::to_string(b));
-            skipped.push_back(algo_label(algo) + (algo == Algo::fa1 ? " Bc=" : " Br=Bc=") + join(s, ", "));
+            skipped.push_back(algo_label(algo) + " " + swept(algo) + join(s, ", "));
         }
         if (a < sweep.over_budget.size() && !sweep.over_budget[a].empty()) {
             std::vector<std::string> s;
             for (std::int64_t b : sweep.over_budget[a]) s.push_back(std::to_string(b));
-            over.push_back(algo_label(algo) + (algo == Algo::fa1 ? " Bc=" : " Br=Bc=") + join(s, ", "));
+            over.push_back(algo_label(algo) + " " + swept(algo) + join(s, ", "));
         }
-        const TileConfig def = choose_tiles(algo, req.problem, req.gpu, TileRequest{std::nullopt, std::nullopt, req.tiles.matmul});
+        const TileConfig def = choose_tiles(*algo, req.problem, req.gpu, TileRequest{std::nullopt, std::nullopt, req.tiles.matmul});
         defaults.push_back(algo_label(algo) + " " + std::to_string(def.Br) + kTimes + std::to_string(def.Bc));
     }
     std::string caption_tail = "As in the FlashAttention paper (Dao et al. 2022, Fig. 2 middle): " + join(what, "; ") +
@@ -413,7 +424,7 @@ std::vector<Figure> block_size_sweep(const FigureRequest& req, const BlockSizeSw
                        820, 560),
                  {}, {}, {}, {}};
         Chart& c = f.chart;
-        c.x_axis() = {ScaleKind::Log2, "block size (FA1: Bc; FA2: Br = Bc)", plot::plain_labels()};
+        c.x_axis() = {ScaleKind::Log2, "block size (" + join(axis_parts, "; ") + ")", plot::plain_labels()};
         if (traffic) c.y_axis() = {ScaleKind::Log10, "HBM bytes read + written", plot::si_labels("B")};
         else c.y_axis() = {ScaleKind::Log10, "predicted kernel time", plot::seconds_labels()};
         std::vector<std::string> bounds;
@@ -425,14 +436,15 @@ std::vector<Figure> block_size_sweep(const FigureRequest& req, const BlockSizeSw
                 x.push_back(dbl(p.block));
                 y.push_back(traffic ? dbl(p.result.hbm.total()) : p.result.time_s);
             }
-            const Algo algo = sweep.algos[a];
-            const std::string name = algo == Algo::fa1 ? "FA1 (Bc; Br=" + std::to_string(sweep.fa1_br) + ")" : "FA2 (Br = Bc)";
-            add_line(f, LineSeries(name, x, y).with_color(algo_color(algo)).with_marker(algo == Algo::fa1 ? Marker::Circle : Marker::Square));
+            const Algorithm* algo = sweep.algos[a];
+            const bool bc_only = algo->tile_sweep == TileSweep::bc_only;
+            const std::string name = algo_label(algo) + (bc_only ? " (Bc; Br=" + std::to_string(sweep.fixed_br[a]) + ")" : " (Br = Bc)");
+            add_line(f, LineSeries(name, x, y).with_color(algo_color(algo)).with_marker(bc_only ? Marker::Circle : Marker::Square));
             if (rs.size() < sweep.algos.size()) rs.push_back(&pts.back().result);
             const auto& best = *std::min_element(pts.begin(), pts.end(), [](const BlockSizePoint& l, const BlockSizePoint& r) {
                 return l.result.time_s < r.result.time_s;
             });
-            bounds.push_back(algo_label(algo) + " is fastest at " + (algo == Algo::fa1 ? "Bc=" : "Br=Bc=") +
+            bounds.push_back(algo_label(algo) + " is fastest at " + swept(algo) +
                              std::to_string(best.block) + ", " + plot::format_seconds(best.result.time_s, 3) +
                              ", bound by " + best.result.longest_kernel().bound);
         }
@@ -460,7 +472,7 @@ Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r) {
     const std::int64_t concurrent = t.concurrent_blocks > 0 ? t.concurrent_blocks : sms;
     const std::int64_t waves = (t.grid + concurrent - 1) / concurrent;
 
-    const std::string lower = algo_name(r.algo);
+    const std::string lower(r.algo->id);
     Figure f{"occupancy_timeline_" + lower,
              Chart(algo_label(r.algo) + " thread blocks on the " + req.gpu.name + "'s " + std::to_string(sms) + " SMs (" +
                        t.name + ", " + std::to_string(t.grid) + " blocks)",
@@ -509,10 +521,7 @@ Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r) {
     caption += (idle > 0 ? std::to_string(idle) + " of " + std::to_string(sms) + " SMs idle (empty rows)"
                          : "No SM idle") +
                ": the grid has " + std::to_string(t.grid) + " thread blocks";
-    if (r.algo == Algo::fa1) caption += " = B" + kDot + "H, one per batch" + kDot + "head";
-    else if (r.algo == Algo::fa2 || r.algo == Algo::tiled)
-        caption += " = B" + kDot + "H " + kTimes + " \u2308N/Br\u2309 = " + std::to_string(p.batch_heads()) + " " + kTimes + " " +
-                   std::to_string(ceil_div(p.N, r.tiles.Br));
+    if (r.algo->grid_text) caption += r.algo->grid_text(p, r.tiles);
     caption += ", " + std::to_string(bps) + " resident per SM (limited by " + kr.occupancy.limiter + "), so " +
                std::to_string(concurrent) + " run at once: " + sig(t.waves, 3) + " waves. Each bar is one thread block, " +
                "coloured by the wave it was launched in; SM time busy: " + pct(t.sm_busy_fraction) +
@@ -546,7 +555,7 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
         p.d = r.d;
         p.dtype = r.dtype;
         p.causal = r.causal;
-        return simulate(km->algo, p, gpu, measured_tile_request(*km, r.launch), km->options).time_s;
+        return simulate(*km->algo, p, gpu, measured_tile_request(*km, r.launch), km->options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
         return std::nullopt;
     }
@@ -563,7 +572,7 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
     // One series per measured kernel, grouped by the simulator algorithm it is compared
     // with: the algorithm's colour, a different marker per kernel of the same algorithm.
     std::size_t within = 0, recomputed = 0;
-    for (Algo a : kAllAlgos) {
+    for (const Algorithm* a : algorithms()) {
         std::set<std::string> kernels;
         for (const MeasuredRecord& r : m.results)
             if (r.algo == a) kernels.insert(r.kernel);
@@ -580,7 +589,7 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
                 within += std::fabs(predicted / r.measured_s - 1) <= 0.25 ? 1 : 0;
             }
             static constexpr Marker markers[] = {Marker::Circle, Marker::Square, Marker::Triangle, Marker::Diamond};
-            const std::string name = kernel == algo_name(a) ? algo_label(a) : kernel + " (vs " + algo_label(a) + ")";
+            const std::string name = kernel == a->id ? algo_label(a) : kernel + " (vs " + algo_label(a) + ")";
             add_scatter(f, ScatterSeries(name, x, y)
                                .with_color(algo_color(a))
                                .with_marker(markers[variant++ % 4])
@@ -632,15 +641,19 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     const BlockSizeSweep bs = run_block_size_sweep(req);
     if (progress) progress->tick();
     auto bfigs = block_size_sweep(req, bs);
-    if (bfigs.empty() && notes) notes->push_back("block_size_sweep: not drawn (it needs fa1 or fa2 among the algorithms)");
+    if (bfigs.empty() && notes)
+        notes->push_back("block_size_sweep: not drawn (it needs " +
+                         ids_where([](const Algorithm& a) { return a.tile_sweep != TileSweep::none; }) + " among the algorithms)");
     for (auto& b : bfigs) figs.push_back(std::move(b));
     bool timeline = false;
     for (const AlgorithmResult& r : at_n)
-        if (r.algo == Algo::fa1 || r.algo == Algo::fa2) {
+        if (r.algo->timeline_figure) {
             figs.push_back(occupancy_timeline(req, r));
             timeline = true;
         }
-    if (!timeline && notes) notes->push_back("occupancy_timeline: not drawn (it needs fa1 or fa2 among the algorithms)");
+    if (!timeline && notes)
+        notes->push_back("occupancy_timeline: not drawn (it needs " +
+                         ids_where([](const Algorithm& a) { return a.timeline_figure; }) + " among the algorithms)");
     if (measured) {
         figs.push_back(predicted_vs_measured(req, *measured));
     } else if (notes) {

@@ -41,7 +41,7 @@ struct FigureRequest {
     AttentionProblem problem;              // the user's chosen N, B, H, d, dtype, causal
     TileRequest tiles;
     ModelOptions model;
-    std::vector<Algo> algos;               // in the order given
+    std::vector<const Algorithm*> algos;   // in the order given
     std::vector<std::int64_t> sweep_n;     // traffic_vs_n's x values (default_sweep_n())
     std::optional<std::string> measured_path;  // fa-validate's JSON; figure 6 only when given and present
     bool progress = false;                 // progress bars on stderr (enable only when stderr is a terminal)
@@ -72,19 +72,18 @@ AttentionProblem problem_at(const AttentionProblem& p, std::int64_t n);
 
 class Progress;
 
-// How much work one simulation is, in tile steps (one Q tile meeting one K/V tile; for
-// standard attention, one output tile of S, weighted 50 for naive GEMMs), and the most a
-// figure spends on one point. The counting executor's time and memory grow with the
-// steps; FA1 with tiny tiles (Bc=1 where nothing larger fits, e.g. a T4 with d >= 128)
-// costs about 1 µs and 150 B per step, so a sweep to N=65536 would take minutes and
-// gigabytes. Points over the budget are left out of the figures and named
-// in their captions.
-std::int64_t tile_steps(Algo algo, const AttentionProblem& p, const TileConfig& tiles);
-std::int64_t tile_step_budget(Algo algo);
+// Whether one simulation is more work than a figure spends on a point: each algorithm says how
+// many tile steps its simulation walks (Algorithm::tile_steps: one Q tile meeting one K/V tile; for
+// standard attention, one output tile of S, weighted 50 for naive GEMMs) and the most a figure
+// spends (Algorithm::tile_step_budget). The counting executor's time and memory grow with the
+// steps; FA1 with tiny tiles (Bc=1 where nothing larger fits, e.g. a T4 with d >= 128) costs about
+// 1 µs and 150 B per step, so a sweep to N=65536 would take minutes and gigabytes. Points over the
+// budget are left out of the figures and named in their captions.
+bool over_budget(const Algorithm& algo, const AttentionProblem& p, const TileConfig& tiles);
 
 struct NSweep {
     std::vector<std::int64_t> n;                          // every N asked for, ascending
-    std::vector<Algo> algos;
+    std::vector<const Algorithm*> algos;
     std::vector<std::vector<AlgorithmResult>> by_algo;    // [algo][k], ascending N (r.problem.N)
     std::vector<std::vector<std::int64_t>> over_budget;   // [algo]: N left out (tile_step_budget)
 };
@@ -94,27 +93,18 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress = nullptr);
 std::vector<AlgorithmResult> run_chosen(const FigureRequest& req);
 
 struct BlockSizePoint {
-    std::int64_t block = 0;  // FA1: Bc (Br fixed); FA2: Br = Bc
+    std::int64_t block = 0;  // Bc (TileSweep::bc_only, Br fixed) or Br = Bc (TileSweep::square)
     AlgorithmResult result;
 };
 struct BlockSizeSweep {
-    std::vector<Algo> algos;                             // fa1 and/or fa2, as requested
+    std::vector<const Algorithm*> algos;                 // those requested whose tiles sweep (Algorithm::tile_sweep)
     std::vector<std::vector<BlockSizePoint>> points;     // [algo][size that fits]
     std::vector<std::vector<std::int64_t>> skipped;      // [algo][size that does not fit in shared memory]
     std::vector<std::vector<std::int64_t>> over_budget;  // [algo][size over tile_step_budget]
-    std::int64_t fa1_br = 0;                             // FA1's fixed Br
+    std::vector<std::int64_t> fixed_br;                  // [algo]: Br of a bc_only sweep (its default), else 0
 };
 inline constexpr std::int64_t kBlockSizes[] = {16, 32, 64, 128, 256};
 BlockSizeSweep run_block_size_sweep(const FigureRequest& req);
-
-// The closed-form lines of traffic_vs_n, in bytes over all batch·heads:
-//   standard  4·N·Nk·e·B·H                      (S written and read, P written and read)
-//   fa1       Tc·(3·N·d + 4·N)·e·B·H, Tc = Nk/Bc (O read+written, Q read, m and ℓ read+written per K/V block)
-//   fa2       2·N·Nk·d·e·B·H / Br               (K and V read once per Q block)
-// nullopt for tiled (no closed form drawn).
-std::optional<double> closed_form_hbm_bytes(Algo algo, const AttentionProblem& p, const TileConfig& tiles);
-// The formula as the caption writes it, with the tile sizes filled in.
-std::string closed_form_text(Algo algo, const AttentionProblem& p, const TileConfig& tiles);
 
 // N at which standard attention's global tensors (S, P, Q, K, V, O) stop fitting in
 // HBM, interpolated between the sweep points that bracket it; nullopt if they fit

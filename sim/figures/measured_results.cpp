@@ -144,16 +144,15 @@ private:
         if (r.kernel.empty()) fail(path + "algo", "is empty", "the measured kernel's name", "write e.g. \"fa2\"");
         if (e.contains("sim_algo")) {
             const std::string sim = string_field(e, path, "sim_algo");
-            const auto a = parse_algo(sim);
-            if (!a) fail(path + "sim_algo", "= \"" + sim + "\" is not a simulator algorithm", "one of standard, tiled, fa1, fa2",
-                         "use fa-sim's algorithm names");
-            r.algo = *a;
+            r.algo = find_algorithm(sim);
+            if (!r.algo) fail(path + "sim_algo", "= \"" + sim + "\" is not a simulator algorithm", "one of " + algorithm_ids(", "),
+                              "use fa-sim's algorithm names (fa-sim --list-algos)");
         } else {
-            const auto a = parse_algo(r.kernel);
-            if (!a) fail(path + "algo", "= \"" + r.kernel + "\" is not a simulator algorithm and there is no sim_algo",
-                         "algo one of standard, tiled, fa1, fa2, or a \"sim_algo\" that is",
-                         "add \"sim_algo\" naming the algorithm the kernel implements");
-            r.algo = *a;
+            r.algo = find_algorithm(r.kernel);
+            if (!r.algo)
+                fail(path + "algo", "= \"" + r.kernel + "\" is not a simulator algorithm and there is no sim_algo",
+                     "algo one of " + algorithm_ids(", ") + ", or a \"sim_algo\" that is",
+                     "add \"sim_algo\" naming the algorithm the kernel implements");
         }
         r.N = int_field(member(e, path, "N"), path + "N", 1, ProblemLimits::max_seq);
         r.Nk = r.N;

@@ -29,7 +29,7 @@ inline constexpr int kMeasuredSchemaVersion = 1;
 
 struct MeasuredRecord {
     std::string kernel;   // the file's "algo": which kernel was measured, e.g. "standard_cublas"
-    Algo algo = Algo::fa2;  // the simulator algorithm its prediction comes from ("sim_algo")
+    const Algorithm* algo = nullptr;  // the simulator algorithm its prediction comes from ("sim_algo")
     std::int64_t N = 0, Nk = 0, d = 0;
     DType dtype = DType::fp16;
     bool causal = false;

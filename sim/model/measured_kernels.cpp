@@ -6,27 +6,27 @@ std::optional<KernelModel> model_of_measured_kernel(std::string_view kernel, DTy
     KernelModel m;
     m.options.tensor_cores = false;  // fa-sim's own kernels compute on the CUDA cores...
     if (kernel == "standard_naive") {
-        m.algo = Algo::standard;
+        m.algo = &algorithm("standard");
         m.matmul = MatmulMode::naive;
     } else if (kernel == "standard_tiled") {
-        m.algo = Algo::standard;
+        m.algo = &algorithm("standard");
     } else if (kernel == "standard_cublas" || kernel == "torch_math") {
-        m.algo = Algo::standard;  // cuBLAS GEMMs: large tiles; tensor cores for fp16/bf16 inputs
+        m.algo = &algorithm("standard");  // cuBLAS GEMMs: large tiles; tensor cores for fp16/bf16 inputs
         m.options.tensor_cores = dtype != DType::fp32;
         m.matmul = MatmulMode::library;
     } else if (kernel == "tiled" || kernel == "fa1" || kernel == "fa2") {
-        m.algo = *parse_algo(std::string(kernel));
+        m.algo = &algorithm(kernel);
     } else if (kernel == "fa2_tc") {
-        m.algo = Algo::fa2;  // ...except the tensor-core FA2s (fa-sim's and PyTorch's)
+        m.algo = &algorithm("fa2");  // ...except the tensor-core FA2s (fa-sim's and PyTorch's)
         m.options.tensor_cores = true;
     } else if (kernel == "torch_flash") {
-        m.algo = Algo::fa2;
+        m.algo = &algorithm("fa2");
         m.options.tensor_cores = true;
         // PyTorch 2.11's flash_fwd_kernel on sm_90, d = 64 and 128: 255 registers per thread, two
         // 4-warp blocks per SM (ncu launch__registers_per_thread, cuda/results/2026-11-25-h200/profile*/raw_torch_flash.csv).
         m.registers_per_thread = 255;
     } else if (kernel == "fa1_tc") {
-        m.algo = Algo::fa1;  // ...and fa-sim's tensor-core FA1
+        m.algo = &algorithm("fa1");  // ...and fa-sim's tensor-core FA1
         m.options.tensor_cores = true;
     } else {
         return std::nullopt;
@@ -53,10 +53,10 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
 TileRequest measured_tile_request(const KernelModel& model, const MeasuredLaunch& launch) {
     TileRequest req;
     req.matmul = model.matmul;
-    if (model.algo != Algo::standard) {
+    if (model.algo->tunable_tiles) {
         if (launch.Br > 0) req.Br = launch.Br;
         if (launch.Bc > 0) req.Bc = launch.Bc;
-        if (model.algo == Algo::fa1 && launch.q_splits > 1) req.q_splits = launch.q_splits;
+        if (model.algo->q_splits && launch.q_splits > 1) req.q_splits = launch.q_splits;
         req.registers_per_thread = launch.registers_per_thread > 0 ? launch.registers_per_thread : model.registers_per_thread;
     }
     return req;

@@ -17,7 +17,7 @@
 namespace fasim {
 
 struct KernelModel {
-    Algo algo = Algo::fa2;
+    const Algorithm* algo = nullptr;
     MatmulMode matmul = MatmulMode::tiled;
     ModelOptions options;  // tensor_cores: false for fa-sim's CUDA-core kernels
     // Registers per thread known for a kernel whose runs do not record them (PyTorch's); 0 = none.

@@ -25,11 +25,11 @@ const KernelTiming& AlgorithmResult::longest_kernel() const {
 
 double AlgorithmResult::achieved_flops() const { return time_s > 0 ? static_cast<double>(matmul_flops) / time_s : 0; }
 
-AlgorithmResult simulate(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request,
+AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request,
                          const ModelOptions& options, std::size_t timeline_blocks) {
     validate(p);
     AlgorithmResult r;
-    r.algo = algo;
+    r.algo = &algo;
     r.problem = p;
     r.gpu_name = gpu.name;
     TileRequest req = request;

@@ -11,7 +11,7 @@
 namespace fasim {
 
 struct AlgorithmResult {
-    Algo algo{};
+    const Algorithm* algo = nullptr;
     AttentionProblem problem;
     std::string gpu_name;
     TileConfig tiles;
@@ -32,7 +32,7 @@ struct AlgorithmResult {
     const KernelTiming& longest_kernel() const;  // the kernel that decides most of the time
 };
 
-AlgorithmResult simulate(Algo algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request = {},
+AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request = {},
                          const ModelOptions& options = {}, std::size_t timeline_blocks = 0);
 
 // Number of (query, key) pairs the mask lets through: N·Nk, or fewer when causal.

@@ -10,7 +10,7 @@
 namespace fasim {
 
 struct SweepRequest {
-    std::vector<Algo> algos;
+    std::vector<const Algorithm*> algos;
     AttentionProblem base;          // N (and Nk, for self-attention) replaced per point
     std::vector<std::int64_t> ns;
     TileRequest tiles;

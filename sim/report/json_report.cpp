@@ -89,8 +89,8 @@ json problem_json(const AttentionProblem& p) {
 json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
     json kernels = json::array();
     for (std::size_t i = 0; i < r.kernels.size(); ++i) kernels.push_back(kernel_json(r.kernels[i], r.timing[i]));
-    json j = {{"algo", algo_name(r.algo)},
-              {"title", algo_title(r.algo)},
+    json j = {{"algo", std::string(r.algo->id)},
+              {"title", std::string(r.algo->title)},
               {"tiles",
                {{"Br", r.tiles.Br},
                 {"Bc", r.tiles.Bc},
@@ -125,7 +125,7 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
 json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu) {
     const AlgorithmResult* standard = nullptr;
     for (const auto& r : rs)
-        if (r.algo == Algo::standard) standard = &r;
+        if (r.algo->baseline) standard = &r;
     json algos = json::array();
     for (const auto& r : rs) algos.push_back(algorithm_json(r, standard));
     return {{"schema_version", kSchemaVersion},
@@ -162,7 +162,7 @@ std::string csv_row(const AlgorithmResult& r) {
     const std::string bound = longest.name + ": " + longest.bound;
     std::ostringstream s;
     s.precision(9);
-    s << kSchemaVersion << ',' << r.gpu_name << ',' << algo_name(r.algo) << ',' << p.batch << ',' << p.heads << ','
+    s << kSchemaVersion << ',' << r.gpu_name << ',' << std::string(r.algo->id) << ',' << p.batch << ',' << p.heads << ','
       << p.N << ',' << p.Nk << ',' << p.d << ',' << dtype_name(p.dtype) << ',' << (p.causal ? 1 : 0) << ','
       << r.tiles.Br << ',' << r.tiles.Bc << ',' << r.hbm.read_bytes() << ',' << r.hbm.write_bytes() << ','
       << r.l2.read_bytes() << ',' << r.l2.write_bytes() << ',' << r.dram.read_bytes() << ',' << r.dram.write_bytes()

@@ -100,7 +100,7 @@ void time_table(std::ostream& out, const AlgorithmResult& r) {
 
 void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gpu, const ReportStyle& st) {
     const AttentionProblem& p = r.problem;
-    out << "fa-sim" << dot(st) << algo_title(r.algo) << "\n\n";
+    out << "fa-sim" << dot(st) << r.algo->title << "\n\n";
     gpu_lines(out, gpu, st);
     out << "Problem  " << p.describe() << "\n\n";
 
@@ -143,17 +143,19 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
 void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu, const ReportStyle& st) {
     if (rs.empty()) return;
     const AttentionProblem& p = rs.front().problem;
-    out << "fa-sim" << dot(st) << "standard vs tiled vs FlashAttention-1 vs FlashAttention-2\n\n";
+    std::string names;
+    for (const auto& r : rs) names += (names.empty() ? "" : " vs ") + std::string(r.algo->name);
+    out << "fa-sim" << dot(st) << names << "\n\n";
     gpu_lines(out, gpu, st);
     out << "Problem  " << p.describe() << "\n\n";
     const AlgorithmResult* standard = nullptr;
     for (const auto& r : rs)
-        if (r.algo == Algo::standard) standard = &r;
+        if (r.algo->baseline) standard = &r;
 
     const std::size_t label_w = 22, col_w = 13;
     auto header = [&] {
         out << pad("", label_w);
-        for (const auto& r : rs) out << rpad(algo_name(r.algo), col_w);
+        for (const auto& r : rs) out << rpad(std::string(r.algo->id), col_w);
         out << '\n';
     };
     auto row = [&](const std::string& label, auto&& cell) {
@@ -163,7 +165,7 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     };
     auto vs_standard = [&](const std::string& label, auto&& value) {
         if (!standard) return;
-        row(label, [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
+        row(label + std::string(standard->algo->id), [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
     };
     header();
     row("tiles Br x Bc", [](const AlgorithmResult& r) {
@@ -171,10 +173,10 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
                (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "");
     });
     row("HBM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
-    vs_standard("  vs standard", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
+    vs_standard("  vs ", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
     row("L2 requests", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.l2.total())); });
     row("DRAM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.dram.total())); });
-    vs_standard("  vs standard", [](const AlgorithmResult& r) { return static_cast<double>(r.dram.total()); });
+    vs_standard("  vs ", [](const AlgorithmResult& r) { return static_cast<double>(r.dram.total()); });
     row("shared memory", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.smem_read + r.smem_write)); });
     row("matmul FLOPs", [](const AlgorithmResult& r) { return units::flops(static_cast<double>(r.matmul_flops)); });
     row("non-matmul FLOPs", [](const AlgorithmResult& r) { return units::flops(static_cast<double>(r.nonmatmul_flops)); });
@@ -186,12 +188,12 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     });
     row("idle SMs (main kernel)", [](const AlgorithmResult& r) { return std::to_string(r.longest_kernel().idle_sms); });
     row("predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
-    vs_standard("  speedup vs standard", [](const AlgorithmResult& r) { return 1.0 / r.time_s; });
+    vs_standard("  speedup vs ", [](const AlgorithmResult& r) { return 1.0 / r.time_s; });
     out << "\nWhat bounds each (its longest kernel):\n";
-    for (const auto& r : rs) out << "  " << pad(algo_name(r.algo), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
+    for (const auto& r : rs) out << "  " << pad(std::string(r.algo->id), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
     for (const auto& r : rs)
         if (!r.fits_in_hbm)
-            out << "Warning: " << algo_name(r.algo) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
+            out << "Warning: " << std::string(r.algo->id) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
                 << " of global memory, more than " << gpu.name << "'s " << units::capacity(static_cast<double>(gpu.hbm_bytes)) << ".\n";
 }
 
@@ -203,7 +205,7 @@ void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResul
         << " d=" << p.d << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
     auto table = [&](const std::string& title, auto&& cell) {
         out << title << '\n' << rpad("N", 8);
-        for (const auto& r : by_n.front()) out << rpad(algo_name(r.algo), 12);
+        for (const auto& r : by_n.front()) out << rpad(std::string(r.algo->id), 12);
         out << '\n';
         for (const auto& rs : by_n) {
             out << rpad(std::to_string(rs.front().problem.N), 8);

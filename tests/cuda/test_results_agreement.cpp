@@ -60,7 +60,7 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     const auto km = model_of_measured_kernel(r.at("algo").get<std::string>(), p.dtype);
     REQUIRE(km);
     // PyTorch's kernels record no launches: the simulator's own tiles, the table's registers.
-    return simulate(km->algo, p, gpu, measured_tile_request(*km, measured_launch(r)), km->options);
+    return simulate(*km->algo, p, gpu, measured_tile_request(*km, measured_launch(r)), km->options);
 }
 
 double ratio(double predicted, double measured) { return predicted / measured; }
@@ -495,13 +495,13 @@ TEST_CASE("mma.sync kernels: warp instructions and issue rate match ncu (fa-sim'
     struct Profiled {
         const char* config;  // profile_bottlenecks.sh's name, and what the kernel's name contains
         const char* kernel;
-        Algo algo;
+        const Algorithm& algo;
         std::int64_t Br, Bc, q_splits;  // the kernel's tiles (fixed in the kernel; 0: the simulator's own)
         double instructions_tolerance;  // 0: not compared
     };
-    const Profiled kernels[] = {{"fa2_tc", "fa2_tc_forward", Algo::fa2, 64, 64, 0, 0.05},
-                                {"fa1_tc", "fa1_tc_forward", Algo::fa1, 16, 0, 16, 0.15},
-                                {"torch_flash", "flash_fwd", Algo::fa2, 0, 0, 0, 0}};
+    const Profiled kernels[] = {{"fa2_tc", "fa2_tc_forward", algorithm("fa2"), 64, 64, 0, 0.05},
+                                {"fa1_tc", "fa1_tc_forward", algorithm("fa1"), 16, 0, 16, 0.15},
+                                {"torch_flash", "flash_fwd", algorithm("fa2"), 0, 0, 0, 0}};
     const GpuSpec gpu = find_gpu_preset("H200");
     int checked = 0;
     for (int d : {64, 128}) {
@@ -514,7 +514,7 @@ TEST_CASE("mma.sync kernels: warp instructions and issue rate match ncu (fa-sim'
             const auto& ncu = found.front();
             TileRequest req;
             if (pk.Br > 0) req.Br = pk.Br;
-            if (pk.algo == Algo::fa1) req.Bc = d == 64 ? 256 : 128;  // fa1_tc: K/V tiles of 256 keys at d=64, 128 at d=128
+            if (pk.algo.id == "fa1") req.Bc = d == 64 ? 256 : 128;  // fa1_tc: K/V tiles of 256 keys at d=64, 128 at d=128
             else if (pk.Bc > 0) req.Bc = pk.Bc;
             if (pk.q_splits > 0) req.q_splits = pk.q_splits;
             req.registers_per_thread = static_cast<int>(ncu_number(ncu, "launch__registers_per_thread"));
@@ -583,16 +583,16 @@ TEST_CASE("CUDA-core kernels: FFMAs and shared-memory wavefronts match ncu (fp32
     struct Profiled {
         const char* config;  // profile_bottlenecks.sh's name
         const char* kernel;  // what the kernel's name contains
-        Algo algo;
+        const Algorithm& algo;
         std::size_t sim_kernel;       // index of the simulator's kernel
         std::int64_t Br, Bc, Br128, Bc128;  // the kernel's tiles at d=64 and d=128 (0: the simulator's)
         double wavefronts_tolerance;  // 0: not checked
     };
-    const Profiled kernels[] = {{"standard_tiled", "gemm_tiled_kernel<float, 1>", Algo::standard, 0, 0, 0, 0, 0, 0.05},
-                                {"standard_tiled", "gemm_tiled_kernel<float, 0>", Algo::standard, 2, 0, 0, 0, 0, 0.05},
-                                {"tiled", "tiled_two_pass", Algo::tiled, 0, 128, 128, 128, 64, 0.25},
-                                {"fa2", "fa2_forward", Algo::fa2, 0, 128, 128, 128, 64, 0.25},
-                                {"fa1", "fa1_forward", Algo::fa1, 1, 64, 227, 114, 114, 0}};
+    const Profiled kernels[] = {{"standard_tiled", "gemm_tiled_kernel<float, 1>", algorithm("standard"), 0, 0, 0, 0, 0, 0.05},
+                                {"standard_tiled", "gemm_tiled_kernel<float, 0>", algorithm("standard"), 2, 0, 0, 0, 0, 0.05},
+                                {"tiled", "tiled_two_pass", algorithm("tiled"), 0, 128, 128, 128, 64, 0.25},
+                                {"fa2", "fa2_forward", algorithm("fa2"), 0, 128, 128, 128, 64, 0.25},
+                                {"fa1", "fa1_forward", algorithm("fa1"), 1, 64, 227, 114, 114, 0}};
     const GpuSpec gpu = find_gpu_preset("H200");
     ModelOptions cuda_cores;
     cuda_cores.tensor_cores = false;
@@ -618,7 +618,7 @@ TEST_CASE("CUDA-core kernels: FFMAs and shared-memory wavefronts match ncu (fp32
             const double ffma = ncu_number(found.front(), "sm__sass_thread_inst_executed_op_ffma_pred_on.sum");
             const double wavefronts = ncu_number(found.front(), "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
             CAPTURE(pk.config, pk.kernel, d, k.lane_matmul_flops / 2, ffma, k.smem_wavefronts, wavefronts);
-            CHECK(ratio(static_cast<double>(k.lane_matmul_flops) / 2, ffma) == Approx(1.0).epsilon(pk.algo == Algo::fa1 ? 0.05 : 0.005));
+            CHECK(ratio(static_cast<double>(k.lane_matmul_flops) / 2, ffma) == Approx(1.0).epsilon(pk.algo.id == "fa1" ? 0.05 : 0.005));
             if (pk.wavefronts_tolerance > 0) {
                 CHECK(ratio(static_cast<double>(k.smem_wavefronts), wavefronts) == Approx(1.0).epsilon(pk.wavefronts_tolerance));
                 // The data bytes alone would say far fewer: the per-lane loads are the point.

@@ -149,7 +149,7 @@ std::string caption_text(const xmlcheck::Document& d) {
     return s;
 }
 
-const AlgorithmResult& result_of(const std::vector<AlgorithmResult>& rs, Algo a) {
+const AlgorithmResult& result_of(const std::vector<AlgorithmResult>& rs, const Algorithm* a) {
     for (const auto& r : rs)
         if (r.algo == a) return r;
     FAIL("algorithm missing");
@@ -175,9 +175,9 @@ TEST_CASE("traffic_vs_n: one point per N, closed forms, HBM limit marker", "[fig
     check_marks_inside(d);
 
     // Every simulated series has exactly one point per N of the sweep.
-    for (Algo a : kAllAlgos) {
+    for (const Algorithm* a : algorithms()) {
         for (const char* level : {" HBM", " DRAM"}) {
-            const std::string name = std::string(a == Algo::fa1 ? "FA1" : a == Algo::fa2 ? "FA2" : algo_name(a)) + level;
+            const std::string name = std::string(a->id == "fa1" ? "FA1" : a->id == "fa2" ? "FA2" : std::string(a->id)) + level;
             const SeriesData* s = find_series(f, name);
             REQUIRE(s);
             CHECK(s->x.size() == sweep.n.size());
@@ -192,8 +192,8 @@ TEST_CASE("traffic_vs_n: one point per N, closed forms, HBM limit marker", "[fig
     REQUIRE(fa2_cf);
     CHECK(find_series(f, "tiled closed form") == nullptr);
     const double e = 2, BH = 16, d_ = 64;
-    const auto fa1_bc = static_cast<double>(result_of(small_chosen(), Algo::fa1).tiles.Bc);
-    const auto fa2_br = static_cast<double>(result_of(small_chosen(), Algo::fa2).tiles.Br);
+    const auto fa1_bc = static_cast<double>(result_of(small_chosen(), &algorithm("fa1")).tiles.Bc);
+    const auto fa2_br = static_cast<double>(result_of(small_chosen(), &algorithm("fa2")).tiles.Br);
     CHECK(fa1_bc == 326);  // ⌈M/4d⌉ with M = 166912 B / 2 B on the A100
     CHECK(fa2_br == 128);
     for (std::size_t i = 0; i < sweep.n.size(); ++i) {
@@ -229,14 +229,16 @@ TEST_CASE("traffic_vs_n leaves out points over the work budget and says so", "[f
     req.problem.d = 128;
     req.problem.heads *= 2;
     req.sweep_n = {512, 1024, 2048, 16384};
-    const TileConfig t = choose_tiles(Algo::fa1, problem_at(req.problem, 16384), req.gpu, req.tiles);
+    const TileConfig t = choose_tiles(algorithm("fa1"), problem_at(req.problem, 16384), req.gpu, req.tiles);
     CHECK(t.Br == 42);
     CHECK(t.Bc == 42);
-    CHECK(tile_steps(Algo::fa1, problem_at(req.problem, 16384), t) ==
+    const Algorithm& fa1 = algorithm("fa1");
+    CHECK(fa1.tile_steps(problem_at(req.problem, 16384), t) ==
           req.problem.batch_heads() * ceil_div(16384, t.Br) * ceil_div(16384, t.Bc));
-    CHECK(tile_steps(Algo::fa1, problem_at(req.problem, 16384), t) > tile_step_budget(Algo::fa1));
+    CHECK(fa1.tile_steps(problem_at(req.problem, 16384), t) > fa1.tile_step_budget);
+    CHECK(over_budget(fa1, problem_at(req.problem, 16384), t));
     const NSweep sweep = run_n_sweep(req);
-    REQUIRE(sweep.algos[2] == Algo::fa1);
+    REQUIRE(sweep.algos[2] == &fa1);
     CHECK(sweep.over_budget[2] == std::vector<std::int64_t>{16384});
     CHECK(sweep.by_algo[2].size() == 3);
     for (std::size_t a : {0u, 1u, 3u}) {
@@ -253,9 +255,9 @@ TEST_CASE("traffic_vs_n leaves out points over the work budget and says so", "[f
     REQUIRE(f.notes.size() == 1);
     // The defaults at N=65536 stay within the budget.
     const FigureRequest def;
-    for (Algo a : kAllAlgos) {
+    for (const Algorithm* a : algorithms()) {
         const AttentionProblem p = problem_at(def.problem, 65536);
-        CHECK(tile_steps(a, p, choose_tiles(a, p, def.gpu, def.tiles)) <= tile_step_budget(a));
+        CHECK_FALSE(over_budget(*a, p, choose_tiles(*a, p, def.gpu, def.tiles)));
     }
 }
 
@@ -300,7 +302,7 @@ TEST_CASE("tensor_bars: one bar per algorithm and level, stacks only for tensors
         CHECK(dram == static_cast<double>(rs[a].dram.total()));
     }
     // FA2 alone: no S, P, m, ℓ.
-    const Figure only = tensor_bars(req, {result_of(rs, Algo::fa2)});
+    const Figure only = tensor_bars(req, {result_of(rs, &algorithm("fa2"))});
     CHECK(only.bars.stacks == std::vector<std::string>{"Q", "K", "V", "O", "LSE"});
     CHECK(contains(caption_text(d), "N=4096"));
 }
@@ -319,7 +321,7 @@ TEST_CASE("roofline: each algorithm at its intensity, DRAM points under the roof
     CHECK(roof->y[1] == peak);
     CHECK(roof->x[1] == Approx(peak / bw));
     for (const AlgorithmResult& r : rs) {
-        const std::string label = r.algo == Algo::fa1 ? "FA1" : r.algo == Algo::fa2 ? "FA2" : algo_name(r.algo);
+        const std::string label = r.algo->id == "fa1" ? "FA1" : r.algo->id == "fa2" ? "FA2" : std::string(r.algo->id);
         const SeriesData* h = find_series(f, label + ", HBM bytes");
         const SeriesData* m = find_series(f, label + ", DRAM bytes");
         REQUIRE(h);
@@ -336,8 +338,8 @@ TEST_CASE("roofline: each algorithm at its intensity, DRAM points under the roof
 TEST_CASE("block_size_sweep: traffic falls with block size, sizes that do not fit are left out", "[figures]") {
     const FigureRequest req = small_request();
     const BlockSizeSweep s = run_block_size_sweep(req);
-    REQUIRE(s.algos == std::vector<Algo>{Algo::fa1, Algo::fa2});
-    CHECK(s.fa1_br == 64);
+    REQUIRE(s.algos == std::vector<const Algorithm*>{&algorithm("fa1"), &algorithm("fa2")});
+    CHECK(s.fixed_br == std::vector<std::int64_t>{64, 0});
     const auto figs = block_size_sweep(req, s);
     REQUIRE(figs.size() == 2);
     CHECK(figs[0].name == "block_size_sweep_hbm");
@@ -378,14 +380,14 @@ TEST_CASE("block_size_sweep: traffic falls with block size, sizes that do not fi
 
     // Without FA1 or FA2 there is nothing to draw.
     FigureRequest std_only = small_request();
-    std_only.algos = {Algo::standard};
+    std_only.algos = {&algorithm("standard")};
     CHECK(block_size_sweep(std_only, run_block_size_sweep(std_only)).empty());
 }
 
 TEST_CASE("occupancy_timeline: one segment per scheduled block, idle SMs as empty rows", "[figures]") {
     const FigureRequest req = small_request();  // A100, B·H = 16
     const auto& rs = small_chosen();
-    for (Algo a : {Algo::fa1, Algo::fa2}) {
+    for (const Algorithm* a : {&algorithm("fa1"), &algorithm("fa2")}) {
         const AlgorithmResult& r = result_of(rs, a);
         const Figure f = occupancy_timeline(req, r);
         const KernelTiming& t = r.longest_kernel();
@@ -403,7 +405,7 @@ TEST_CASE("occupancy_timeline: one segment per scheduled block, idle SMs as empt
         std::set<std::size_t> busy_sms;
         for (const auto& s : f.timeline.segments) busy_sms.insert(s.row / static_cast<std::size_t>(bps));
         const std::string cap = caption_text(d);
-        if (a == Algo::fa1) {
+        if (a->id == "fa1") {
             CHECK(t.grid == 16);  // one block per batch·head
             CHECK(busy_sms.size() == 16);
             CHECK(108 - busy_sms.size() == 92);
@@ -421,7 +423,7 @@ TEST_CASE("measured results: a valid file is read, malformed ones name the field
     REQUIRE(m.results.size() == 1);
     CHECK(m.gpu == "H200");
     CHECK(m.driver == "580.65");
-    CHECK(m.results[0].algo == Algo::fa2);
+    CHECK(m.results[0].algo == &algorithm("fa2"));
     CHECK(m.results[0].N == 4096);
     CHECK(m.results[0].Nk == 4096);
     CHECK(m.results[0].measured_s == 3.3e-4);
@@ -490,7 +492,7 @@ TEST_CASE("measured results: a valid file is read, malformed ones name the field
         "v.json");
     REQUIRE(v.results.size() == 2);
     CHECK(v.results[1].kernel == "standard_cublas");
-    CHECK(v.results[1].algo == Algo::standard);
+    CHECK(v.results[1].algo == &algorithm("standard"));
     CHECK(v.results[1].dtype == DType::bf16);
     CHECK(v.results[1].causal);
     REQUIRE(v.failed.size() == 1);

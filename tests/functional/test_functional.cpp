@@ -61,21 +61,21 @@ TEST_CASE("every algorithm equals exact attention on fresh random inputs, all dt
     for (Shape s : {Shape{64, 64, 64}, Shape{100, 37, 32}, Shape{37, 100, 16}, Shape{1, 1, 16}, Shape{130, 129, 48}})
         for (DType t : {DType::fp32, DType::fp16, DType::bf16})
             for (bool causal : {false, true})
-                for (Algo a : kAllAlgos) {
-                    CAPTURE(algo_name(a), s.N, s.Nk, s.d, dtype_name(t), causal);
+                for (const Algorithm* a : algorithms()) {
+                    CAPTURE(std::string(a->id), s.N, s.Nk, s.d, dtype_name(t), causal);
                     const AttentionProblem p = make(s.N, s.Nk, s.d, 2, t, causal);
                     TileRequest req;  // several tiles per sequence, so tiling and online updates are exercised
-                    if (a != Algo::standard) req.Br = req.Bc = 32;
-                    const TileConfig tiles = choose_tiles(a, p, gpu(), req);
+                    if (a->id != "standard") req.Br = req.Bc = 32;
+                    const TileConfig tiles = choose_tiles(*a, p, gpu(), req);
                     const HeadInputs in = random_heads(p, seed);
-                    const FunctionalRun run = run_functional(a, p, gpu(), tiles, in.Q, in.K, in.V);
+                    const FunctionalRun run = run_functional(*a, p, gpu(), tiles, in.Q, in.K, in.V);
                     reference::AttentionOptions opt;
                     opt.causal = causal;
                     for (std::size_t h = 0; h < in.Q.size(); ++h) {
                         const auto check = reference::check_tolerance(run.O[h], in.Q[h], in.K[h], in.V[h], opt, t);
                         CAPTURE(h, check.error, check.bound, check.naive_error);
                         CHECK(check.pass);
-                        if (a != Algo::standard && t == DType::fp32) {
+                        if (a->id != "standard" && t == DType::fp32) {
                             const auto exact = reference::exact_attention(in.Q[h], in.K[h], in.V[h], opt);
                             CHECK(reference::check_lse(run.lse[h], in.Q[h], in.K[h], opt, exact).pass);
                         }
@@ -86,15 +86,15 @@ TEST_CASE("every algorithm equals exact attention on fresh random inputs, all dt
 TEST_CASE("rows that see no key (causal, Nk < N) give O = 0 and LSE = -inf, never NaN", "[functional][masked]") {
     const AttentionProblem p = make(37, 13, 16, 1, DType::fp16, true);  // bottom-right: rows 0..23 see nothing
     const HeadInputs in = random_heads(p, test_seed());
-    for (Algo a : kAllAlgos) {
-        CAPTURE(algo_name(a));
+    for (const Algorithm* a : algorithms()) {
+        CAPTURE(std::string(a->id));
         TileRequest req;
-        if (a != Algo::standard) req.Br = req.Bc = 8;
-        const FunctionalRun run = run_functional(a, p, gpu(), choose_tiles(a, p, gpu(), req), in.Q, in.K, in.V);
+        if (a->id != "standard") req.Br = req.Bc = 8;
+        const FunctionalRun run = run_functional(*a, p, gpu(), choose_tiles(*a, p, gpu(), req), in.Q, in.K, in.V);
         CHECK(run.O[0].topRows(24).isZero(0.0));
         CHECK(!run.O[0].bottomRows(13).isZero(0.0));
         CHECK(finite_or_masked(run.O[0]));
-        if (a != Algo::standard) {
+        if (a->id != "standard") {
             for (Eigen::Index i = 0; i < 24; ++i) CHECK(run.lse[0](i) == -std::numeric_limits<double>::infinity());
             for (Eigen::Index i = 24; i < 37; ++i) CHECK(std::isfinite(run.lse[0](i)));
         }
@@ -105,12 +105,12 @@ TEST_CASE("logits up to 1e4 produce no inf or NaN and still equal exact attentio
     for (const char* name : {"large_logits", "large_logits_causal"}) {
         const auto c = reference::named_case(name, DType::fp32);
         AttentionProblem p = make(c.inputs.Q.rows(), c.inputs.K.rows(), c.inputs.Q.cols(), 1, DType::fp32, c.options.causal);
-        for (Algo a : kAllAlgos) {
-            CAPTURE(name, algo_name(a));
+        for (const Algorithm* a : algorithms()) {
+            CAPTURE(name, std::string(a->id));
             TileRequest req;
-            if (a != Algo::standard) req.Br = req.Bc = 16;
+            if (a->id != "standard") req.Br = req.Bc = 16;
             const FunctionalRun run =
-                run_functional(a, p, gpu(), choose_tiles(a, p, gpu(), req), {c.inputs.Q}, {c.inputs.K}, {c.inputs.V});
+                run_functional(*a, p, gpu(), choose_tiles(*a, p, gpu(), req), {c.inputs.Q}, {c.inputs.K}, {c.inputs.V});
             CHECK(finite_or_masked(run.O[0]));
             CHECK(reference::check_tolerance(run.O[0], c.inputs.Q, c.inputs.K, c.inputs.V, c.options, DType::fp32).pass);
         }
@@ -119,14 +119,14 @@ TEST_CASE("logits up to 1e4 produce no inf or NaN and still equal exact attentio
 
 TEST_CASE("functional and counting executors report identical traffic and FLOPs", "[functional][counts]") {
     for (auto [N, Nk, d, causal] : {std::tuple{64L, 64L, 64L, false}, {100L, 37L, 32L, true}, {130L, 129L, 48L, true}})
-        for (Algo a : kAllAlgos) {
-            CAPTURE(algo_name(a), N, Nk, d, causal);
+        for (const Algorithm* a : algorithms()) {
+            CAPTURE(std::string(a->id), N, Nk, d, causal);
             const AttentionProblem p = make(N, Nk, d, 3, DType::fp16, causal);
             TileRequest req;
-            if (a != Algo::standard) req.Br = req.Bc = 32;
-            const AlgorithmResult counted = simulate(a, p, gpu(), req);
+            if (a->id != "standard") req.Br = req.Bc = 32;
+            const AlgorithmResult counted = simulate(*a, p, gpu(), req);
             const HeadInputs in = random_heads(p, 1);
-            const FunctionalRun run = run_functional(a, p, gpu(), counted.tiles, in.Q, in.K, in.V);
+            const FunctionalRun run = run_functional(*a, p, gpu(), counted.tiles, in.Q, in.K, in.V);
             REQUIRE(run.kernels.size() == counted.kernels.size());
             for (std::size_t k = 0; k < run.kernels.size(); ++k) {
                 const KernelRecord &f = run.kernels[k], &c = counted.kernels[k];
@@ -148,7 +148,7 @@ TEST_CASE("the FA1 vs FA2 difference in non-matmul work is what the functional r
     TileRequest req;
     req.Br = req.Bc = 32;
     const HeadInputs in = random_heads(p, 3);
-    auto nonmatmul = [&](Algo a) {
+    auto nonmatmul = [&](const Algorithm& a) {
         const auto run = run_functional(a, p, gpu(), choose_tiles(a, p, gpu(), req), in.Q, in.K, in.V);
         std::int64_t n = 0;
         for (const auto& k : run.kernels) n += k.nonmatmul_flops;
@@ -157,7 +157,7 @@ TEST_CASE("the FA1 vs FA2 difference in non-matmul work is what the functional r
     // Per inner step FA1 rescales O twice, adds and divides (4·Br·d) where FA2 rescales once (Br·d);
     // FA2 divides once at the end. 16 steps of 32x32 (d = 32).
     const std::int64_t Br = 32, d = 32, steps = 16;
-    const std::int64_t fa1 = nonmatmul(Algo::fa1), fa2 = nonmatmul(Algo::fa2);
+    const std::int64_t fa1 = nonmatmul(algorithm("fa1")), fa2 = nonmatmul(algorithm("fa2"));
     CHECK(fa1 > fa2);
     CHECK(fa1 - fa2 >= steps * 3 * Br * d - 4 * Br * d);
 }

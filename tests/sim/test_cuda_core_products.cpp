@@ -67,7 +67,7 @@ TEST_CASE("the counting executor: the tiled GEMM's shared-memory wavefronts are 
     const auto p = problem(1024, 64, 4, DType::fp32, false);
     ModelOptions cuda_cores;
     cuda_cores.tensor_cores = false;
-    const AlgorithmResult r = simulate(Algo::standard, p, find_gpu_preset("H200"), {}, cuda_cores);
+    const AlgorithmResult r = simulate(algorithm("standard"), p, find_gpu_preset("H200"), {}, cuda_cores);
     const KernelRecord& qk = r.kernels.front();
     const std::int64_t blocks = qk.desc.grid(), k_steps = p.d / 32;
     // 8 warps x 64 k x 6 per block, and each k-step's A and B tiles (64 x 32 fp32 each) written once by

@@ -3,7 +3,6 @@
 // The Q/O/ℓ/m traffic is Algorithm 1's; only the K/V reads multiply (fewer when causal).
 #include <catch2/catch.hpp>
 
-#include "closed_forms.hpp"
 #include "common/errors.hpp"
 #include "exec/functional_executor.hpp"
 #include "inputs.hpp"
@@ -22,7 +21,7 @@ AlgorithmResult fa1_with(const AttentionProblem& p, std::int64_t q_splits, std::
     req.Br = Br;
     req.Bc = Bc;
     req.q_splits = q_splits;
-    return simulate(Algo::fa1, p, a100(), req);
+    return simulate(algorithm("fa1"), p, a100(), req);
 }
 
 }  // namespace
@@ -38,7 +37,8 @@ TEST_CASE("FA1 q_splits = s (non-causal) reads K and V exactly s times as often,
             REQUIRE(split.tiles.q_splits == s);
             REQUIRE(split.tiles.Br == one.tiles.Br);
             REQUIRE(split.tiles.Bc == one.tiles.Bc);
-            CHECK(one.hbm.read_bytes() == fa1_bytes(p, one.tiles.Bc).read);  // q_splits = 1 is Algorithm 1
+            CHECK(one.hbm.read_bytes() == one.algo->closed_form(p, one.tiles).hbm->read);  // q_splits = 1 is Algorithm 1
+            CHECK(split.hbm.read_bytes() == split.algo->closed_form(p, split.tiles).hbm->read);  // K, V read s times
             CHECK(split.kernels.back().desc.blocks_per_head == s);
             CHECK(split.kernels.back().desc.grid() == s * p.batch_heads());
             for (std::string_view n : {"K", "V"}) {
@@ -76,7 +76,7 @@ TEST_CASE("FA1 causal with q_splits = 3 and ragged N equals exact attention, and
             const auto& Q = in.Q;
             const auto& K = in.K;
             const auto& V = in.V;
-            const FunctionalRun run = run_functional(Algo::fa1, p, a100(), split.tiles, Q, K, V);
+            const FunctionalRun run = run_functional(algorithm("fa1"), p, a100(), split.tiles, Q, K, V);
             reference::AttentionOptions opt;
             opt.causal = true;
             for (std::size_t h = 0; h < Q.size(); ++h) {
@@ -104,17 +104,17 @@ TEST_CASE("choose_tiles refuses q_splits outside 1..Tr and for algorithms other 
     TileRequest req;
     req.Br = 16;  // Tr = 13
     req.q_splits = 14;
-    CHECK_THROWS_WITH(choose_tiles(Algo::fa1, p, a100(), req), Catch::Contains("--q-splits 14 is out of range") &&
+    CHECK_THROWS_WITH(choose_tiles(algorithm("fa1"), p, a100(), req), Catch::Contains("--q-splits 14 is out of range") &&
                                                                    Catch::Contains("1..Tr = ceil(N/Br) = 13") &&
                                                                    Catch::Contains("Fix:"));
     req.q_splits = -1;
-    CHECK_THROWS_AS(choose_tiles(Algo::fa1, p, a100(), req), UsageError);
+    CHECK_THROWS_AS(choose_tiles(algorithm("fa1"), p, a100(), req), UsageError);
     req.q_splits = 13;
-    CHECK(choose_tiles(Algo::fa1, p, a100(), req).q_splits == 13);
+    CHECK(choose_tiles(algorithm("fa1"), p, a100(), req).q_splits == 13);
     req.q_splits = 2;
-    for (Algo a : {Algo::standard, Algo::tiled, Algo::fa2}) {
-        CAPTURE(algo_name(a));
-        CHECK_THROWS_WITH(choose_tiles(a, p, a100(), req),
+    for (const Algorithm* a : {&algorithm("standard"), &algorithm("tiled"), &algorithm("fa2")}) {
+        CAPTURE(std::string(a->id));
+        CHECK_THROWS_WITH(choose_tiles(*a, p, a100(), req),
                           Catch::Contains("--q-splits 2 does not apply to") && Catch::Contains("--algo fa1"));
     }
 }

@@ -12,7 +12,7 @@ using namespace fasim::test;
 namespace {
 
 // Warp instructions of the main kernel of a one-head problem, per warp.
-double per_warp(Algo algo, const AttentionProblem& p, const TileRequest& req) {
+double per_warp(const Algorithm& algo, const AttentionProblem& p, const TileRequest& req) {
     const AlgorithmResult r = simulate(algo, p, find_gpu_preset("H200"), req, {});
     const KernelRecord& k = r.kernels.back();
     REQUIRE(k.desc.grid() == 1);
@@ -31,13 +31,13 @@ TileRequest tiles(std::int64_t Br, std::int64_t Bc) {
 TEST_CASE("fa2_tc: one K/V tile costs a warp what its SASS issues (442 instructions at d=64, 730 at d=128)", "[issue]") {
     // One 64-row Q tile against 64 then 128 keys: one more K/V tile of 64 keys per warp.
     const TileRequest t = tiles(64, 64);
-    const double d64 = per_warp(Algo::fa2, problem(64, 64, 1, DType::fp16, false, 128), t) -
-                       per_warp(Algo::fa2, problem(64, 64, 1, DType::fp16, false, 64), t);
+    const double d64 = per_warp(algorithm("fa2"), problem(64, 64, 1, DType::fp16, false, 128), t) -
+                       per_warp(algorithm("fa2"), problem(64, 64, 1, DType::fp16, false, 64), t);
     // cuda/sass/fa2_tc_fp16_d64.sass, the path through 1010-1740, 1760-26f0, 40e0-4590: the costs were
     // read off this kernel, so its step is matched closely.
     CHECK(d64 == Approx(442).epsilon(0.03));
-    const double d128 = per_warp(Algo::fa2, problem(64, 128, 1, DType::fp16, false, 128), t) -
-                        per_warp(Algo::fa2, problem(64, 128, 1, DType::fp16, false, 64), t);
+    const double d128 = per_warp(algorithm("fa2"), problem(64, 128, 1, DType::fp16, false, 128), t) -
+                        per_warp(algorithm("fa2"), problem(64, 128, 1, DType::fp16, false, 64), t);
     // The 168-register build spills and recomputes indices (10 LDL, 13 S2R per step): the model is 9% low.
     CHECK(d128 == Approx(730).epsilon(0.10));
     CHECK(d128 < 730);
@@ -48,8 +48,8 @@ TEST_CASE("fa2_tc: one K/V tile costs a warp what its SASS issues (442 instructi
 TEST_CASE("fa1_tc: one Q tile against the block's K/V tile costs a warp 12% less than its SASS issues (576)", "[issue]") {
     // 16-row Q tiles, 256 keys split over 4 warps (fa1_tc at d=64): 1 and then 2 Q tiles, one K/V tile.
     const TileRequest t = tiles(16, 256);
-    const double step = per_warp(Algo::fa1, problem(32, 64, 1, DType::fp16, false, 256), t) -
-                        per_warp(Algo::fa1, problem(16, 64, 1, DType::fp16, false, 256), t);
+    const double step = per_warp(algorithm("fa1"), problem(32, 64, 1, DType::fp16, false, 256), t) -
+                        per_warp(algorithm("fa1"), problem(16, 64, 1, DType::fp16, false, 256), t);
     // cuda/sass/fa1_tc_fp16_d64.sass, the common path (README there): 576. The cost table does not hold
     // fa1_tc's per-thread row statistics with two IEEE divisions, its 4-byte stores of the fp32 running O
     // and its per-step addressing: the model is low, not high. ncu agrees (610 per step measured with the

@@ -19,7 +19,7 @@ namespace {
 AlgorithmResult standard_with(const AttentionProblem& p, MatmulMode m) {
     TileRequest req;
     req.matmul = m;
-    return simulate(Algo::standard, p, find_gpu_preset("H200"), req);
+    return simulate(algorithm("standard"), p, find_gpu_preset("H200"), req);
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ TEST_CASE("library GEMM tiles on ragged sizes equal exact attention, causal or n
             const auto& Q = in.Q;
             const auto& K = in.K;
             const auto& V = in.V;
-            const FunctionalRun run = run_functional(Algo::standard, p, find_gpu_preset("H200"), lib.tiles, Q, K, V);
+            const FunctionalRun run = run_functional(algorithm("standard"), p, find_gpu_preset("H200"), lib.tiles, Q, K, V);
             reference::AttentionOptions opt;
             opt.causal = causal;
             for (std::size_t h = 0; h < Q.size(); ++h) {

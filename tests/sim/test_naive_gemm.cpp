@@ -19,7 +19,7 @@ AlgorithmResult naive(const AttentionProblem& p, const GpuSpec& gpu) {
     req.matmul = MatmulMode::naive;
     ModelOptions cuda_cores;
     cuda_cores.tensor_cores = false;
-    return simulate(Algo::standard, p, gpu, req, cuda_cores);
+    return simulate(algorithm("standard"), p, gpu, req, cuda_cores);
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ TEST_CASE("naive GEMM: bound by L2 requests, at the measured request rate (H200)
     TileRequest tiled;
     ModelOptions cuda_cores;
     cuda_cores.tensor_cores = false;
-    const AlgorithmResult t = simulate(Algo::standard, p, h200, tiled, cuda_cores);
+    const AlgorithmResult t = simulate(algorithm("standard"), p, h200, tiled, cuda_cores);
     for (const KernelTiming& kt : t.timing) CHECK(kt.l2_requests_s < kt.l2_s + 1e-12);
     for (const KernelTiming& kt : t.timing) CHECK(kt.bound.find("L2 requests") == std::string::npos);
 }

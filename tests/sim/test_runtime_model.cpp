@@ -31,8 +31,8 @@ TEST_CASE("Hopper: flash kernels run at the measured mma.sync rate, standard's G
     no_mma.measured.mma_sync_fp16_flops = 0;
     const double ratio = h200.matmul_flops(DType::fp16) / h200.mma_sync_flops(DType::fp16);
 
-    const AlgorithmResult fa2 = simulate(Algo::fa2, p, h200, {}, {});
-    const AlgorithmResult fa2_lib = simulate(Algo::fa2, p, no_mma, {}, {});
+    const AlgorithmResult fa2 = simulate(algorithm("fa2"), p, h200, {}, {});
+    const AlgorithmResult fa2_lib = simulate(algorithm("fa2"), p, no_mma, {}, {});
     CHECK(matmul_seconds(fa2, "fa2_forward") / matmul_seconds(fa2_lib, "fa2_forward") == Approx(ratio).epsilon(1e-9));
     // At d=64 the online softmax outweighs the mma.sync time (FA2 paper, section 3.1: non-matmul FLOPs
     // are far slower): with the default 128x128 tiles each warp holds two 16-row mma blocks, enough
@@ -42,8 +42,8 @@ TEST_CASE("Hopper: flash kernels run at the measured mma.sync rate, standard's G
     CHECK(t.issue_s < t.matmul_s + t.nonmatmul_s + t.sfu_s);
     CHECK(t.bound.find("non-matmul") != std::string::npos);
 
-    const AlgorithmResult std_h = simulate(Algo::standard, p, h200, {}, {});
-    const AlgorithmResult std_lib = simulate(Algo::standard, p, no_mma, {}, {});
+    const AlgorithmResult std_h = simulate(algorithm("standard"), p, h200, {}, {});
+    const AlgorithmResult std_lib = simulate(algorithm("standard"), p, no_mma, {}, {});
     CHECK(matmul_seconds(std_h, "gemm_qk") == matmul_seconds(std_lib, "gemm_qk"));
     CHECK(matmul_seconds(std_h, "gemm_pv") == matmul_seconds(std_lib, "gemm_pv"));
 }
@@ -53,7 +53,7 @@ TEST_CASE("CUDA-core runs: the fp32 rate, scaled by how often a scheduler finds 
     ModelOptions cuda_cores;
     cuda_cores.tensor_cores = false;
     const AttentionProblem p = problem(2048, 64, 16, DType::fp32);
-    const AlgorithmResult fa2 = simulate(Algo::fa2, p, h200, {}, cuda_cores);
+    const AlgorithmResult fa2 = simulate(algorithm("fa2"), p, h200, {}, cuda_cores);
     const KernelTiming& t = fa2.timing.front();
     // fa-sim's CUDA-core FA2 stages S in shared memory: 160 KiB per block, one 4-warp block per SM,
     // one warp per scheduler, which issues in 37% of cycles (ncu on the H200).
@@ -66,7 +66,7 @@ TEST_CASE("CUDA-core runs: the fp32 rate, scaled by how often a scheduler finds 
           Approx(flops_on_busiest_sm / (0.37 * h200.effective_fp32_flops() / h200.sm_count)).epsilon(1e-9));
 
     // Standard attention's GEMMs hold 8 warps per block and several blocks per SM: latency is hidden.
-    const AlgorithmResult standard = simulate(Algo::standard, p, h200, {}, cuda_cores);
+    const AlgorithmResult standard = simulate(algorithm("standard"), p, h200, {}, cuda_cores);
     for (const KernelTiming& k : standard.timing) {
         INFO(k.name);
         CHECK(k.issue_fraction > 0.95);
@@ -84,7 +84,7 @@ TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the scheduler
     fa2_tc.Br = 64;
     fa2_tc.Bc = 64;
     fa2_tc.registers_per_thread = 158;
-    const AlgorithmResult r = simulate(Algo::fa2, problem(4096, 64, 16, DType::fp16), h200, fa2_tc, {});
+    const AlgorithmResult r = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), h200, fa2_tc, {});
     CHECK(r.tiles.scores == Space::Registers);  // S and P never leave the registers on the tensor cores
     const KernelRecord& k = r.kernels.front();
     const KernelTiming& t = r.timing.front();
@@ -108,17 +108,17 @@ TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the scheduler
     wide.Br = 128;
     wide.Bc = 64;
     wide.registers_per_thread = 255;  // PyTorch 2.11's flash_fwd_kernel: two 4-warp blocks per SM
-    const AlgorithmResult w = simulate(Algo::fa2, problem(4096, 64, 16, DType::fp16), h200, wide, {});
+    const AlgorithmResult w = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), h200, wide, {});
     REQUIRE(w.kernels.front().occupancy.blocks_per_sm == 2);
     CHECK(w.kernels.front().row_blocks_per_warp == 2);
     CHECK(w.timing.front().issue_fraction == Approx(1 - std::pow(0.83, 2.0 * 2)));
 
     // Not for fp32 inputs (no 16-bit mma.sync) nor for a library GEMM (measured rate, wgmma): no issue term.
-    const AlgorithmResult fp32 = simulate(Algo::fa2, problem(2048, 64, 16, DType::fp32), h200, {}, {});
+    const AlgorithmResult fp32 = simulate(algorithm("fa2"), problem(2048, 64, 16, DType::fp32), h200, {}, {});
     CHECK(fp32.timing.front().issue_s == 0);
     TileRequest library;
     library.matmul = MatmulMode::library;
-    for (const KernelTiming& g : simulate(Algo::standard, problem(2048, 64, 16, DType::fp16), h200, library, {}).timing) {
+    for (const KernelTiming& g : simulate(algorithm("standard"), problem(2048, 64, 16, DType::fp16), h200, library, {}).timing) {
         INFO(g.name);
         CHECK(g.issue_s == 0);
     }
@@ -131,9 +131,9 @@ TEST_CASE("a compiled kernel's register count (fa-sim option registers) sets the
     req.Bc = 64;
     const AttentionProblem p = problem(4096, 128, 16, DType::fp16);
     req.registers_per_thread = 192;  // fa2_tc at d=128 before its launch bounds: 192 * 128 threads -> 2 blocks
-    CHECK(simulate(Algo::fa2, p, h200, req, {}).kernels.front().occupancy.blocks_per_sm == 2);
+    CHECK(simulate(algorithm("fa2"), p, h200, req, {}).kernels.front().occupancy.blocks_per_sm == 2);
     req.registers_per_thread = 168;  // with __launch_bounds__(128, 3): three blocks fit the 64K registers
-    CHECK(simulate(Algo::fa2, p, h200, req, {}).kernels.front().occupancy.blocks_per_sm == 3);
+    CHECK(simulate(algorithm("fa2"), p, h200, req, {}).kernels.front().occupancy.blocks_per_sm == 3);
     req.registers_per_thread = 256;
-    CHECK_THROWS_WITH(simulate(Algo::fa2, p, h200, req, {}), Catch::Contains("--registers 256") && Catch::Contains("1..255"));
+    CHECK_THROWS_WITH(simulate(algorithm("fa2"), p, h200, req, {}), Catch::Contains("--registers 256") && Catch::Contains("1..255"));
 }

@@ -1,7 +1,6 @@
 // The papers' scaling laws and comparisons, checked on the simulator's counts.
 #include <catch2/catch.hpp>
 
-#include "closed_forms.hpp"
 #include "test_helpers.hpp"
 
 using namespace fasim;
@@ -12,8 +11,8 @@ TEST_CASE("FA1's HBM traffic is Theta(N^2 d^2 / M): doubling SRAM halves its N^2
     big.smem_per_block_bytes *= 2;
     big.smem_per_sm_bytes *= 2;
     const auto p = problem(16384, 64);
-    const auto base = simulate(Algo::fa1, p, a100());
-    const auto more = simulate(Algo::fa1, p, big);
+    const auto base = simulate(algorithm("fa1"), p, a100());
+    const auto more = simulate(algorithm("fa1"), p, big);
     // Everything that does not grow with Tc: K, V read once, O/l/m initialised once.
     const double e = 2, N = 16384, d = 64, BH = 16;
     const double linear = BH * (2 * N * d * e + N * d * e + 2 * N * 4);
@@ -28,23 +27,23 @@ TEST_CASE("standard attention's HBM traffic does not depend on SRAM size", "[sca
     big.smem_per_block_bytes *= 2;
     big.smem_per_sm_bytes *= 2;
     const auto p = problem(4096, 64);
-    CHECK(simulate(Algo::standard, p, a100()).hbm.total() == simulate(Algo::standard, p, big).hbm.total());
+    CHECK(simulate(algorithm("standard"), p, a100()).hbm.total() == simulate(algorithm("standard"), p, big).hbm.total());
 }
 
 TEST_CASE("FA2 moves fewer bytes than FA1, and both far fewer than standard, for N >= 1024 at d=64", "[scaling]") {
     for (std::int64_t N = 1024; N <= 32768; N *= 2) {
         CAPTURE(N);
         const auto p = problem(N, 64);
-        const auto std_ = simulate(Algo::standard, p, a100());
-        const auto fa1 = simulate(Algo::fa1, p, a100());
-        const auto fa2 = simulate(Algo::fa2, p, a100());
+        const auto std_ = simulate(algorithm("standard"), p, a100());
+        const auto fa1 = simulate(algorithm("fa1"), p, a100());
+        const auto fa2 = simulate(algorithm("fa2"), p, a100());
         // DRAM, as the hardware counters read it: FA2 reaches compulsory traffic.
         CHECK(fa2.dram.total() < fa1.dram.total());
         // The papers' sense, at equal tiles (FA1's K/V tile = FA2's Q tile): FA2 re-reads K and V
         // (2 tiles per step) where FA1 reads Q and O and writes O back (3 per step).
         TileRequest same;
         same.Bc = fa2.tiles.Br;
-        CHECK(fa2.hbm.total() < simulate(Algo::fa1, p, a100(), same).hbm.total());
+        CHECK(fa2.hbm.total() < simulate(algorithm("fa1"), p, a100(), same).hbm.total());
         // FA1's ratio is N-independent: per outer step Q (d·e) and the fp32 running O (8d) per row
         // against standard's 4·N·e, i.e. (d·e + 8d + 16) / (4·e·Bc) = 0.25 at fp16 d=64, Bc=326.
         CHECK(fa1.hbm.total() * 3 < std_.hbm.total());
@@ -57,16 +56,16 @@ TEST_CASE("matmul FLOPs are 4*B*H*N*Nk*d for the forward pass", "[flops]") {
     for (auto [N, Nk] : {std::pair{4096L, 4096L}, {1000L, 777L}}) {
         const auto p = problem(N, 64, 16, DType::fp16, false, Nk);
         const std::int64_t expected = 4 * 16 * N * Nk * 64;
-        for (Algo a : {Algo::standard, Algo::fa1, Algo::fa2}) CHECK(simulate(a, p, a100()).matmul_flops == expected);
+        for (const Algorithm* a : {&algorithm("standard"), &algorithm("fa1"), &algorithm("fa2")}) CHECK(simulate(*a, p, a100()).matmul_flops == expected);
         // tiled recomputes Q·Kᵀ in its second pass
-        CHECK(simulate(Algo::tiled, p, a100()).matmul_flops == expected / 2 * 3);
+        CHECK(simulate(algorithm("tiled"), p, a100()).matmul_flops == expected / 2 * 3);
     }
 }
 
 TEST_CASE("causal FLOPs: whole tiles above the diagonal are skipped, counted exactly", "[flops][causal]") {
     const std::int64_t N = 4096, d = 64, BH = 16;
     const auto p = problem(N, d, BH, DType::fp16, true);
-    const auto r = simulate(Algo::fa2, p, a100());
+    const auto r = simulate(algorithm("fa2"), p, a100());
     const std::int64_t Br = r.tiles.Br, Bc = r.tiles.Bc;
     std::int64_t pairs_computed = 0;
     for (std::int64_t q0 = 0; q0 < N; q0 += Br)
@@ -83,29 +82,29 @@ TEST_CASE("FA2 does fewer non-matmul FLOPs than FA1 (FA2 paper, section 3.1)", "
         same.Br = 64;
         same.Bc = 128;
         const auto p = problem(N, 64);
-        CHECK(simulate(Algo::fa2, p, a100(), same).nonmatmul_flops < simulate(Algo::fa1, p, a100(), same).nonmatmul_flops);
-        CHECK(simulate(Algo::fa2, p, a100()).nonmatmul_flops < simulate(Algo::fa1, p, a100()).nonmatmul_flops);
+        CHECK(simulate(algorithm("fa2"), p, a100(), same).nonmatmul_flops < simulate(algorithm("fa1"), p, a100(), same).nonmatmul_flops);
+        CHECK(simulate(algorithm("fa2"), p, a100()).nonmatmul_flops < simulate(algorithm("fa1"), p, a100()).nonmatmul_flops);
     }
 }
 
 TEST_CASE("grids: FA1 launches B*H blocks, FA2 B*H*ceil(N/Br), and B*H=16 leaves 92 of 108 A100 SMs idle", "[grid]") {
     const auto p = problem(4096, 64, 16);
-    const auto fa1 = simulate(Algo::fa1, p, a100());
-    const auto fa2 = simulate(Algo::fa2, p, a100());
+    const auto fa1 = simulate(algorithm("fa1"), p, a100());
+    const auto fa2 = simulate(algorithm("fa2"), p, a100());
     const auto& fa1_main = fa1.kernels.back();
     REQUIRE(fa1_main.desc.name == "fa1_forward");
     CHECK(fa1_main.desc.grid() == 16);
     CHECK(fa1.timing.back().idle_sms == 108 - 16);
-    CHECK(fa2.kernels.front().desc.grid() == 16 * cdiv(4096, fa2.tiles.Br));
+    CHECK(fa2.kernels.front().desc.grid() == 16 * ceil_div(4096, fa2.tiles.Br));
     CHECK(fa2.timing.front().idle_sms == 0);
     CHECK(fa2.time_s < fa1.time_s);  // parallelism over the sequence (FA2 paper, section 3.2)
 }
 
 TEST_CASE("the shared memory a block holds while running equals the tile formula", "[smem]") {
-    for (Algo a : kAllAlgos)
+    for (const Algorithm* a : algorithms())
         for (DType t : {DType::fp16, DType::fp32}) {
-            CAPTURE(algo_name(a), dtype_name(t));
-            const auto r = simulate(a, problem(2048, 64, 2, t), a100());
+            CAPTURE(std::string(a->id), dtype_name(t));
+            const auto r = simulate(*a, problem(2048, 64, 2, t), a100());
             std::int64_t peak = 0;
             for (const auto& k : r.kernels) peak = std::max(peak, k.smem_bytes_per_block);
             CHECK(peak == r.tiles.smem_bytes);
@@ -118,8 +117,8 @@ TEST_CASE("64-bit counters: the largest problem the CLI accepts does not overflo
     TileRequest big;
     big.Br = 1024;
     big.Bc = 1024;
-    const auto r = simulate(Algo::fa2, p, find_gpu_preset("H200"), big);
-    CHECK(r.hbm.read_bytes() == fa2_bytes(p, 1024).read);
+    const auto r = simulate(algorithm("fa2"), p, find_gpu_preset("H200"), big);
+    CHECK(r.hbm.read_bytes() == r.algo->closed_form(p, r.tiles).hbm->read);
     CHECK(r.matmul_flops == std::int64_t{4} * 1024 * (std::int64_t{1} << 40) * 16);
     CHECK(r.time_s > 0);
 }

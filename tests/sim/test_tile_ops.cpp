@@ -81,7 +81,7 @@ TEST_CASE("matmul with the first operand transposed computes dSᵀQ (the backwar
     CHECK(k.matmul_flops == 2 * n * m * d);  // the same FLOPs as the untransposed m x n x d product
 }
 
-TEST_CASE("stores that accumulate: every block's tile is added; atomic adds reach DRAM once", "[tile-ops]") {
+TEST_CASE("stores that accumulate add every block's tile, and atomic adds reach DRAM once", "[tile-ops]") {
     const std::int64_t blocks = 8, rows = 4, cols = 32;
     const Matrix X = reference::random_normal(blocks * rows, cols, 5);
     for (StoreMode mode : {StoreMode::accumulate, StoreMode::atomic_add}) {

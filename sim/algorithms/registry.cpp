@@ -1,0 +1,44 @@
+// The registry: every algorithm fa-sim knows, in the order reports list them. An algorithm is its
+// own file (this folder); to add one, declare its function here and list it
+// (docs/adding-an-algorithm.md).
+#include <stdexcept>
+
+#include "algorithms/algorithm.hpp"
+
+namespace fasim {
+
+const Algorithm& standard_attention_algorithm();
+const Algorithm& tiled_attention_algorithm();
+const Algorithm& flash_attention_1_algorithm();
+const Algorithm& flash_attention_2_algorithm();
+
+std::span<const Algorithm* const> algorithms() {
+    static const Algorithm* const registry[] = {
+        &standard_attention_algorithm(),
+        &tiled_attention_algorithm(),
+        &flash_attention_1_algorithm(),
+        &flash_attention_2_algorithm(),
+    };
+    return registry;
+}
+
+const Algorithm* find_algorithm(std::string_view id) {
+    for (const Algorithm* a : algorithms())
+        if (a->id == id) return a;
+    return nullptr;
+}
+
+const Algorithm& algorithm(std::string_view id) {
+    if (const Algorithm* a = find_algorithm(id)) return *a;
+    throw std::invalid_argument("no algorithm '" + std::string(id) + "' in the registry (" + algorithm_ids() + ")");
+}
+
+std::string algorithm_ids(std::string_view last_separator) {
+    std::string s;
+    const auto all = algorithms();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == all.size() ? std::string(last_separator) : std::string(", ")) + std::string(all[i]->id);
+    return s;
+}
+
+}  // namespace fasim
