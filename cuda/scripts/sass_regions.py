@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instruction counts of address ranges of one kernel's SASS: how the per-operation costs of
-sim/exec/issue_costs.hpp were read off fa-sim's tensor-core kernels (cuda/sass/README.md).
+sim/kernels/issue_costs.hpp were read off fa-sim's tensor-core kernels (cuda/sass/README.md).
 
     # the SASS of one object (cuobjdump ships with the CUDA toolkit; pip's nvidia-cuda-cuobjdump has it too)
     nvcc -O3 -DNDEBUG -std=c++20 -arch=sm_90 -cubin -Icuda -Ireference -o fa2_tc.cubin cuda/kernels/fa2_tensor_core.cu

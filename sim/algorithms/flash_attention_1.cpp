@@ -67,7 +67,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const KernelDesc kernel{"fa1_forward",
                             (splits == 1 ? std::string("one block") : std::to_string(splits) + " blocks (Q tiles round-robin)") +
                                 " per batch*head; outer loop K/V tiles, inner loop Q tiles",
-                            splits, BH, cfg.warps, MatrixInstruction::mma_sync, flash_lanes(p, /*max_rows_per_lane=*/4)};
+                            splits, BH, cfg.warps};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t s) {
         // Causal visibility only grows down the rows, so the block's last Q tile sees every K/V
         // tile any of its Q tiles sees; the block does not load the ones after it.

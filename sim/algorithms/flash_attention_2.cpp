@@ -21,8 +21,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
     const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
-                            Tr, BH, cfg.warps, MatrixInstruction::mma_sync,
-                            flash_lanes(p, std::int64_t{1} << 30, cfg.scores == Space::Shared)};
+                            Tr, BH, cfg.warps};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");

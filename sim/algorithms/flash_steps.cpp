@@ -1,6 +1,7 @@
 #include "algorithms/flash_steps.hpp"
 
 #include "common/errors.hpp"
+#include "kernels/kernel_execution.hpp"
 
 namespace fasim {
 

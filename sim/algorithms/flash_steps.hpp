@@ -31,21 +31,6 @@ inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::i
             x.declare({"LSE", BH, 1, p.N, 4, 1, Br, true})};
 }
 
-// How fa-sim's CUDA-core flash kernels lay a warp's products over its lanes (flash_common.cuh):
-// 4 x 8 lanes, each scoring 4 keys at a time (2 at d = 128, where O holds 128 registers per lane);
-// FA1 works in 16-row chunks of the Q tile (4 rows per lane). FA2 and tiled, when they stage S in
-// shared memory (the CUDA-core kernels), pad its rows and Q's and K's, not V's, whose rows the lanes
-// read along (smem_layouts.hpp); FA1's own layout (its U buffer) is not modelled.
-inline LaneGrid flash_lanes(const AttentionProblem& p, std::int64_t max_rows_per_lane = std::int64_t{1} << 30,
-                            bool padded_rows = false) {
-    LaneGrid g;
-    g.max_rows = max_rows_per_lane;
-    g.score_cols = p.d >= 128 ? 2 : 4;
-    g.padded_rows = padded_rows;
-    g.unpadded_tensors = {"V"};
-    return g;
-}
-
 // S_ij = Q_i·K_jᵀ for the tile whose top-left element is S[q0][k0], masked where it
 // crosses the causal diagonal. `split` says how the warps divide the product; `space`
 // where the tile lives (TileConfig::scores).

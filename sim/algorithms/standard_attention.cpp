@@ -35,9 +35,6 @@ Region b_tile(const GemmShape& g, std::int64_t n0, std::int64_t nc, std::int64_t
     return g.b_transposed ? g.B.tile(n0, nc, k0, kc) : g.B.tile(k0, kc, n0, nc);
 }
 
-// The naive GEMM's warps: 2 rows x 16 columns of its 16 x 16 threads (cuda/kernels/standard_gemm_naive.cu).
-constexpr std::int64_t kNaiveWarpRows = 2;
-
 // One output tile C[m0:m0+mr, n0:n0+nc] of a GEMM, accumulated over k-steps.
 Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::int64_t m0, std::int64_t mr,
                       std::int64_t n0, std::int64_t nc) {
@@ -45,23 +42,18 @@ Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::
     for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
         const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
         if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
-            // Both are staged k-major (As[k][m], Bs[k][n]): A always by a transposing copy, B when it
-            // is stored n x k (S = Q K^T).
-            Tile A = b.load_transposed(a_tile(g, m0, mr, k0, kc), "A tile (k-major)");
-            Tile B = g.b_transposed ? b.load_transposed(b_tile(g, n0, nc, k0, kc), "B tile (k-major)")
-                                    : b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, "B tile");
+            // fa-sim's kernels stage both k-major (As[k][m], Bs[k][n]): A always, B when it is stored
+            // n x k (S = Q K^T); kernels/kernel_execution.hpp charges the transposing copies.
+            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Shared, "A tile (k-major)");
+            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, g.b_transposed ? "B tile (k-major)" : "B tile");
             b.barrier();  // tiles complete before any warp reads them
             b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
             b.barrier();  // all warps done before the next k-step overwrites them
         } else {
-            // Naive: 16 x 16 threads, one output each, every thread reading the operands of its own
-            // output from global memory. A warp is kNaiveWarpRows thread rows x 16 thread columns; one
-            // of its loads covers one k: A at its rows (an element, so a sector, per row), B at its
-            // columns: 16 rows of K (a sector each) or 16 consecutive elements of one row of V.
-            const std::int64_t warps = ceil_div(mr, kNaiveWarpRows);
-            Tile A = b.load_by_threads(a_tile(g, m0, mr, k0, kc), {1, 1, nc}, "A rows (every thread its own)");
-            Tile B = b.load_by_threads(b_tile(g, n0, nc, k0, kc), {g.b_transposed ? 1 : nc, warps, mr},
-                                       "B columns (every thread its own)");
+            // Naive: one output per thread, every thread reading the operands of its own output from
+            // global memory into registers (kernels/kernel_execution.hpp counts its warps' loads).
+            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (every thread its own)");
+            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B columns (every thread its own)");
             b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
         }
     }
@@ -84,18 +76,11 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor P = x.declare({"P", BH, N, Nk, e, 1, sp_cols});
 
     const std::int64_t gemm_warps = cfg.gemm_warps;
-    // fa-sim's tiled GEMM: 2 x 16 lanes per warp, each a 4 x 4 micro-tile, operands staged as fp32
-    // (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its registers its own way (its
-    // measured rate includes it); the naive GEMM computes one output per thread.
-    LaneGrid gemm_lanes{2, 16, 4, 4, 4};
-    gemm_lanes.transposed_store_wavefronts = 4;
-    gemm_lanes.lane_tiled = cfg.matmul == MatmulMode::tiled;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
     const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
-                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps),
-                             MatrixInstruction::library_gemm, gemm_lanes};
+                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps)};
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
@@ -150,7 +135,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     // 3. O = P·V, P read from HBM.
     const std::int64_t o_tiles_n = ceil_div(d, Pn);
     const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm) * o_tiles_n, BH,
-                             static_cast<int>(gemm_warps), MatrixInstruction::library_gemm, gemm_lanes};
+                             static_cast<int>(gemm_warps)};
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
         const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "common/errors.hpp"
-#include "exec/cuda_core_products.hpp"
-#include "exec/issue_costs.hpp"
+#include "kernels/cuda_core_products.hpp"
+#include "kernels/issue_costs.hpp"
 #include "exec/op_costs.hpp"
 #include "machine/sectors.hpp"
 
@@ -25,6 +26,9 @@ struct TileInfo {
     bool live = false;
     std::int64_t warps_holding_rows = 1;  // a product split by columns or by k leaves each row in every warp
     bool padded = false;                  // rows padded in shared memory (LaneGrid::padded_rows)
+    // Loaded into registers by each thread for itself (KernelExecution::gather_warp_cols): counted
+    // when a product shows which operand it is.
+    std::optional<Region> gathered{};
     std::int64_t bytes() const { return rows * cols * elem_bytes; }
     std::int64_t footprint() const { return padded ? rows * padded_row_bytes(cols * elem_bytes) : bytes(); }
 };
@@ -35,8 +39,8 @@ struct TileInfo {
 // accesses are recorded and replayed into the L2 model afterwards.
 class CountingBlock final : public Block {
 public:
-    CountingBlock(int warps, LaneGrid lanes, KernelRecord* record, L2Model* l2)
-        : warps_(warps), lanes_(lanes), rec_(record), l2_(l2) {}
+    CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2)
+        : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
@@ -69,6 +73,11 @@ public:
 
     Tile load(const Region& r, Space to, std::string_view) override {
         const GlobalTensor& t = *r.tensor;
+        if (to == Space::Registers && gather_warp_cols_ > 0 && !t.row_statistic) {
+            Tile tile = make(r.nrows, r.ncols, t.elem_bytes, Space::Registers);
+            tiles_[static_cast<std::size_t>(tile.id())].gathered = r;
+            return tile;
+        }
         const std::int64_t bytes = r.bytes();
         global_read(r, bytes, l2_requests(r));
         if (to == Space::Shared) smem_write(bytes);
@@ -79,20 +88,18 @@ public:
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
 
-    Tile load_transposed(const Region& r, std::string_view label) override {
-        Tile t = load(r, Space::Shared, label);
-        if (lanes_.lane_tiled)  // load() charged a wavefront per 128 bytes; the conflicts cost the rest
-            work.smem_wavefronts += (lanes_.transposed_store_wavefronts - 1) * cuda_core::plain_wavefronts(r.bytes());
-        return t;
-    }
-
-    // Each thread reads its own operands: the SMs request every warp load's sectors (L2 hits after the
-    // first: the L2 model sees the tile once), and the threads ask for `threads` times its bytes.
-    Tile load_by_threads(const Region& r, const ThreadGather& how, std::string_view) override {
-        const L2Requests per_warp = l2_requests(r, how.contiguous);
-        global_read(r, how.threads * r.bytes(), {how.warps * per_warp.sector_bytes, how.warps * per_warp.requests});
-        work.thread_instructions += issue_cost::register_load(how.threads * r.bytes());
-        return make(r.nrows, r.ncols, r.tensor->elem_bytes, Space::Registers);
+    // The operand tiles of a product that its threads read each for themselves (ThreadGather): one
+    // warp load covers `contiguous` consecutive elements of each storage row it touches, `warps` warps
+    // each load every element, `threads` threads read each element in all. The SMs request every warp
+    // load's sectors (L2 hits after the first: the L2 model sees the tile once), and the threads ask
+    // for `threads` times its bytes.
+    void count_gathered(TileInfo& t, std::int64_t contiguous, std::int64_t warps, std::int64_t threads) {
+        if (!t.gathered) return;
+        const Region& r = *t.gathered;
+        const L2Requests per_warp = l2_requests(r, contiguous);
+        global_read(r, threads * r.bytes(), {warps * per_warp.sector_bytes, warps * per_warp.requests});
+        work.thread_instructions += issue_cost::register_load(threads * r.bytes());
+        t.gathered.reset();
     }
 
     void store(const Tile& tile, const Region& r, StoreMode mode) override {
@@ -129,12 +136,29 @@ public:
         const std::int64_t kb = transpose_b ? B.cols() : B.rows();
         if (kb != k || C.rows() != m || C.cols() != n)
             throw std::logic_error("matmul: shapes do not agree");
+        if (gather_warp_cols_ > 0) {  // one output per thread, warps of (32 / warp_cols) x warp_cols threads
+            const std::int64_t warp_rows = issue_cost::kLanes / gather_warp_cols_;
+            // A[i][k] is read by the n threads of row i, in the warps that hold the row; a warp load at one k
+            // covers an element of each of its rows.
+            count_gathered(tiles_[static_cast<std::size_t>(A.id())], 1, (n + gather_warp_cols_ - 1) / gather_warp_cols_, n);
+            // B's element for (k, j) is read by the m threads of column j, one warp row of them per load;
+            // the load covers warp_cols consecutive elements of a row of B, or one of each row of Bᵀ.
+            count_gathered(tiles_[static_cast<std::size_t>(B.id())], transpose_b ? 1 : std::min(n, gather_warp_cols_),
+                           (m + warp_rows - 1) / warp_rows, m);
+        }
+        // Operands staged k-major by transposing copies (the first always, the second when stored n x k):
+        // the copy charged a wavefront per 128 bytes; the bank conflicts cost the rest.
+        if (lanes_.lane_tiled && lanes_.transposed_store_wavefronts > 1) {
+            const std::int64_t extra = lanes_.transposed_store_wavefronts - 1;
+            if (A.space() == Space::Shared) work.smem_wavefronts += extra * cuda_core::plain_wavefronts(A.bytes());
+            if (transpose_b && B.space() == Space::Shared) work.smem_wavefronts += extra * cuda_core::plain_wavefronts(B.bytes());
+        }
         const std::int64_t flops = op_cost::matmul_flops(m, n, k);
         work.matmul_flops += flops;
         // Shared-memory reads: a warp reads the part of each operand its share needs (the data, as
         // mma fragments load it); on the CUDA cores every lane loads its own operands, which costs
         // the shared-memory pipe more wavefronts than the data fills, and computes whole micro-tiles
-        // (exec/cuda_core_products.hpp).
+        // (kernels/cuda_core_products.hpp).
         const std::int64_t W = warps_;
         const std::int64_t smem_before = work.smem_bytes;
         const bool lane_tiled = lanes_.lane_tiled;
@@ -210,6 +234,7 @@ public:
 
     void release(int id) override {
         TileInfo& t = tiles_[static_cast<std::size_t>(id)];
+        if (t.gathered) throw std::logic_error("a tile its threads gathered from " + t.gathered->tensor->name + " fed no product");
         if (t.space == Space::Shared) smem_live_ -= t.footprint();
         else reg_live_ -= t.bytes();
         t.live = false;
@@ -301,6 +326,7 @@ private:
 
     int warps_;
     LaneGrid lanes_;
+    std::int64_t gather_warp_cols_ = 0;
     KernelRecord* rec_;
     L2Model* l2_;
     std::vector<TileInfo> tiles_;
@@ -312,8 +338,8 @@ private:
 
 }  // namespace
 
-CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread)
-    : gpu_(gpu), registers_per_thread_(registers_per_thread), l2_(gpu.l2_bytes) {}
+CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread, ExecutionModel execution)
+    : gpu_(gpu), registers_per_thread_(registers_per_thread), execution_(std::move(execution)), l2_(gpu.l2_bytes) {}
 CountingExecutor::~CountingExecutor() = default;
 
 void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -325,7 +351,8 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.dram.tensors.push_back({t.name});
     }
     const int threads = kernel.warps * 32;
-    CountingBlock block(kernel.warps, kernel.lanes, &rec, &l2_);
+    rec.execution = execution_ ? execution_(kernel) : KernelExecution{};
+    CountingBlock block(kernel.warps, rec.execution, &rec, &l2_);
 
     auto finish_block = [&] {
         rec.matmul_flops += block.work.matmul_flops;

@@ -10,6 +10,7 @@
 
 #include "exec/kernel_record.hpp"
 #include "gpu/gpu_spec.hpp"
+#include "kernels/kernel_execution.hpp"
 #include "machine/l2_model.hpp"
 #include "tile/tile_program.hpp"
 
@@ -19,7 +20,9 @@ class CountingExecutor final : public Executor {
 public:
     // registers_per_thread > 0: the compiled kernel's register count (ptxas -v, ncu), used for the
     // occupancy of every kernel that multiplies matrices instead of the estimate from its tiles.
-    explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0);
+    // execution: how each kernel runs (kernels/kernel_execution.hpp); empty: mma.sync products and
+    // the default lane grid for every kernel.
+    explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0, ExecutionModel execution = {});
     ~CountingExecutor() override;
 
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
@@ -29,6 +32,7 @@ public:
 private:
     GpuSpec gpu_;
     int registers_per_thread_ = 0;
+    ExecutionModel execution_;
     L2Model l2_;
     std::vector<KernelRecord> kernels_;
 };

@@ -223,8 +223,9 @@ private:
     std::vector<int> free_;
 };
 
-FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs)
-    : problem_(problem), counter_(gpu), inputs_(std::move(inputs)) {
+FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs,
+                                       ExecutionModel execution)
+    : problem_(problem), counter_(gpu, 0, std::move(execution)), inputs_(std::move(inputs)) {
     for (const auto& [name, per_head] : inputs_)
         if (static_cast<std::int64_t>(per_head.size()) != problem.batch_heads())
             throw std::invalid_argument("functional executor: input " + name + " has " + std::to_string(per_head.size()) +
@@ -281,7 +282,7 @@ const MatrixF& FunctionalExecutor::tensor(std::string_view name, std::int64_t he
 FunctionalRun run_functional(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,
                              const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
                              const std::vector<reference::Matrix>& V, Observer* observer) {
-    FunctionalExecutor x(gpu, p, {{"Q", Q}, {"K", K}, {"V", V}});
+    FunctionalExecutor x(gpu, p, {{"Q", Q}, {"K", K}, {"V", V}}, fasim_kernel_executions(p, tiles));
     x.set_observer(observer);
     run_algorithm(algo, x, p, tiles);
     FunctionalRun r;

@@ -30,7 +30,9 @@ using FunctionalInputs = std::map<std::string, std::vector<reference::Matrix>, s
 
 class FunctionalExecutor final : public Executor {
 public:
-    FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs);
+    // execution: how the kernels run, for the counts (kernels/kernel_execution.hpp); empty: the default.
+    FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs,
+                       ExecutionModel execution = {});
     ~FunctionalExecutor() override;
 
     void set_observer(Observer* observer) { observer_ = observer; }

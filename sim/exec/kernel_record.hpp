@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel_execution.hpp"
 #include "machine/occupancy.hpp"
 #include "tile/tile_program.hpp"
 
@@ -49,7 +50,7 @@ std::int64_t write_of(const LevelTraffic& t, std::string_view name);
 struct BlockWork {
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
     std::int64_t smem_bytes = 0;   // read + written
-    // When the products run on the CUDA cores (exec/cuda_core_products.hpp), what CUDA-core runs are
+    // When the products run on the CUDA cores (kernels/cuda_core_products.hpp), what CUDA-core runs are
     // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
     // matmul FLOPs the lanes execute (whole micro-tiles: matmul_flops plus padding).
     std::int64_t smem_wavefronts = 0;
@@ -58,13 +59,14 @@ struct BlockWork {
     std::int64_t l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
     std::int64_t barriers = 0;
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
-    // instructions; exec/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
+    // instructions; kernels/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
     std::int64_t thread_instructions = 0;
     bool operator==(const BlockWork&) const = default;
 };
 
 struct KernelRecord {
     KernelDesc desc;
+    KernelExecution execution;               // how it runs (kernels/kernel_execution.hpp)
     std::int64_t smem_bytes_per_block = 0;   // measured peak while running
     std::int64_t register_bytes_per_block = 0;
     int registers_per_thread = 0;            // estimate: tiles + 32 for addressing, capped at 255;
@@ -85,7 +87,7 @@ struct KernelRecord {
     std::int64_t l2_read_requests = 0, l2_write_requests = 0;
     std::int64_t l2_requests() const { return l2_read_requests + l2_write_requests; }
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
-    std::int64_t warp_instructions = 0;      // all heads (exec/issue_costs.hpp)
+    std::int64_t warp_instructions = 0;      // all heads (kernels/issue_costs.hpp)
 
     // Work of each block of one head, in launch order, run-length encoded.
     std::vector<std::pair<BlockWork, std::int64_t>> block_work;

@@ -7,7 +7,7 @@
 #include <limits>
 #include <queue>
 
-#include "exec/cuda_core_products.hpp"
+#include "kernels/cuda_core_products.hpp"
 
 namespace fasim {
 
@@ -32,14 +32,14 @@ constexpr int kSchedulersPerSm = 4;
 //     fa2_tc d=64 0.202, d=128 0.153;  fa1_tc d=64 0.185, d=128 0.160;
 //     PyTorch's FA2 (R = 2) d=64 0.173, d=128 0.142.
 // The model takes their mean, 0.17, for every such kernel (read from the counters, not fitted to the
-// measured times). Such a kernel's blocks take at least their warp instructions (exec/issue_costs.hpp)
+// measured times). Such a kernel's blocks take at least their warp instructions (kernels/issue_costs.hpp)
 // over the issue rate 1 - (1 - 0.17)^(W R); the spread of p (0.14..0.20) is worth -13..+19% of time.
 constexpr double kMmaSyncWarpIssueFraction = 0.17;
 
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
-    // CUDA-core runs (exec/cuda_core_products.hpp): shared memory is timed by the wavefronts its pipe
+    // CUDA-core runs (kernels/cuda_core_products.hpp): shared memory is timed by the wavefronts its pipe
     // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
     // the lanes execute (whole micro-tiles); otherwise by the bytes moved and the tile's FLOPs.
     bool cuda_core_lanes = false;
@@ -96,7 +96,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.idle_sms = static_cast<int>(std::max<std::int64_t>(0, gpu.sm_count - t.grid));
 
     const double sms = gpu.sm_count;
-    const bool mma_sync = k.desc.matrix_instruction == MatrixInstruction::mma_sync;
+    const bool mma_sync = k.execution.instruction == MatrixInstruction::mma_sync;
     const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);

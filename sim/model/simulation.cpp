@@ -36,7 +36,7 @@ AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const
     req.scores = options.tensor_cores ? Space::Registers : Space::Shared;  // fa-sim's CUDA-core kernels stage S/P
     r.tiles = choose_tiles(algo, p, gpu, req);
 
-    CountingExecutor counter(gpu, r.tiles.registers_per_thread);
+    CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles));
     run_algorithm(algo, counter, p, r.tiles);
     r.kernels = counter.kernels();
     for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;

@@ -41,19 +41,6 @@ enum class Reduce : std::uint8_t { Max, Sum };
 
 class Block;
 
-// How a block's threads read a tile each for themselves, straight from global memory into registers:
-// no shared-memory staging, and ld.global.cg keeps nothing in L1 (the naive GEMM,
-// cuda/kernels/standard_gemm_naive.cu). One warp load covers `contiguous` consecutive elements of each
-// storage row it touches (1 when the warp's lanes walk down a column); `warps` warps each load every
-// element; `threads` threads read each element in all (the lanes of one load that share an element
-// make one request). L2 serves every warp load's sectors: what the SMs request is the sectors of each
-// load, not of the tile.
-struct ThreadGather {
-    std::int64_t contiguous = 1;
-    std::int64_t warps = 1;
-    std::int64_t threads = 1;
-};
-
 // A handle to an on-chip tile. Move-only; its storage is released when it dies,
 // so the executor can track the shared memory a block holds at its peak.
 class Tile {
@@ -153,15 +140,6 @@ public:
     // A row statistic: rows x 1 (Tile::statistic).
     virtual Tile alloc_statistic(std::int64_t rows, Space space, Fill fill, std::string_view label) = 0;
     virtual Tile load(const Region& from, Space to, std::string_view label) = 0;
-    // A copy into shared memory that transposes the tile (the CUDA-core GEMM stages its operands
-    // k-major): the same tile as load(); an executor that counts shared-memory wavefronts charges the
-    // transposing stores' bank conflicts (LaneGrid::transposed_store_wavefronts).
-    virtual Tile load_transposed(const Region& from, std::string_view label) { return load(from, Space::Shared, label); }
-    // A tile each thread reads for itself into registers (ThreadGather): the same tile as load(); an
-    // executor that counts L2 traffic charges each warp load's sectors and each thread's bytes.
-    virtual Tile load_by_threads(const Region& from, const ThreadGather&, std::string_view label) {
-        return load(from, Space::Registers, label);
-    }
     virtual void store(const Tile& tile, const Region& to, StoreMode mode = StoreMode::overwrite) = 0;
 
     // Products: C (+)= op(A) · op(B) (tensor cores or CUDA cores: the executor decides what it costs).
@@ -203,58 +181,15 @@ inline Tile::~Tile() {
 
 // One kernel launch: blocks_per_head thread blocks for each of `heads` heads,
 // launched in order (block index fastest, then head) as CUDA would for
-// grid = (blocks_per_head, heads).
-// How a kernel's fp16/bf16 products reach the tensor cores: warp-level mma.sync, as
-// FlashAttention-1/2's hand-written kernels issue them, or a vendor GEMM library
-// (cuBLAS: wgmma on Hopper, a faster path). The runtime model takes each its own ceiling.
-enum class MatrixInstruction : std::uint8_t { mma_sync, library_gemm };
-
-// How a CUDA-core kernel spreads a warp's share of a product C = A B over its 32 lanes: a grid of
-// lane_rows x lane_cols lanes, each computing a micro-tile of C in registers, at most max_rows rows
-// of it at a time and, for scores S = Q K^T, at most score_cols columns (the rest in further passes
-// that re-read the operands). fa-sim's kernels: the tiled GEMM 2 x 16 lanes of 4 x 4, operands
-// staged as fp32 (cuda/kernels/standard_gemm_tiled.cu); the flash kernels 4 x 8 lanes, scores in
-// passes of 4 columns per lane (2 at d=128, where O takes 128 registers), FA1 in 16-row chunks
-// (cuda/kernels/flash_common.cuh, fa1.cu). Only CUDA-core runs use it: their shared-memory wavefronts
-// and the FLOPs their lanes execute (exec/cuda_core_products.hpp).
-struct LaneGrid {
-    int lane_rows = 4, lane_cols = 8;
-    std::int64_t max_rows = std::int64_t{1} << 30, score_cols = std::int64_t{1} << 30;
-    std::int64_t operand_bytes = 0;  // bytes per operand element in shared memory; 0: the tile's dtype
-    // false: the kernel's products are not register-tiled this way (a library GEMM, whose measured
-    // rate already includes its own tiling; the naive GEMM, one output per thread): operand reads cost
-    // the wavefronts their data fills and the lanes execute the tile's FLOPs, no more.
-    bool lane_tiled = true;
-    // Rows of shared tiles padded to an odd number of 16-byte units, so that 8 lanes reading 8 rows at
-    // one column hit 8 different bank groups: fa-sim's CUDA-core FA2 and tiled kernels pad Q, K and S
-    // this way; V, whose rows lanes read along, is not padded (cuda/kernels/smem_layouts.hpp): such
-    // tensors are named in unpadded_tensors. Counts toward the shared memory a block holds
-    // (occupancy), not toward the bytes it moves.
-    bool padded_rows = false;
-    std::vector<std::string> unpadded_tensors{};
-    bool pads(const std::string& tensor) const {
-        return padded_rows && std::find(unpadded_tensors.begin(), unpadded_tensors.end(), tensor) == unpadded_tensors.end();
-    }
-    // Wavefronts per 128 bytes of a transposing copy into shared memory (Block::load_transposed). The
-    // tiled GEMM's: its 8 lanes of one source row write 4 consecutive k at stride 68 floats, all on 2
-    // of the 32 banks, 4-way conflicts (ncu: 4.19 wavefronts per such store, second run).
-    std::int64_t transposed_store_wavefronts = 1;
-};
-
-// A row of `bytes` padded to an odd number of 16-byte units (LaneGrid::padded_rows).
-inline std::int64_t padded_row_bytes(std::int64_t bytes) {
-    const std::int64_t units = (bytes + 15) / 16;
-    return 16 * (units % 2 == 0 ? units + 1 : units);
-}
-
+// grid = (blocks_per_head, heads). How its instructions run on a GPU is not the
+// program's business: the counting executor asks a model of the kernel
+// (kernels/kernel_execution.hpp) by the kernel's name.
 struct KernelDesc {
     std::string name;          // e.g. "fa2_forward"
     std::string role;          // one line: what this kernel does
     std::int64_t blocks_per_head = 1;
     std::int64_t heads = 1;
     int warps = 4;
-    MatrixInstruction matrix_instruction = MatrixInstruction::mma_sync;
-    LaneGrid lanes{};          // CUDA-core runs: how a warp's lanes split its products (shared-memory wavefronts)
     std::int64_t grid() const { return blocks_per_head * heads; }
 };
 

@@ -172,7 +172,7 @@ TEST_CASE("predicted time is within 25% at N >= 2048 for cuBLAS, fa-sim's tiled 
           "[hardware][time]") {
     // The flash kernels hold one 4-warp block per SM: the model's issue term (a lone warp issues in
     // 37% of cycles) is what brings them within 25%. The tiled GEMMs are bound by shared-memory
-    // wavefronts: each lane loads its own 4x4 micro-tile's operands (exec/cuda_core_products.hpp);
+    // wavefronts: each lane loads its own 4x4 micro-tile's operands (kernels/cuda_core_products.hpp);
     // counted by the bytes they fill, they were 32-39% fast. FA1's lanes compute whole micro-tiles: at d=128
     // its 114 x 114 tiles cost 26% more than their FLOPs (cuda_core_products.hpp); counted as the tile's
     // FLOPs, it was 22-33% fast.
@@ -488,7 +488,7 @@ TEST_CASE("mma.sync kernels: warp instructions and issue rate match ncu (fa-sim'
           "PyTorch's FA2)",
           "[hardware][issue]") {
     // Sixth run, profile/ (d=64) and profile_d128/: N=4096, B=2, H=8, fp16, non-causal. The per-operation
-    // instruction costs (sim/exec/issue_costs.hpp) were read off fa2_tc's SASS at d=64: there the count is
+    // instruction costs (sim/kernels/issue_costs.hpp) were read off fa2_tc's SASS at d=64: there the count is
     // within 5%; elsewhere it is out of sample (fa1_tc 11-12% and fa2_tc at d=128 10% low: README).
     // PyTorch's FA2 issues 15-25% more instructions than the costs say (other code), so only its issue
     // rate is checked. The issue rate, 1 - (1 - 0.17)^(W R), is within 20% of ncu's issue-active for all six.
@@ -569,7 +569,7 @@ TEST_CASE("cuBLAS standard attention (fp16/bf16, library tiles) is predicted wit
 TEST_CASE("CUDA-core kernels: FFMAs and shared-memory wavefronts match ncu (fp32 tiled GEMMs, tiled, FA2 and FA1 at d = 64 and 128)",
           "[hardware][smem][flops]") {
     // Seventh run: ncu on the fp32 CUDA-core kernels, N=4096, B=2, H=8, d=64 (profile/) and d=128
-    // (profile_d128/, out of sample: the rule was checked at d=64 first). exec/cuda_core_products.hpp
+    // (profile_d128/, out of sample: the rule was checked at d=64 first). kernels/cuda_core_products.hpp
     // says what a product's lanes do:
     // - they execute whole micro-tiles: one FFMA per multiply-add of lane_matmul_flops. ncu's FFMA
     //   count equals it for the GEMMs, tiled and FA2 (their tiles fill the lanes) and is within 4% for

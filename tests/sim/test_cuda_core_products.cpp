@@ -1,10 +1,10 @@
-// CUDA-core products on their lanes (sim/exec/cuda_core_products.hpp): each lane loads its own
+// CUDA-core products on their lanes (sim/kernels/cuda_core_products.hpp): each lane loads its own
 // micro-tile's operands, 16 bytes at a time, served half a warp per wavefront of 128 distinct bytes, and
 // computes whole micro-tiles. The closed forms below are the kernels' inner loops counted by hand; the
 // whole-kernel wavefronts are checked against ncu in tests/cuda/test_results_agreement.cpp.
 #include <catch2/catch.hpp>
 
-#include "exec/cuda_core_products.hpp"
+#include "kernels/cuda_core_products.hpp"
 #include "test_helpers.hpp"
 
 using namespace fasim;

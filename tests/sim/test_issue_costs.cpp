@@ -1,9 +1,9 @@
-// The instruction counts of the counting executor (sim/exec/issue_costs.hpp) against the machine code
+// The instruction counts of the counting executor (sim/kernels/issue_costs.hpp) against the machine code
 // of fa-sim's tensor-core kernels (cuda/sass/: sm_90, nvcc 13.0). One loop step is isolated as the
 // difference of two problems that differ by exactly one step per warp.
 #include <catch2/catch.hpp>
 
-#include "exec/issue_costs.hpp"
+#include "kernels/issue_costs.hpp"
 #include "test_helpers.hpp"
 
 using namespace fasim;

@@ -72,7 +72,7 @@ TEST_CASE("library GEMMs in fp32 (cuBLAS's SGEMM, not profiled) keep 64x64 tiles
     CHECK(lib.tiles.pv_m == 64);
     CHECK(lib.hbm.total() == tiled.hbm.total());
     // Same operand bytes through shared memory, but the library's operand reads are not multiplied
-    // by fa-sim's per-lane loads (exec/cuda_core_products.hpp).
+    // by fa-sim's per-lane loads (kernels/cuda_core_products.hpp).
     CHECK(lib.kernels[0].smem_read == tiled.kernels[0].smem_read);
     const KernelRecord& qk = lib.kernels[0];
     CHECK(static_cast<double>(qk.smem_wavefronts * 128) == Approx(static_cast<double>(qk.smem_read + qk.smem_write)).epsilon(0.01));

@@ -1,5 +1,5 @@
 // What a product costs when its lanes compute it on the CUDA cores, given how the kernel lays a warp's
-// share of C over its 32 lanes (LaneGrid, tile/tile_program.hpp): the shared-memory wavefronts of
+// share of C over its 32 lanes (LaneGrid, kernels/kernel_execution.hpp): the shared-memory wavefronts of
 // the operand loads, and the FLOPs the lanes execute (whole micro-tiles, padding included).
 //
 // Wavefronts: the shared-memory pipe of an SM serves one 128-byte wavefront per clock (32 banks x 4
@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tile/tile_program.hpp"
+#include "kernels/kernel_execution.hpp"
 
 namespace fasim::cuda_core {
 

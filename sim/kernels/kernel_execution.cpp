@@ -1,0 +1,56 @@
+#include "kernels/kernel_execution.hpp"
+
+#include "algorithms/algorithm.hpp"
+
+namespace fasim {
+
+namespace {
+
+// fa-sim's CUDA-core flash kernels (flash_common.cuh): 4 x 8 lanes, each scoring 4 keys at a time (2 at
+// d = 128, where O holds 128 registers per lane); FA1 works in 16-row chunks of the Q tile (4 rows per
+// lane). FA2 and tiled, when they stage S in shared memory (the CUDA-core kernels), pad its rows and
+// Q's and K's, not V's, whose rows the lanes read along (smem_layouts.hpp); FA1's own layout (its U
+// buffer) is not modelled.
+LaneGrid flash_lanes(const AttentionProblem& p, std::int64_t max_rows_per_lane, bool padded_rows) {
+    LaneGrid g;
+    g.max_rows = max_rows_per_lane;
+    g.score_cols = p.d >= 128 ? 2 : 4;
+    g.padded_rows = padded_rows;
+    g.unpadded_tensors = {"V"};
+    return g;
+}
+
+// Standard attention's GEMMs. fa-sim's tiled GEMM: 2 x 16 lanes per warp, each a 4 x 4 micro-tile,
+// operands staged k-major as fp32 (cuda/kernels/standard_gemm_tiled.cu). A library GEMM tiles its
+// registers its own way (its measured rate includes it); the naive GEMM computes one output per
+// thread, each reading its own operands, its warps 2 thread rows x 16 columns
+// (cuda/kernels/standard_gemm_naive.cu).
+KernelExecution gemm(MatmulMode mode) {
+    KernelExecution e;
+    e.instruction = MatrixInstruction::library_gemm;
+    e.lanes = LaneGrid{2, 16, 4, 4, 4};
+    e.lanes.transposed_store_wavefronts = 4;
+    e.lanes.lane_tiled = mode == MatmulMode::tiled;
+    if (mode == MatmulMode::naive) {
+        e.lanes.transposed_store_wavefronts = 1;  // nothing is staged in shared memory
+        e.gather_warp_cols = 16;
+    }
+    return e;
+}
+
+}  // namespace
+
+ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConfig& tiles) {
+    return [p, scores = tiles.scores, matmul = tiles.matmul](const KernelDesc& k) {
+        KernelExecution e;
+        if (k.name == "fa2_forward" || k.name == "tiled_two_pass")
+            e.lanes = flash_lanes(p, std::int64_t{1} << 30, scores == Space::Shared);
+        else if (k.name == "fa1_forward")
+            e.lanes = flash_lanes(p, /*max_rows_per_lane=*/4, false);
+        else if (k.name == "gemm_qk" || k.name == "gemm_pv")
+            e = gemm(matmul);
+        return e;
+    };
+}
+
+}  // namespace fasim
