@@ -3,6 +3,8 @@
 #include "attention_kernels.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -10,39 +12,67 @@
 
 #include "common/check.hpp"
 #include "kernels/launchers.hpp"
-#include "kernels/smem_layouts.hpp"
 
 namespace fasim {
 
-using cuda_detail::fa1_smem_layout;
-using cuda_detail::flash_smem_layout;
+namespace {
 
-const char* cuda_algo_name(CudaAlgo algo) {
-    switch (algo) {
-        case CudaAlgo::standard_naive: return "standard_naive";
-        case CudaAlgo::standard_tiled: return "standard_tiled";
-        case CudaAlgo::standard_cublas: return "standard_cublas";
-        case CudaAlgo::tiled: return "tiled";
-        case CudaAlgo::fa1: return "fa1";
-        case CudaAlgo::fa2: return "fa2";
-        case CudaAlgo::fa1_tc: return "fa1_tc";
-        case CudaAlgo::fa2_tc: return "fa2_tc";
-    }
-    return "?";
+// The launch table: catalog name -> the entry its kernel file registered.
+std::map<std::string, cuda_detail::RegisteredKernel, std::less<>>& launch_table() {
+    static std::map<std::string, cuda_detail::RegisteredKernel, std::less<>> table;
+    return table;
 }
 
-std::optional<CudaAlgo> parse_cuda_algo(std::string_view name) {
-    for (CudaAlgo a : kAllCudaAlgos) {
-        if (name == cuda_algo_name(a)) return a;
+}  // namespace
+
+namespace cuda_detail {
+
+KernelRegistration::KernelRegistration(std::string_view catalog_name, KernelEntry entry, KernelTiles tiles) {
+    const KernelVariant* k = find_kernel(catalog_name);
+    if (k == nullptr || !k->in_repository ||
+        !launch_table().emplace(std::string(catalog_name), RegisteredKernel{entry, tiles}).second) {
+        std::fprintf(stderr, "fasim_cuda: kernel '%.*s' is %s\n", static_cast<int>(catalog_name.size()), catalog_name.data(),
+                     k == nullptr || !k->in_repository ? "not a row of this repository in sim/kernels/kernel_catalog.cpp"
+                                                       : "registered twice");
+        std::abort();
     }
-    return std::nullopt;
+}
+
+RegisteredKernel registered_kernel(std::string_view catalog_name) {
+    const auto it = launch_table().find(catalog_name);
+    return it == launch_table().end() ? RegisteredKernel{} : it->second;
+}
+
+std::vector<std::string> registered_kernel_names() {
+    std::vector<std::string> names;
+    for (const auto& [name, kernel] : launch_table()) names.push_back(name);
+    return names;
+}
+
+}  // namespace cuda_detail
+
+std::vector<const KernelVariant*> cuda_kernels() {
+    std::vector<const KernelVariant*> out;
+    for (const KernelVariant& k : kernel_catalog())
+        if (k.in_repository) out.push_back(&k);
+    return out;
+}
+
+std::string cuda_kernel_names() {
+    std::string s;
+    for (const KernelVariant* k : cuda_kernels()) s += (s.empty() ? "" : ", ") + std::string(k->name);
+    return s;
+}
+
+const KernelVariant& cuda_kernel(std::string_view name) {
+    const KernelVariant* k = find_kernel(name);
+    if (k == nullptr || !k->in_repository)
+        throw std::invalid_argument("'" + std::string(name) + "' is not one of fa-sim's CUDA kernels: choose " +
+                                    cuda_kernel_names() + ". Fix: pass one of those names");
+    return *k;
 }
 
 namespace {
-
-bool is_standard(CudaAlgo a) {
-    return a == CudaAlgo::standard_naive || a == CudaAlgo::standard_tiled || a == CudaAlgo::standard_cublas;
-}
 
 std::size_t elem_bytes(DType t) { return static_cast<std::size_t>(dtype_bytes(t)); }
 
@@ -50,7 +80,10 @@ void require(bool ok, const std::string& what, const std::string& allowed, const
     if (!ok) throw std::invalid_argument(what + ": " + allowed + ". Fix: " + fix);
 }
 
-// Opt-in shared memory per block of the current device (cached per device).
+}  // namespace
+
+namespace cuda_detail {
+
 std::size_t device_smem_per_block() {
     static std::mutex mutex;
     static std::map<int, std::size_t> cache;
@@ -66,15 +99,119 @@ std::size_t device_smem_per_block() {
     return bytes;
 }
 
-void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, CudaAlgo algo) {
+void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, std::string_view kernel) {
     if (!buf || buf.bytes() < need) {
-        throw std::invalid_argument(std::string(cuda_algo_name(algo)) + ": tensor " + name + " has " +
-                                    std::to_string(buf.bytes()) + " bytes, needs " + std::to_string(need) +
-                                    ". Fix: allocate the tensors with allocate_tensors(problem, algo).");
+        throw std::invalid_argument(std::string(kernel) + ": tensor " + name + " has " + std::to_string(buf.bytes()) +
+                                    " bytes, needs " + std::to_string(need) +
+                                    ". Fix: allocate the tensors with allocate_tensors(problem, kernel).");
     }
 }
 
+FlashArgs flash_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
+    const std::size_t e = elem_bytes(p.dtype), BH = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
+    const std::size_t q_bytes = BH * static_cast<std::size_t>(p.N) * static_cast<std::size_t>(p.d) * e;
+    const std::size_t kv_bytes = BH * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d) * e;
+    check_buffer(t.Q, q_bytes, "Q", kernel);
+    check_buffer(t.K, kv_bytes, "K", kernel);
+    check_buffer(t.V, kv_bytes, "V", kernel);
+    check_buffer(t.O, q_bytes, "O", kernel);
+    FlashArgs f;
+    f.dtype = p.dtype;
+    f.d = p.d;
+    f.Q = t.Q.get();
+    f.K = t.K.get();
+    f.V = t.V.get();
+    f.O = t.O.get();
+    f.BH = p.B * p.H;
+    f.N = p.N;
+    f.Nk = p.Nk;
+    f.causal = p.causal;
+    f.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.d)));
+    return f;
+}
+
+namespace {
+std::size_t row_bytes(const CudaProblem& p) {
+    return static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H) * static_cast<std::size_t>(p.N) * sizeof(float);
+}
 }  // namespace
+
+void set_lse(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
+    check_buffer(t.LSE, row_bytes(p), "LSE", kernel);
+    f.lse = t.LSE.as<float>();
+}
+
+void set_fa1_state(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
+    check_buffer(t.m, row_bytes(p), "m", kernel);
+    check_buffer(t.l, row_bytes(p), "l", kernel);
+    f.m = t.m.as<float>();
+    f.l = t.l.as<float>();
+    if (p.dtype != DType::fp32) {
+        check_buffer(t.O_acc, row_bytes(p) * static_cast<std::size_t>(p.d), "O_acc", kernel);
+        f.o_acc = t.O_acc.as<float>();
+    }
+}
+
+CudaLaunchInfo run_standard(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream, GemmLauncher gemm,
+                            std::string_view kernel) {
+    const std::size_t e = elem_bytes(p.dtype);
+    const int BH = p.B * p.H;
+    const std::size_t q_bytes = static_cast<std::size_t>(BH) * p.N * p.d * e;
+    const std::size_t kv_bytes = static_cast<std::size_t>(BH) * p.Nk * p.d * e;
+    const std::size_t s_bytes = static_cast<std::size_t>(BH) * p.N * p.Nk * e;
+    check_buffer(t.Q, q_bytes, "Q", kernel);
+    check_buffer(t.K, kv_bytes, "K", kernel);
+    check_buffer(t.V, kv_bytes, "V", kernel);
+    check_buffer(t.O, q_bytes, "O", kernel);
+    check_buffer(t.S, s_bytes, "S", kernel);
+    check_buffer(t.P, s_bytes, "P", kernel);
+    CudaLaunchInfo info;
+    GemmArgs qk;  // S = scale * Q K^T
+    qk.dtype = p.dtype;
+    qk.A = t.Q.get();
+    qk.B = t.K.get();
+    qk.C = t.S.get();
+    qk.M = p.N;
+    qk.N = p.Nk;
+    qk.K = p.d;
+    qk.alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.d)));
+    qk.strideA = static_cast<long long>(p.N) * p.d;
+    qk.strideB = static_cast<long long>(p.Nk) * p.d;
+    qk.strideC = static_cast<long long>(p.N) * p.Nk;
+    qk.batch = BH;
+    qk.trans_b = true;
+    info.kernels.push_back(gemm(qk, stream));
+
+    SoftmaxArgs sm;  // P = softmax(S)
+    sm.dtype = p.dtype;
+    sm.S = t.S.get();
+    sm.P = t.P.get();
+    sm.rows = static_cast<long long>(BH) * p.N;
+    sm.N = p.N;
+    sm.Nk = p.Nk;
+    sm.causal = p.causal;
+    sm.smem_per_block = device_smem_per_block();
+    info.kernels.push_back(launch_softmax(sm, stream));
+
+    GemmArgs pv;  // O = P V
+    pv.dtype = p.dtype;
+    pv.A = t.P.get();
+    pv.B = t.V.get();
+    pv.C = t.O.get();
+    pv.M = p.N;
+    pv.N = p.d;
+    pv.K = p.Nk;
+    pv.alpha = 1.f;
+    pv.strideA = static_cast<long long>(p.N) * p.Nk;
+    pv.strideB = static_cast<long long>(p.Nk) * p.d;
+    pv.strideC = static_cast<long long>(p.N) * p.d;
+    pv.batch = BH;
+    pv.trans_b = false;
+    info.kernels.push_back(gemm(pv, stream));
+    return info;
+}
+
+}  // namespace cuda_detail
 
 void validate_problem(const CudaProblem& p) {
     require(p.B >= 1, "B = " + std::to_string(p.B) + " is out of range", "B must be >= 1", "pass a positive batch");
@@ -90,58 +227,11 @@ void validate_problem(const CudaProblem& p) {
             "B*H must be <= 65535 (grid y/z limit)", "use fewer heads or batches per call");
 }
 
-std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& p) {
-    if (algo == CudaAlgo::fa2_tc) return cuda_detail::fa2_tc_unsupported_reason(p.dtype, p.d);
-    if (algo == CudaAlgo::fa1_tc) return cuda_detail::fa1_tc_unsupported_reason(p.dtype, p.d);
-    return {};
+std::string cuda_kernel_unsupported(const KernelVariant& kernel, const CudaProblem& p) {
+    return kernel.unsupported(p.dtype, p.d, "--algo");
 }
 
-TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block) {
-    const int e = static_cast<int>(elem_bytes(dtype));
-    TileChoice t;
-    t.Br = d <= 64 ? 128 : (d <= 128 ? 128 : 64);
-    t.Bc = d <= 64 ? 128 : 64;
-    bool halve_bc = true;
-    while (flash_smem_layout(t.Br, t.Bc, d, e).total > smem_per_block) {
-        if ((halve_bc && t.Bc > 8) || t.Br <= 16) {
-            if (t.Bc <= 8) {
-                throw std::invalid_argument("fa2/tiled: no tile fits in " + std::to_string(smem_per_block) +
-                                            " bytes of shared memory per block (d = " + std::to_string(d) + ")");
-            }
-            t.Bc /= 2;
-        } else {
-            t.Br /= 2;
-        }
-        halve_bc = !halve_bc;
-    }
-    t.smem_bytes = flash_smem_layout(t.Br, t.Bc, d, e).total;
-    return t;
-}
-
-TileChoice fa1_tiles(int d, DType dtype, std::size_t smem_per_block) {
-    const int e = static_cast<int>(elem_bytes(dtype));
-    const long long M = static_cast<long long>(smem_per_block) / e;  // elements
-    auto fits = [&](int Br, int Bc) { return fa1_smem_layout(Br, Bc, d, e).total <= smem_per_block; };
-    TileChoice t;
-    t.Bc = static_cast<int>((M + 4LL * d - 1) / (4LL * d));  // ceil(M / 4d)
-    t.Br = t.Bc < d ? t.Bc : d;
-    if (!fits(t.Br, t.Bc)) {
-        t.Bc = static_cast<int>(M / (4LL * d));  // floor(M / 4d)
-        t.Br = t.Bc < d ? t.Bc : d;
-    }
-    while (t.Bc > 1 && !fits(t.Br, t.Bc)) {  // beyond the paper: the kernel's own buffers do not fit
-        --t.Bc;
-        t.Br = t.Bc < d ? t.Bc : d;
-    }
-    if (t.Bc < 1 || !fits(t.Br, t.Bc)) {
-        throw std::invalid_argument("fa1: no tile fits in " + std::to_string(smem_per_block) +
-                                    " bytes of shared memory per block (d = " + std::to_string(d) + ")");
-    }
-    t.smem_bytes = fa1_smem_layout(t.Br, t.Bc, d, e).total;
-    return t;
-}
-
-DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
+DeviceTensors allocate_tensors(const CudaProblem& p, const KernelVariant& kernel) {
     validate_problem(p);
     const std::size_t e = elem_bytes(p.dtype);
     const std::size_t bh = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
@@ -153,15 +243,15 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
     t.K = DeviceBuffer(kv_elems * e);
     t.V = DeviceBuffer(kv_elems * e);
     t.O = DeviceBuffer(q_elems * e);
-    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
-        t.LSE = DeviceBuffer(rows * sizeof(float));
-    }
-    if (algo == CudaAlgo::fa1 || algo == CudaAlgo::fa1_tc) {
+    // What each algorithm's tile program stores besides O (sim/algorithms/).
+    const std::string_view algo = kernel.algorithm;
+    if (algo == "tiled" || algo == "fa2") t.LSE = DeviceBuffer(rows * sizeof(float));
+    if (algo == "fa1") {
         t.m = DeviceBuffer(rows * sizeof(float));
         t.l = DeviceBuffer(rows * sizeof(float));
         if (p.dtype != DType::fp32) t.O_acc = DeviceBuffer(q_elems * sizeof(float));
     }
-    if (is_standard(algo)) {
+    if (algo == "standard") {
         const std::size_t s_elems = rows * static_cast<std::size_t>(p.Nk);
         t.S = DeviceBuffer(s_elems * e);
         t.P = DeviceBuffer(s_elems * e);
@@ -169,131 +259,13 @@ DeviceTensors allocate_tensors(const CudaProblem& p, CudaAlgo algo) {
     return t;
 }
 
-CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+CudaLaunchInfo run_attention(const KernelVariant& kernel, const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
     validate_problem(p);
-    if (const std::string why = cuda_algo_unsupported(algo, p); !why.empty()) throw std::invalid_argument(why);
-    const std::size_t e = elem_bytes(p.dtype);
-    const int BH = p.B * p.H;
-    const std::size_t q_bytes = static_cast<std::size_t>(BH) * p.N * p.d * e;
-    const std::size_t kv_bytes = static_cast<std::size_t>(BH) * p.Nk * p.d * e;
-    const std::size_t row_bytes = static_cast<std::size_t>(BH) * p.N * sizeof(float);
-    check_buffer(t.Q, q_bytes, "Q", algo);
-    check_buffer(t.K, kv_bytes, "K", algo);
-    check_buffer(t.V, kv_bytes, "V", algo);
-    check_buffer(t.O, q_bytes, "O", algo);
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.d)));
-    const std::size_t smem = device_smem_per_block();
-
-    CudaLaunchInfo info;
-    if (is_standard(algo)) {
-        const std::size_t s_bytes = static_cast<std::size_t>(BH) * p.N * p.Nk * e;
-        check_buffer(t.S, s_bytes, "S", algo);
-        check_buffer(t.P, s_bytes, "P", algo);
-        auto gemm = [&](const cuda_detail::GemmArgs& g) {
-            switch (algo) {
-                case CudaAlgo::standard_naive: return cuda_detail::launch_gemm_naive(g, stream);
-                case CudaAlgo::standard_tiled: return cuda_detail::launch_gemm_tiled(g, stream);
-                default: return cuda_detail::launch_gemm_cublas(g, stream);
-            }
-        };
-        cuda_detail::GemmArgs qk;  // S = scale * Q K^T
-        qk.dtype = p.dtype;
-        qk.A = t.Q.get();
-        qk.B = t.K.get();
-        qk.C = t.S.get();
-        qk.M = p.N;
-        qk.N = p.Nk;
-        qk.K = p.d;
-        qk.alpha = scale;
-        qk.strideA = static_cast<long long>(p.N) * p.d;
-        qk.strideB = static_cast<long long>(p.Nk) * p.d;
-        qk.strideC = static_cast<long long>(p.N) * p.Nk;
-        qk.batch = BH;
-        qk.trans_b = true;
-        info.kernels.push_back(gemm(qk));
-
-        cuda_detail::SoftmaxArgs sm;  // P = softmax(S)
-        sm.dtype = p.dtype;
-        sm.S = t.S.get();
-        sm.P = t.P.get();
-        sm.rows = static_cast<long long>(BH) * p.N;
-        sm.N = p.N;
-        sm.Nk = p.Nk;
-        sm.causal = p.causal;
-        sm.smem_per_block = smem;
-        info.kernels.push_back(cuda_detail::launch_softmax(sm, stream));
-
-        cuda_detail::GemmArgs pv;  // O = P V
-        pv.dtype = p.dtype;
-        pv.A = t.P.get();
-        pv.B = t.V.get();
-        pv.C = t.O.get();
-        pv.M = p.N;
-        pv.N = p.d;
-        pv.K = p.Nk;
-        pv.alpha = 1.f;
-        pv.strideA = static_cast<long long>(p.N) * p.Nk;
-        pv.strideB = static_cast<long long>(p.Nk) * p.d;
-        pv.strideC = static_cast<long long>(p.N) * p.d;
-        pv.batch = BH;
-        pv.trans_b = false;
-        info.kernels.push_back(gemm(pv));
-        return info;
-    }
-
-    cuda_detail::FlashArgs f;
-    f.dtype = p.dtype;
-    f.d = p.d;
-    f.Q = t.Q.get();
-    f.K = t.K.get();
-    f.V = t.V.get();
-    f.O = t.O.get();
-    f.BH = BH;
-    f.N = p.N;
-    f.Nk = p.Nk;
-    f.causal = p.causal;
-    f.scale = scale;
-    switch (algo) {
-        case CudaAlgo::tiled:
-        case CudaAlgo::fa2: {
-            check_buffer(t.LSE, row_bytes, "LSE", algo);
-            f.lse = t.LSE.as<float>();
-            const TileChoice tc = fa2_tiles(p.d, p.dtype, smem);
-            f.Br = tc.Br;
-            f.Bc = tc.Bc;
-            info.kernels.push_back(algo == CudaAlgo::fa2 ? cuda_detail::launch_fa2(f, stream)
-                                                         : cuda_detail::launch_tiled_two_pass(f, stream));
-            return info;
-        }
-        case CudaAlgo::fa1:
-        case CudaAlgo::fa1_tc: {
-            check_buffer(t.m, row_bytes, "m", algo);
-            check_buffer(t.l, row_bytes, "l", algo);
-            f.m = t.m.as<float>();
-            f.l = t.l.as<float>();
-            if (p.dtype != DType::fp32) {
-                check_buffer(t.O_acc, q_bytes / e * sizeof(float), "O_acc", algo);
-                f.o_acc = t.O_acc.as<float>();
-            }
-            if (algo == CudaAlgo::fa1_tc) {  // fixed tiles (fa1_tensor_core.cu), no tile choice
-                info.kernels = cuda_detail::launch_fa1_tc(f, stream);
-                return info;
-            }
-            const TileChoice tc = fa1_tiles(p.d, p.dtype, smem);
-            f.Br = tc.Br;
-            f.Bc = tc.Bc;
-            info.kernels = cuda_detail::launch_fa1(f, stream);
-            return info;
-        }
-        case CudaAlgo::fa2_tc: {  // fixed 64x64 tiles (fa2_tensor_core.cu), no tile choice
-            check_buffer(t.LSE, row_bytes, "LSE", algo);
-            f.lse = t.LSE.as<float>();
-            info.kernels.push_back(cuda_detail::launch_fa2_tc(f, stream));
-            return info;
-        }
-        default: break;
-    }
-    throw std::invalid_argument("unknown CUDA algorithm");
+    if (const std::string why = cuda_kernel_unsupported(kernel, p); !why.empty()) throw std::invalid_argument(why);
+    const cuda_detail::KernelEntry entry = cuda_detail::registered_kernel(kernel.name).entry;
+    if (entry == nullptr)
+        throw std::logic_error("the catalog's kernel " + std::string(kernel.name) + " registered no launcher in cuda/kernels/");
+    return entry(p, t, stream);
 }
 
 }  // namespace fasim

@@ -1,8 +1,10 @@
-// One host API over the CUDA kernels of the four attention algorithms (forward pass).
+// One host API over the CUDA kernels of the attention algorithms (forward pass). The kernels are the
+// kernel catalog's rows of this repository (sim/kernels/kernel_catalog.hpp), named as there:
 //
-//   DeviceTensors t = allocate_tensors(problem, algo);   // cudaMalloc'd, RAII
+//   const KernelVariant& k = cuda_kernel("fa2_tc");
+//   DeviceTensors t = allocate_tensors(problem, k);   // cudaMalloc'd, RAII
 //   ... copy Q, K, V into t.Q, t.K, t.V ...
-//   CudaLaunchInfo info = run_attention(algo, problem, t, stream);   // asynchronous on `stream`
+//   CudaLaunchInfo info = run_attention(k, problem, t, stream);   // asynchronous on `stream`
 //
 // Layouts and semantics are those of docs/conventions.md: Q [B*H][N][d], K and V [B*H][Nk][d],
 // O [B*H][N][d] in the storage dtype; LSE [B*H][N] fp32 (natural log; -inf for a row that sees no key);
@@ -10,10 +12,10 @@
 // attention's S and P [B*H][N][Nk] in the storage dtype. scale = 1/sqrt(d); causal masking is
 // bottom-right aligned.
 //
-// Which outputs each algorithm writes:
-//   standard_*          S, P, O         (no LSE)
-//   tiled, fa2, fa2_tc  O, LSE
-//   fa1, fa1_tc         O, m, l         (LSE = m + log(l), not written)
+// Which outputs each kernel writes, by its algorithm:
+//   standard (standard_*)        S, P, O         (no LSE)
+//   tiled, fa2 (tiled, fa2, fa2_tc)  O, LSE
+//   fa1 (fa1, fa1_tc)            O, m, l         (LSE = m + log(l), not written)
 //
 // All arithmetic is fp32 on the CUDA cores (no tensor cores), except standard_cublas, whose two
 // GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there), and
@@ -26,25 +28,23 @@
 
 #include <array>
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/device_buffer.hpp"
+#include "kernels/kernel_catalog.hpp"
+#include "kernels/tile_rules.hpp"
 #include "problem/dtype.hpp"
 
 namespace fasim {
 
-enum class CudaAlgo { standard_naive, standard_tiled, standard_cublas, tiled, fa1, fa2, fa1_tc, fa2_tc };
-
-inline constexpr std::array<CudaAlgo, 8> kAllCudaAlgos = {CudaAlgo::standard_naive, CudaAlgo::standard_tiled,
-                                                          CudaAlgo::standard_cublas, CudaAlgo::tiled,
-                                                          CudaAlgo::fa1,            CudaAlgo::fa2,
-                                                          CudaAlgo::fa1_tc,         CudaAlgo::fa2_tc};
-
-const char* cuda_algo_name(CudaAlgo algo);
-std::optional<CudaAlgo> parse_cuda_algo(std::string_view name);
+// fa-sim's own CUDA kernels, in catalog order, and one by name (std::invalid_argument naming the
+// kernels for an unknown one). Each kernel file registers its launcher under its catalog name
+// (kernels/launchers.hpp); a catalog row of this repository without a launcher is an error at start-up.
+std::vector<const KernelVariant*> cuda_kernels();
+std::string cuda_kernel_names();  // "standard_naive, standard_tiled, ..."
+const KernelVariant& cuda_kernel(std::string_view name);
 
 struct CudaProblem {
     int B = 1;
@@ -59,11 +59,10 @@ struct CudaProblem {
 // Throws std::invalid_argument naming the bad value, the allowed range and a fix.
 void validate_problem(const CudaProblem& problem);
 
-// Empty when `algo` has a kernel for the problem's dtype and head dim; otherwise the reason, the
-// allowed values and the fix (only fa1_tc and fa2_tc have gaps: fp16/bf16 and d = 64 or 128). run_attention
-// throws std::invalid_argument with this text. (They also need compute capability 8.0+: run_attention
-// throws std::runtime_error on an older device.)
-std::string cuda_algo_unsupported(CudaAlgo algo, const CudaProblem& problem);
+// Empty when the kernel has code for the problem's dtype and head dim (the catalog's); otherwise the
+// reason, the allowed values and the fix. run_attention throws std::invalid_argument with this text.
+// (Kernels also need their compute capability: run_attention throws std::runtime_error on an older device.)
+std::string cuda_kernel_unsupported(const KernelVariant& kernel, const CudaProblem& problem);
 
 // One kernel launch (or library call) made by run_attention.
 struct CudaKernelLaunch {
@@ -90,28 +89,15 @@ struct DeviceTensors {
     DeviceBuffer S, P; // standard_*
 };
 
-// Allocates what `algo` reads and writes (S and P only for the standard algorithms, m, l (and O_acc
-// for 16-bit storage) only for fa1 and fa1_tc, LSE for tiled, fa2 and fa2_tc). Contents are uninitialised.
-DeviceTensors allocate_tensors(const CudaProblem& problem, CudaAlgo algo);
+// Allocates what the kernel's algorithm reads and writes (S and P for standard attention, m, l (and
+// O_acc for 16-bit storage) for fa1, LSE for tiled and fa2). Contents are uninitialised.
+DeviceTensors allocate_tensors(const CudaProblem& problem, const KernelVariant& kernel);
 
-// Launches `algo` on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).
+// Launches the kernel on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).
 // Checks that every buffer it touches exists and is large enough, and every launch.
-CudaLaunchInfo run_attention(CudaAlgo algo, const CudaProblem& problem, const DeviceTensors& tensors,
+CudaLaunchInfo run_attention(const KernelVariant& kernel, const CudaProblem& problem, const DeviceTensors& tensors,
                              cudaStream_t stream = nullptr);
 
-// Tile sizes the flash kernels use on a device with `smem_per_block` bytes of shared memory per
-// block (the opt-in maximum), with the dynamic shared memory the kernel then needs.
-struct TileChoice {
-    int Br = 0;
-    int Bc = 0;
-    std::size_t smem_bytes = 0;
-};
-// (fa1_tc and fa2_tc are not chosen here: their tiles are fixed in their kernel files.)
-// fa2 and tiled: d <= 64: 128x128; d <= 128: 128x64; else 64x64; then, while the kernel's shared
-// memory (Q, K, V tiles plus its S tile and row statistics) does not fit, halve Bc, then Br, then Bc ...
-TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block);
-// fa1: M = smem_per_block / sizeof(dtype) elements; Bc = ceil(M / 4d), Br = min(Bc, d); if the kernel's
-// shared memory does not fit, Bc = floor(M / 4d); if that still does not fit, Bc is lowered one at a time.
-TileChoice fa1_tiles(int d, DType dtype, std::size_t smem_per_block);
+// The tiles each flash kernel launches with: kernels/tile_rules.hpp (shared with the simulator).
 
 }  // namespace fasim

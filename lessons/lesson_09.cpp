@@ -19,7 +19,7 @@
 #include "common/sim_helpers.hpp"
 #include "common/text.hpp"
 #include "gpu/gpu_catalog.hpp"
-#include "model/measured_kernels.hpp"
+#include "model/kernel_setup.hpp"
 #include "report/units.hpp"
 
 #ifndef FASIM_SOURCE_DIR
@@ -35,14 +35,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The CUDA kernel families of cuda/; how the simulator models each (as fa-validate does) is the
-// table of model/measured_kernels.hpp.
-constexpr const char* kFamilies[] = {"standard_naive", "standard_tiled", "standard_cublas", "tiled", "fa1", "fa2", "fa1_tc", "fa2_tc"};
-
-// fa1_tc and fa2_tc (tensor cores) have fp16/bf16 kernels only.
-bool has_kernel(const std::string& family, DType dtype) {
-    return (family != "fa1_tc" && family != "fa2_tc") || dtype != DType::fp32;
-}
+// The CUDA kernels of cuda/ are the catalog's rows of this repository (kernels/kernel_catalog.hpp);
+// the simulator models each as fa-validate does (model/kernel_setup.hpp).
 
 struct Measurement {
     std::string file, gpu, preset, driver, date;
@@ -51,16 +45,6 @@ struct Measurement {
     MeasuredLaunch launch;  // the kernel's tiles, Q splits and registers as the run recorded them
     double measured_s = 0, predicted_then_s = 0;
 };
-
-std::string preset_for_device(const std::string& device) {
-    auto has = [&](const char* s) { return device.find(s) != std::string::npos; };
-    if (has("H200")) return "H200";
-    if (has("H100")) return "H100-SXM";
-    if (has("A100")) return has("80GB") ? "A100-SXM4-80GB" : "A100-SXM4-40GB";
-    if (has("L4")) return "L4";
-    if (has("T4")) return "T4";
-    return "";
-}
 
 // Reads every *.json in dir and its subfolders (one per run, as cuda/results/ keeps them), sorted by
 // path. Unreadable files and entries are listed in `skipped`.
@@ -114,7 +98,7 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
                 m.launch = measured_launch(r);
                 m.measured_s = r.at("measured_s").get<double>();
                 m.predicted_then_s = r.value("predicted_s", 0.0);
-                if (!model_of_measured_kernel(m.algo, p.dtype) || m.measured_s <= 0) {
+                if (!find_kernel(m.algo) || m.measured_s <= 0) {
                     ++bad;
                     continue;
                 }
@@ -133,9 +117,10 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
 // The current simulator's prediction for a measurement (as fa-validate makes it).
 std::optional<AlgorithmResult> predict_now(const Measurement& m) {
     if (m.preset.empty()) return std::nullopt;
-    const auto km = model_of_measured_kernel(m.algo, m.problem.dtype);
     try {
-        return simulate(*km->algo, m.problem, find_gpu_preset(m.preset), measured_tile_request(*km, m.launch), km->options);
+        const GpuSpec gpu = find_gpu_preset(m.preset);
+        const KernelSetup s = kernel_setup(*find_kernel(m.algo), m.problem, gpu, m.launch);
+        return simulate(*s.algorithm, m.problem, gpu, s.tiles, s.options);
     } catch (const std::exception&) {
         return std::nullopt;
     }
@@ -289,16 +274,20 @@ as fa-validate models them. These are predictions, not measurements.)",
                     c.out << p.describe() << " on " << gpu.name << "\n\n";
                     Table t({"kernel", "predicted", "bound by"}, "lrl");
                     Json rows = Json::array();
-                    for (const char* f : kFamilies) {
-                        if (!has_kernel(f, p.dtype)) {
+                    for (const KernelVariant& k : kernel_catalog()) {
+                        if (!k.in_repository) continue;
+                        const std::string f(k.name);
+                        if (p.dtype == DType::fp32 && !k.fp32) {
                             t.row({f, "-", "no fp32 kernel (fp16/bf16 only)"});
                             continue;
                         }
-                        const KernelModel km = *model_of_measured_kernel(f, p.dtype);
-                        TileRequest req;
-                        req.matmul = km.matmul;
+                        if (!k.has_head_dim(static_cast<int>(p.d))) {
+                            t.row({f, "-", "no kernel for d=" + std::to_string(p.d)});
+                            continue;
+                        }
                         try {
-                            const AlgorithmResult r = simulate(*km.algo, p, gpu, req, km.options);
+                            const KernelSetup s = kernel_setup(k, p, gpu);
+                            const AlgorithmResult r = simulate(*s.algorithm, p, gpu, s.tiles, s.options);
                             std::string bound = r.longest_kernel().name + ": " + r.longest_kernel().bound;
                             if (display_width(bound) > 50) bound = bound.substr(0, bound.find(" ("));
                             if (display_width(bound) > 50) bound = bound.substr(0, bound.find(", "));

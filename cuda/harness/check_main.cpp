@@ -39,7 +39,7 @@
 
 namespace {
 
-using fasim::CudaAlgo;
+using fasim::KernelVariant;
 using fasim::CudaProblem;
 using fasim::DType;
 namespace ref = fasim::reference;
@@ -50,7 +50,7 @@ struct Case {
 };
 
 struct AlgoRun {
-    CudaAlgo algo{};
+    const KernelVariant* kernel = nullptr;
     std::string error;         // non-empty: the run threw
     std::string tiles;         // "Br x Bc" of the main kernel
     std::vector<double> O;     // [BH][N][d]
@@ -58,7 +58,7 @@ struct AlgoRun {
 };
 
 struct Row {
-    CudaAlgo algo{};
+    const KernelVariant* kernel = nullptr;
     std::string tiles;
     double error = 0, bound = 0, naive_error = 0, rel = 0;
     double lse_ratio = -1;  // worst LSE error / tolerance; -1: no LSE
@@ -128,24 +128,24 @@ std::vector<ref::QKV> make_inputs(const Case& c) {
     return heads;
 }
 
-AlgoRun run_on_gpu(CudaAlgo algo, const CudaProblem& p, const std::vector<unsigned char>& q,
+AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std::vector<unsigned char>& q,
                    const std::vector<unsigned char>& k, const std::vector<unsigned char>& v, cudaStream_t stream) {
     AlgoRun r;
-    r.algo = algo;
+    r.kernel = &kernel;
     try {
         fasim::validate_problem(p);
     } catch (const std::invalid_argument& e) {  // a problem this algorithm cannot run: a failed row
         r.error = e.what();
         return r;
     }
-    fasim::DeviceTensors t = fasim::allocate_tensors(p, algo);
+    fasim::DeviceTensors t = fasim::allocate_tensors(p, kernel);
     CUDA_CHECK(cudaMemcpy(t.Q.get(), q.data(), q.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.K.get(), k.data(), k.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.V.get(), v.data(), v.size(), cudaMemcpyHostToDevice));
     for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.m, &t.l, &t.S, &t.P}) poison(*b);
     fasim::CudaLaunchInfo info;
     try {
-        info = fasim::run_attention(algo, p, t, stream);
+        info = fasim::run_attention(kernel, p, t, stream);
     } catch (const std::invalid_argument& e) {  // refused before launching (tile does not fit, ...)
         r.error = e.what();
         return r;
@@ -161,10 +161,10 @@ AlgoRun run_on_gpu(CudaAlgo algo, const CudaProblem& p, const std::vector<unsign
     CUDA_CHECK(cudaMemcpy(o_bytes.data(), t.O.get(), o_bytes.size(), cudaMemcpyDeviceToHost));
     r.O = from_storage(o_bytes, p.dtype);
     const std::size_t rows = static_cast<std::size_t>(p.B) * p.H * p.N;
-    if (algo == CudaAlgo::tiled || algo == CudaAlgo::fa2 || algo == CudaAlgo::fa2_tc) {
+    if (t.LSE) {  // tiled and FA2 store the LSE
         const std::vector<float> lse = download_floats(t.LSE, rows);
         r.lse.assign(lse.begin(), lse.end());
-    } else if (algo == CudaAlgo::fa1 || algo == CudaAlgo::fa1_tc) {
+    } else if (t.m && t.l) {  // FA1 stores m and l
         const std::vector<float> m = download_floats(t.m, rows);
         const std::vector<float> l = download_floats(t.l, rows);
         r.lse.resize(rows);
@@ -192,7 +192,7 @@ std::vector<Row> check_case(const Case& c, const std::vector<ref::QKV>& heads, c
     std::vector<Row> rows;
     for (const AlgoRun& run : runs) {
         Row row;
-        row.algo = run.algo;
+        row.kernel = run.kernel;
         row.tiles = run.tiles;
         if (!run.error.empty()) {
             row.note = run.error;
@@ -322,8 +322,9 @@ int main(int argc, char** argv) {
     app.add_option("--max-n", max_n, "skip problems with N above this (quicker runs)")->check(CLI::PositiveNumber);
     auto* seed_opt = app.add_option("--seed", seed, "base seed (default: fresh, printed)");
     std::vector<std::string> all_algo_names;
-    for (CudaAlgo a : fasim::kAllCudaAlgos) all_algo_names.emplace_back(fasim::cuda_algo_name(a));
-    app.add_option("--algo", algo_names, "algorithms to check (default: all)")->check(CLI::IsMember(all_algo_names));
+    for (const KernelVariant* k : fasim::cuda_kernels()) all_algo_names.emplace_back(k->name);
+    app.add_option("--algo", algo_names, "kernels to check, by their kernel-catalog names (default: all)")
+        ->check(CLI::IsMember(all_algo_names));
     app.add_option("--dtype", dtype_names, "storage dtypes to check (default: all)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     try {
@@ -343,9 +344,9 @@ int main(int argc, char** argv) {
     }
     if (seed_opt->count() == 0) seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 
-    std::vector<CudaAlgo> algos;
-    for (const auto& n : algo_names) algos.push_back(*fasim::parse_cuda_algo(n));
-    if (algos.empty()) algos.assign(fasim::kAllCudaAlgos.begin(), fasim::kAllCudaAlgos.end());
+    std::vector<const KernelVariant*> algos;
+    for (const auto& n : algo_names) algos.push_back(&fasim::cuda_kernel(n));
+    if (algos.empty()) algos = fasim::cuda_kernels();
     std::vector<DType> dtypes;
     for (const auto& n : dtype_names) dtypes.push_back(*fasim::parse_dtype(n));
     if (dtypes.empty()) dtypes = {DType::fp32, DType::fp16, DType::bf16};
@@ -365,19 +366,20 @@ int main(int argc, char** argv) {
         std::vector<Case> cases = make_cases(small, max_n, seed, dtypes);
         // Problems an algorithm has no kernel for: skipped (not failed), each reason printed once.
         const int cc = 10 * prop.major + prop.minor;
-        auto skip_reason = [&](CudaAlgo a, const CudaProblem& p) -> std::string {
-            if ((a == CudaAlgo::fa1_tc || a == CudaAlgo::fa2_tc) && cc < 80) {
-                return std::string(cuda_algo_name(a)) + " needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+        auto skip_reason = [&](const KernelVariant* a, const CudaProblem& p) -> std::string {
+            if (cc < a->min_compute_capability) {
+                return std::string(a->name) + " needs compute capability " + std::to_string(a->min_compute_capability / 10) +
+                       "." + std::to_string(a->min_compute_capability % 10) + "+; this GPU is " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
-                       (a == CudaAlgo::fa1_tc ? "fa1" : "fa2");
+                       std::string(a->algorithm);
             }
-            return fasim::cuda_algo_unsupported(a, p);
+            return fasim::cuda_kernel_unsupported(*a, p);
         };
         int skipped = 0;
         {
             std::vector<std::string> reasons;
             for (const Case& c : cases) {
-                for (CudaAlgo a : algos) {
+                for (const KernelVariant* a : algos) {
                     const std::string why = skip_reason(a, c.problem);
                     if (why.empty()) continue;
                     ++skipped;
@@ -388,7 +390,7 @@ int main(int argc, char** argv) {
             // A case no selected algorithm runs needs no inputs and no reference.
             cases.erase(std::remove_if(cases.begin(), cases.end(),
                                        [&](const Case& c) {
-                                           return std::all_of(algos.begin(), algos.end(), [&](CudaAlgo a) {
+                                           return std::all_of(algos.begin(), algos.end(), [&](const KernelVariant* a) {
                                                return !skip_reason(a, c.problem).empty();
                                            });
                                        }),
@@ -418,9 +420,9 @@ int main(int argc, char** argv) {
                     append_storage(x.K, c.problem.dtype, k);
                     append_storage(x.V, c.problem.dtype, v);
                 }
-                for (CudaAlgo a : algos) {
+                for (const KernelVariant* a : algos) {
                     if (skip_reason(a, c.problem).empty()) {
-                        runs[ci - c0].push_back(run_on_gpu(a, c.problem, q, k, v, stream));
+                        runs[ci - c0].push_back(run_on_gpu(*a, c.problem, q, k, v, stream));
                     }
                 }
             }
@@ -436,7 +438,7 @@ int main(int argc, char** argv) {
                     char line[512];
                     std::snprintf(line, sizeof line,
                                   "%-16s %-5s %5d %5d %4d %-6s %-8s %10.3e %10.3e %10.3e %7.3f %9s %10.3e  %s%s%s",
-                                  fasim::cuda_algo_name(r.algo), fasim::dtype_name(p.dtype), p.N, p.Nk, p.d,
+                                  std::string(r.kernel->name).c_str(), fasim::dtype_name(p.dtype), p.N, p.Nk, p.d,
                                   p.causal ? "yes" : "no", r.tiles.empty() ? "-" : r.tiles.c_str(), r.error, r.bound,
                                   r.naive_error, r.bound > 0 ? r.error / r.bound : 0.0,
                                   r.lse_ratio < 0 ? "-" : fmt("%.3f", r.lse_ratio).c_str(), r.rel,

@@ -310,4 +310,17 @@ std::vector<CudaKernelLaunch> launch_fa1(const FlashArgs& a, cudaStream_t stream
     return infos;
 }
 
+namespace {
+// The launch table's entry for "fa1" (kernels/launchers.hpp): tiles by fa1_tiles (kernels/tile_rules.hpp).
+CudaLaunchInfo run_fa1(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "fa1");
+    set_fa1_state(f, p, t, "fa1");
+    const TileChoice tiles = fa1_tiles(p.d, p.dtype, device_smem_per_block());
+    f.Br = tiles.Br;
+    f.Bc = tiles.Bc;
+    return {launch_fa1(f, stream)};
+}
+FASIM_REGISTER_KERNEL("fa1", run_fa1, fa1_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

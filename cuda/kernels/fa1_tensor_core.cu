@@ -48,19 +48,20 @@
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_layouts.hpp"
+#include "kernels/tile_rules.hpp"
 #include "kernels/warp_tile_products.cuh"
 
 namespace fasim::cuda_detail {
 
 namespace {
 
-constexpr int kT1Br = 16;   // query rows per Q tile: one m16 row block, shared by the 4 warps
+constexpr int kT1Br = tile_rules::kFa1TcBr;  // query rows per Q tile: one m16 row block, shared by the 4 warps
 constexpr int kT1Pad = 8;   // padding per shared-memory row, elements (16 bytes), as in fa2_tc
 constexpr int kT1UPad = 8;  // padding per partial-product row, floats: float2 stores of 4 rows hit 32 banks
 
-// Keys per K/V tile: FlashAttention-1's tile widths (256 at d = 64, 128 at d = 128), so each warp
-// scores 64 or 32 keys.
-__host__ __device__ constexpr int fa1_tc_bc(int d) { return d <= 64 ? 256 : 128; }
+// Keys per K/V tile: FlashAttention-1's tile widths (256 at d = 64, 128 at d = 128, tile_rules.hpp), so
+// each warp scores 64 or 32 keys.
+using tile_rules::fa1_tc_bc;
 
 struct Fa1TcSmem {
     std::size_t k, v, q, u, red_m, red_l, total;
@@ -353,19 +354,9 @@ int fa1_tc_q_splits(int BH, int N, int sms, int blocks_per_sm) {
 
 }  // namespace
 
-std::string fa1_tc_unsupported_reason(DType dtype, int d) {
-    if (dtype != DType::fp16 && dtype != DType::bf16) {
-        return std::string("fa1_tc: dtype ") + dtype_name(dtype) +
-               " has no tensor-core kernel: fa1_tc takes fp16 or bf16 (mma.m16n8k16). Fix: pass --dtype fp16 or "
-               "bf16, or use --algo fa1 for " + dtype_name(dtype) + ".";
-    }
-    if (d != 64 && d != 128) {
-        return "fa1_tc: head dim d = " + std::to_string(d) +
-               " has no tensor-core kernel: d must be 64 or 128. Fix: pass --d 64 or 128, or use --algo fa1 for d = " +
-               std::to_string(d) + ".";
-    }
-    return {};
-}
+// What the catalog says this kernel has code for (kernels/kernel_catalog.cpp): a guard for callers that
+// bypass run_attention.
+std::string fa1_tc_unsupported_reason(DType dtype, int d) { return cuda_kernel("fa1_tc").unsupported(dtype, d, "--algo"); }
 
 std::vector<CudaKernelLaunch> launch_fa1_tc(const FlashArgs& a, cudaStream_t stream) {
     const std::string unsupported = fa1_tc_unsupported_reason(a.dtype, a.d);
@@ -401,5 +392,22 @@ std::vector<CudaKernelLaunch> launch_fa1_tc(const FlashArgs& a, cudaStream_t str
     else launch_fa1_tc_main<__nv_bfloat16>(p, grid, main, a.d, stream);
     return infos;
 }
+
+namespace {
+// The launch table's entry for "fa1_tc" (kernels/launchers.hpp): fixed tiles, no choice.
+TileChoice fa1_tc_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const std::size_t need = fa1_tc_smem(d, static_cast<int>(dtype_bytes(dtype))).total;
+    if (need > smem_per_block)
+        throw std::invalid_argument("fa1_tc: its " + std::to_string(need) + " B of shared memory at d = " + std::to_string(d) +
+                                    " do not fit the device's " + std::to_string(smem_per_block) + " B per block");
+    return {kT1Br, fa1_tc_bc(d), need};
+}
+CudaLaunchInfo run_fa1_tc(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "fa1_tc");
+    set_fa1_state(f, p, t, "fa1_tc");
+    return {launch_fa1_tc(f, stream)};
+}
+FASIM_REGISTER_KERNEL("fa1_tc", run_fa1_tc, fa1_tc_tiles);
+}  // namespace
 
 }  // namespace fasim::cuda_detail

@@ -184,4 +184,17 @@ CudaKernelLaunch launch_fa2(const FlashArgs& a, cudaStream_t stream) {
     return info;
 }
 
+namespace {
+// The launch table's entry for "fa2" (kernels/launchers.hpp): tiles by fa2_tiles (kernels/tile_rules.hpp).
+CudaLaunchInfo run_fa2(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "fa2");
+    set_lse(f, p, t, "fa2");
+    const TileChoice tiles = fa2_tiles(p.d, p.dtype, device_smem_per_block());
+    f.Br = tiles.Br;
+    f.Bc = tiles.Bc;
+    return {{launch_fa2(f, stream)}};
+}
+FASIM_REGISTER_KERNEL("fa2", run_fa2, fa2_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

@@ -51,14 +51,15 @@
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_layouts.hpp"
+#include "kernels/tile_rules.hpp"
 #include "kernels/warp_tile_products.cuh"
 
 namespace fasim::cuda_detail {
 
 namespace {
 
-constexpr int kTcBr = 64;   // query rows per block: 4 warps x 16
-constexpr int kTcBc = 64;   // keys per K/V tile
+constexpr int kTcBr = tile_rules::kFa2TcBr;  // query rows per block: 4 warps x 16
+constexpr int kTcBc = tile_rules::kFa2TcBc;  // keys per K/V tile
 constexpr int kTcPad = 8;   // padding per shared-memory row, elements (16 bytes)
 static_assert(kTcBr == 16 * kFlashWarps, "one m16 row block per warp");
 
@@ -305,19 +306,9 @@ void launch_fa2_tc_dtype(const FlashArgs& a, const Fa2TcParams& p, CudaKernelLau
 
 }  // namespace
 
-std::string fa2_tc_unsupported_reason(DType dtype, int d) {
-    if (dtype != DType::fp16 && dtype != DType::bf16) {
-        return std::string("fa2_tc: dtype ") + dtype_name(dtype) +
-               " has no tensor-core kernel: fa2_tc takes fp16 or bf16 (mma.m16n8k16). Fix: pass --dtype fp16 or "
-               "bf16, or use --algo fa2 for " + dtype_name(dtype) + ".";
-    }
-    if (d != 64 && d != 128) {
-        return "fa2_tc: head dim d = " + std::to_string(d) +
-               " has no tensor-core kernel: d must be 64 or 128. Fix: pass --d 64 or 128, or use --algo fa2 for d = " +
-               std::to_string(d) + ".";
-    }
-    return {};
-}
+// What the catalog says this kernel has code for (kernels/kernel_catalog.cpp): a guard for callers that
+// bypass run_attention.
+std::string fa2_tc_unsupported_reason(DType dtype, int d) { return cuda_kernel("fa2_tc").unsupported(dtype, d, "--algo"); }
 
 CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
     const std::string unsupported = fa2_tc_unsupported_reason(a.dtype, a.d);
@@ -345,5 +336,22 @@ CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
     }
     return info;
 }
+
+namespace {
+// The launch table's entry for "fa2_tc" (kernels/launchers.hpp): fixed tiles, no choice.
+TileChoice fa2_tc_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const std::size_t need = fa2_tc_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
+    if (need > smem_per_block)
+        throw std::invalid_argument("fa2_tc: its " + std::to_string(need) + " B of shared memory at d = " + std::to_string(d) +
+                                    " do not fit the device's " + std::to_string(smem_per_block) + " B per block");
+    return {kTcBr, kTcBc, need};
+}
+CudaLaunchInfo run_fa2_tc(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "fa2_tc");
+    set_lse(f, p, t, "fa2_tc");
+    return {{launch_fa2_tc(f, stream)}};
+}
+FASIM_REGISTER_KERNEL("fa2_tc", run_fa2_tc, fa2_tc_tiles);
+}  // namespace
 
 }  // namespace fasim::cuda_detail

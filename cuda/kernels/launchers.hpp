@@ -1,16 +1,52 @@
 // Host entry points of the kernel files (internal to fasim_cuda; run_attention is the public API).
 // Each launcher dispatches on dtype (and head dim), launches, checks the launch, and describes it.
+//
+// The launch table: each kernel file registers the entry point of the kernel it implements under its
+// name in the kernel catalog (sim/kernels/kernel_catalog.hpp), with FASIM_REGISTER_KERNEL at the end
+// of the file. run_attention looks the kernel up there; nothing else lists the kernels.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attention_kernels.hpp"
 
 namespace fasim::cuda_detail {
+
+// Runs one catalog kernel of the problem on its tensors (everything after validation and the
+// catalog's dtype and head-dim check).
+using KernelEntry = CudaLaunchInfo (*)(const CudaProblem&, const DeviceTensors&, cudaStream_t);
+// The tiles the entry launches its main kernel with on a device with `smem_per_block` bytes of shared
+// memory per block (GEMMs: the output tile; 0 x 0 where a library decides). The entry calls it
+// itself; tests/cuda/test_cuda_tiles.cpp checks it against the simulator's tiles for the kernel.
+using KernelTiles = TileChoice (*)(int d, DType dtype, std::size_t smem_per_block);
+
+// Adds a kernel to the launch table; aborts at start-up when the name is not a catalog row of this
+// repository, or is registered twice.
+struct KernelRegistration {
+    KernelRegistration(std::string_view catalog_name, KernelEntry entry, KernelTiles tiles);
+};
+#define FASIM_REGISTER_KERNEL(catalog_name, entry, tiles) \
+    static const ::fasim::cuda_detail::KernelRegistration fasim_kernel_registration{catalog_name, entry, tiles}
+
+struct RegisteredKernel {
+    KernelEntry entry = nullptr;
+    KernelTiles tiles = nullptr;
+};
+// What a kernel file registered for a catalog name; entry nullptr when nothing.
+RegisteredKernel registered_kernel(std::string_view catalog_name);
+// The catalog names registered, sorted.
+std::vector<std::string> registered_kernel_names();
+
+// Helpers for the entries.
+// Opt-in shared memory per block of the current device (cached per device).
+std::size_t device_smem_per_block();
+// Throws std::invalid_argument unless `buf` holds at least `need` bytes.
+void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, std::string_view kernel);
 
 // Batched row-major GEMM: C[b] = alpha * A[b] * op(B[b]), A [M][K], C [M][N];
 // op(B) = B^T with B [N][K] when trans_b, else B with B [K][N]. C stored rounded to the dtype.
@@ -28,6 +64,10 @@ struct GemmArgs {
 CudaKernelLaunch launch_gemm_naive(const GemmArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_gemm_tiled(const GemmArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_gemm_cublas(const GemmArgs& args, cudaStream_t stream);
+// Standard attention with one of those GEMMs: S = scale * Q K^T, P = softmax(S), O = P V.
+using GemmLauncher = CudaKernelLaunch (*)(const GemmArgs&, cudaStream_t);
+CudaLaunchInfo run_standard(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream, GemmLauncher gemm,
+                            std::string_view kernel);
 
 // Row-wise softmax of S [rows][Nk] into P (rows = B*H*N; query index = row % N for the causal mask).
 struct SoftmaxArgs {
@@ -74,5 +114,11 @@ CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_fa2_tc(const FlashArgs& args, cudaStream_t stream);
 // Empty when fa2_tc has a kernel for (dtype, d); otherwise what is wrong, the allowed values and the fix.
 std::string fa2_tc_unsupported_reason(DType dtype, int d);
+
+// The flash kernels' arguments: Q, K, V, O checked and set, the problem's shape, scale 1/sqrt(d).
+FlashArgs flash_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel);
+// The output buffers of each algorithm family, checked and set.
+void set_lse(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, std::string_view kernel);        // tiled, fa2
+void set_fa1_state(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, std::string_view kernel);  // m, l, O_acc
 
 }  // namespace fasim::cuda_detail

@@ -78,4 +78,13 @@ CudaKernelLaunch launch_gemm_cublas(const GemmArgs& a, cudaStream_t stream) {
     return info;
 }
 
+namespace {
+// The launch table's entry for "standard_cublas" (kernels/launchers.hpp): standard attention on cuBLAS's GEMMs.
+CudaLaunchInfo run_standard_cublas(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    return run_standard(p, t, stream, launch_gemm_cublas, "standard_cublas");
+}
+TileChoice cublas_tiles(int, DType, std::size_t) { return {}; }  // cuBLAS picks its own
+FASIM_REGISTER_KERNEL("standard_cublas", run_standard_cublas, cublas_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

@@ -72,4 +72,13 @@ CudaKernelLaunch launch_gemm_naive(const GemmArgs& a, cudaStream_t stream) {
     return info;
 }
 
+namespace {
+// The launch table's entry for "standard_naive" (kernels/launchers.hpp): standard attention on this GEMM.
+CudaLaunchInfo run_standard_naive(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    return run_standard(p, t, stream, launch_gemm_naive, "standard_naive");
+}
+TileChoice naive_tiles(int, DType, std::size_t) { return {kNaiveTile, kNaiveTile, 0}; }  // one output per thread
+FASIM_REGISTER_KERNEL("standard_naive", run_standard_naive, naive_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

@@ -192,4 +192,13 @@ CudaKernelLaunch launch_gemm_tiled(const GemmArgs& a, cudaStream_t stream) {
     return info;
 }
 
+namespace {
+// The launch table's entry for "standard_tiled" (kernels/launchers.hpp): standard attention on this GEMM.
+CudaLaunchInfo run_standard_tiled(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    return run_standard(p, t, stream, launch_gemm_tiled, "standard_tiled");
+}
+TileChoice tiled_gemm_tiles(int, DType, std::size_t) { return {kBM, kBN, 0}; }  // the output tile
+FASIM_REGISTER_KERNEL("standard_tiled", run_standard_tiled, tiled_gemm_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

@@ -192,4 +192,17 @@ CudaKernelLaunch launch_tiled_two_pass(const FlashArgs& a, cudaStream_t stream) 
     return info;
 }
 
+namespace {
+// The launch table's entry for "tiled" (kernels/launchers.hpp): FA2's tiles (fa2_tiles, kernels/tile_rules.hpp).
+CudaLaunchInfo run_tiled(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "tiled");
+    set_lse(f, p, t, "tiled");
+    const TileChoice tiles = fa2_tiles(p.d, p.dtype, device_smem_per_block());
+    f.Br = tiles.Br;
+    f.Bc = tiles.Bc;
+    return {{launch_tiled_two_pass(f, stream)}};
+}
+FASIM_REGISTER_KERNEL("tiled", run_tiled, fa2_tiles);
+}  // namespace
+
 }  // namespace fasim::cuda_detail

@@ -29,7 +29,7 @@
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
 #include "inputs.hpp"
-#include "model/measured_kernels.hpp"
+#include "model/kernel_setup.hpp"
 #include "model/simulation.hpp"
 #include "precision.hpp"
 #include "validate/ncu_counters.hpp"
@@ -40,21 +40,21 @@ using namespace fasim;
 using nlohmann::json;
 
 struct Config {
-    CudaAlgo algo{};
+    const KernelVariant* kernel = nullptr;
     int N = 0, d = 0;
     bool causal = false;
     DType dtype = DType::fp32;
 };
 
 std::string describe(const Config& c) {
-    return std::string(cuda_algo_name(c.algo)) + " N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) + " " +
+    return std::string(c.kernel->name) + " N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) + " " +
            dtype_name(c.dtype) + (c.causal ? " causal" : "");
 }
 
-// How the simulator models a kernel family (sim/model/measured_kernels.hpp: one table for
+// How the simulator models a kernel (sim/kernels/kernel_catalog.hpp, sim/model/kernel_setup.hpp: one table for
 // fa-validate, the predicted-vs-measured figure and the CI test).
-KernelModel kernel_model(const Config& c) { return *model_of_measured_kernel(cuda_algo_name(c.algo), c.dtype); }
-const Algorithm& sim_algo(const Config& c) { return *kernel_model(c).algo; }
+const KernelVariant& catalog_row(const Config& c) { return *c.kernel; }
+const Algorithm& sim_algo(const Config& c) { return algorithm(catalog_row(c).algorithm); }
 
 AttentionProblem sim_problem(const Config& c, int B, int H) {
     AttentionProblem p;
@@ -69,23 +69,21 @@ AttentionProblem sim_problem(const Config& c, int B, int H) {
 }
 
 AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& launch, const GpuSpec& gpu) {
-    const KernelModel km = kernel_model(c);
     MeasuredLaunch recorded;
     if (!launch.kernels.empty()) {
         const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
         recorded = {main.Br, main.Bc, main.q_splits, main.registers_per_thread};
     }
-    return simulate(*km.algo, sim_problem(c, B, H), gpu, measured_tile_request(km, recorded), km.options);
+    const AttentionProblem p = sim_problem(c, B, H);
+    const KernelSetup s = kernel_setup(catalog_row(c), p, gpu, recorded);
+    return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
 }
 
 std::string gpu_preset_for(const std::string& device_name, std::size_t memory_bytes) {
-    auto has = [&](const char* s) { return device_name.find(s) != std::string::npos; };
-    if (has("H200")) return "H200";
-    if (has("H100")) return "H100-SXM";
-    if (has("A100")) return memory_bytes > (60ull << 30) ? "A100-SXM4-80GB" : "A100-SXM4-40GB";
-    if (has("L4")) return "L4";
-    if (has("T4")) return "T4";
-    throw std::runtime_error("no fa-sim preset matches the GPU '" + device_name + "': pass --gpu NAME or --gpu-file FILE");
+    const std::string preset = preset_for_device(device_name, memory_bytes);
+    if (preset.empty())
+        throw std::runtime_error("no fa-sim preset matches the GPU '" + device_name + "': pass --gpu NAME or --gpu-file FILE");
+    return preset;
 }
 
 std::string command_output(const std::string& cmd) {
@@ -159,7 +157,7 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
     CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
     try {
         validate_problem(p);
-        DeviceTensors t = allocate_tensors(p, c.algo);
+        DeviceTensors t = allocate_tensors(p, *c.kernel);
         std::vector<reference::Matrix> Q, K, V;
         for (const auto& x : in) {
             Q.push_back(x.Q);
@@ -171,10 +169,10 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
         upload(t.V, to_storage(V, c.dtype));
         poison(t.O);
         poison(t.LSE);
-        o.launch = run_attention(c.algo, p, t, nullptr);
+        o.launch = run_attention(*c.kernel, p, t, nullptr);
         CUDA_CHECK(cudaDeviceSynchronize());
         o.accuracy = check_rows(c, in, t, B * H, samples);
-        o.timing = time_gpu([&](cudaStream_t s) { run_attention(c.algo, p, t, s); }, nullptr, topt);
+        o.timing = time_gpu([&](cudaStream_t s) { run_attention(*c.kernel, p, t, s); }, nullptr, topt);
         o.predicted = predict(c, B, H, o.launch, gpu);
     } catch (const std::exception& e) {
         o.error = e.what();
@@ -185,7 +183,7 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
 
 json outcome_json(const Outcome& o, int B, int H) {
     const Config& c = o.config;
-    json j = {{"algo", cuda_algo_name(c.algo)}, {"sim_algo", std::string(sim_algo(c).id)}, {"N", c.N}, {"Nk", c.N},
+    json j = {{"algo", std::string(c.kernel->name)}, {"sim_algo", std::string(sim_algo(c).id)}, {"N", c.N}, {"Nk", c.N},
               {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", c.causal}, {"batch", B}, {"heads", H}};
     if (!o.error.empty()) {
         j["error"] = o.error;
@@ -234,7 +232,7 @@ std::vector<reference::QKV> make_inputs(int heads, int N, int d, DType dtype, st
 // Child mode for Nsight Compute: one launch of one configuration, nothing else on the GPU.
 int profile_one(const Config& c, int B, int H) {
     CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
-    DeviceTensors t = allocate_tensors(p, c.algo);
+    DeviceTensors t = allocate_tensors(p, *c.kernel);
     std::mt19937 rng(1);
     std::normal_distribution<double> normal;
     auto fill = [&](const DeviceBuffer& b, long rows) {
@@ -255,7 +253,7 @@ int profile_one(const Config& c, int B, int H) {
     L2Flusher flusher;
     flusher.flush(nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
-    run_attention(c.algo, p, t, nullptr);
+    run_attention(*c.kernel, p, t, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
     flusher.flush(nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -283,7 +281,7 @@ int main(int argc, char** argv) {
     app.add_option("--d", ds, "head dimensions (default 64,128)");
     app.add_option("--causal", causal, "off, on or both (default both)");
     app.add_option("--dtype", dtypes, "storage dtypes, comma separated (default fp32)");
-    app.add_option("--algo", algos, "standard_naive,standard_tiled,standard_cublas,tiled,fa1,fa2,fa1_tc,fa2_tc or all");
+    app.add_option("--algo", algos, "kernels by their kernel-catalog names, comma separated: " + cuda_kernel_names() + "; or all");
     app.add_option("--batch", B, "batch (default 2)");
     app.add_option("--heads", H, "heads (default 8)");
     app.add_option("--runs", runs, "timed runs per configuration (median reported; default 10)");
@@ -303,14 +301,10 @@ int main(int argc, char** argv) {
         return 77;
     }
     try {
-        std::vector<CudaAlgo> algo_list;
-        if (algos == "all") algo_list.assign(kAllCudaAlgos.begin(), kAllCudaAlgos.end());
+        std::vector<const KernelVariant*> algo_list;
+        if (algos == "all") algo_list = cuda_kernels();
         else
-            for (std::stringstream ss(algos); std::getline(ss, algos, ',');) {
-                auto a = parse_cuda_algo(algos);
-                if (!a) throw std::invalid_argument("--algo " + algos + " is not a CUDA algorithm");
-                algo_list.push_back(*a);
-            }
+            for (std::stringstream ss(algos); std::getline(ss, algos, ',');) algo_list.push_back(&cuda_kernel(algos));
         std::vector<DType> dtype_list;
         for (std::stringstream ss(dtypes); std::getline(ss, dtypes, ',');) {
             auto t = parse_dtype(dtypes);
@@ -324,7 +318,7 @@ int main(int argc, char** argv) {
         if (!profile.empty()) {  // "algo,N,d,dtype,causal"
             std::vector<std::string> f;
             for (std::stringstream ss(profile); std::getline(ss, profile, ',');) f.push_back(profile);
-            Config c{*parse_cuda_algo(f.at(0)), std::stoi(f.at(1)), std::stoi(f.at(2)), f.at(4) == "1", *parse_dtype(f.at(3))};
+            Config c{&cuda_kernel(f.at(0)), std::stoi(f.at(1)), std::stoi(f.at(2)), f.at(4) == "1", *parse_dtype(f.at(3))};
             return profile_one(c, B, H);
         }
 
@@ -343,14 +337,17 @@ int main(int argc, char** argv) {
         std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
                     "TFLOP/s", "GB/s", "predicted bound");
 
-        // Configurations an algorithm has no kernel for (fa1_tc, fa2_tc: fp32; a GPU below 8.0): skipped, noted once.
-        auto skip_reason = [&](CudaAlgo a, const CudaProblem& p) -> std::string {
-            if ((a == CudaAlgo::fa1_tc || a == CudaAlgo::fa2_tc) && prop.major < 8) {
-                return std::string(cuda_algo_name(a)) + " needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+        // Configurations a kernel has no code for (the catalog's dtypes, head dims and compute capability):
+        // skipped, noted once.
+        const int cc = 10 * prop.major + prop.minor;
+        auto skip_reason = [&](const KernelVariant* a, const CudaProblem& p) -> std::string {
+            if (cc < a->min_compute_capability) {
+                return std::string(a->name) + " needs compute capability " + std::to_string(a->min_compute_capability / 10) +
+                       "." + std::to_string(a->min_compute_capability % 10) + "+; this GPU is " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
-                       (a == CudaAlgo::fa1_tc ? "fa1" : "fa2");
+                       std::string(a->algorithm);
             }
-            return cuda_algo_unsupported(a, p);
+            return cuda_kernel_unsupported(*a, p);
         };
         std::set<std::string> noted;
 
@@ -364,7 +361,7 @@ int main(int argc, char** argv) {
                 for (DType t : dtype_list) {
                     const auto inputs = make_inputs(B * H, N, d, t, seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d));
                     for (bool cz : causal_list)
-                        for (CudaAlgo a : algo_list) {
+                        for (const KernelVariant* a : algo_list) {
                             const Config c{a, N, d, cz, t};
                             if (const std::string why = skip_reason(a, CudaProblem{B, H, N, N, d, t, cz});
                                 !why.empty()) {
@@ -384,11 +381,11 @@ int main(int argc, char** argv) {
                                             j["measured_tflops"].get<double>(), j["measured_gbps_hbm_papers_sense"].get<double>(),
                                             o.predicted.longest_kernel().bound.c_str());
                             }
-                            if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a != CudaAlgo::standard_cublas &&
+                            if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a->products != Products::library_gemm &&
                                 o.error.empty()) {
                                 const std::string child = std::string(argv[0]) + " --batch " + std::to_string(B) +
                                                           " --heads " + std::to_string(H) + " --profile-one " +
-                                                          cuda_algo_name(a) + "," + std::to_string(N) + "," +
+                                                          std::string(a->name) + "," + std::to_string(N) + "," +
                                                           std::to_string(d) + ",fp32,0";
                                 const NcuMeasurement m = run_ncu(ncu_path, child);
                                 j["ncu"] = ncu_json(m, o.predicted);

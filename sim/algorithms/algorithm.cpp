@@ -19,6 +19,11 @@ namespace {
 std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
 }  // namespace
 
+std::string tiles_given_text(const TileRequest& req, std::int64_t Br, std::int64_t Bc) {
+    const std::string tiles = "Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc);
+    return req.tile_source.empty() ? "overridden by the user: " + tiles : tiles + ", " + req.tile_source;
+}
+
 void check_tile_arg(const char* flag, std::int64_t v) {
     if (v < 1 || v > 4096)
         throw usage_error(std::string("--") + flag + " " + std::to_string(v) + " is out of range",

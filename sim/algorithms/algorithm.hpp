@@ -40,6 +40,9 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // Registers per thread of the compiled kernel (--registers; ptxas -v or ncu report it); 0 = estimate
     // them from the register-resident tiles. Used for occupancy of the kernels that multiply matrices.
     int registers_per_thread = 0;
+    // Where Br/Bc come from when not from the user (a kernel's rule, a measured run's record): the report
+    // says so. Empty: the user's --Br/--Bc.
+    std::string tile_source{};
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -132,6 +135,8 @@ inline void run_algorithm(const Algorithm& algo, Executor& x, const AttentionPro
 
 // Helpers for the algorithms' tile mappings.
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// The report's line for tiles that were given, not chosen: "overridden by the user: Br = 64, Bc = 64".
+std::string tiles_given_text(const TileRequest& req, std::int64_t Br, std::int64_t Bc);
 // --Br/--Bc in range (UsageError otherwise).
 void check_tile_arg(const char* flag, std::int64_t v);
 // UsageError: the user's tiles need more shared memory than the GPU has.

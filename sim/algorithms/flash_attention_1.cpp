@@ -149,7 +149,7 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
         Br = req.Br.value_or(Br);
         Bc = req.Bc.value_or(Bc);
         if (!fits(Br, Bc)) reject_user_tiles("fa1", p, gpu, Br, Bc, smem_bytes(p, Br, Bc, c));
-        c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+        c.reasons.push_back(tiles_given_text(req, Br, Bc));
     } else if (!fits(Br, Bc)) {
         const std::int64_t need = smem_bytes(p, Br, Bc, c);
         while (!fits(Br, Bc) && (Br > 1 || Bc > 1)) {  // shrink the larger, so neither collapses

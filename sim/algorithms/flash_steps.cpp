@@ -27,7 +27,7 @@ TileConfig choose_q_tiles(std::string_view algo_id, const AttentionProblem& p, c
         Br = req.Br.value_or(Br);
         Bc = req.Bc.value_or(Bc);
         if (!fits(Br, Bc)) reject_user_tiles(algo_id, p, gpu, Br, Bc, q_tile_smem_bytes(p, Br, Bc, c));
-        c.reasons.push_back("overridden by the user: Br = " + std::to_string(Br) + ", Bc = " + std::to_string(Bc));
+        c.reasons.push_back(tiles_given_text(req, Br, Bc));
     } else if (!fits(Br, Bc)) {
         const std::int64_t need = q_tile_smem_bytes(p, Br, Bc, c);
         while (!fits(Br, Bc) && (Bc > 16 || Br > 16)) {

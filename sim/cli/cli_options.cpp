@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "model/kernel_setup.hpp"
 
 namespace fasim {
 
@@ -66,6 +67,47 @@ std::vector<std::int64_t> parse_sweep(const std::string& spec) {
     return ns;
 }
 
+namespace {
+
+// --kernel NAME: the catalog row's algorithm, tiles, products and registers; --Br/--Bc, --q-splits and
+// --registers given as well still win.
+void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul) {
+    const KernelVariant* k = find_kernel(name);
+    if (!k)
+        throw usage_error("--kernel '" + name + "' is not in the kernel catalog", "choose " + kernel_names(),
+                          "e.g. --kernel fa2_tc (fa-sim --list-kernels)");
+    if (algo && *algo != k->algorithm)
+        throw usage_error("--kernel " + name + " implements " + std::string(k->algorithm) + ", not --algo " + *algo,
+                          "--kernel picks its own algorithm", "drop --algo");
+    if (cuda_cores || matmul)
+        throw usage_error("--kernel " + name + " was combined with " + (cuda_cores ? "--cuda-cores" : "--matmul"),
+                          "the kernel decides how it multiplies matrices (" + std::string(products_name(k->products)) + ")",
+                          "drop " + std::string(cuda_cores ? "--cuda-cores" : "--matmul"));
+    if (const std::string why = k->unsupported(o.problem.dtype, static_cast<int>(o.problem.d)); !why.empty())
+        throw UsageError(why);
+    if (o.gpu.compute_capability > 0 && o.gpu.compute_capability < k->min_compute_capability)
+        throw usage_error("--kernel " + name + " needs compute capability " + std::to_string(k->min_compute_capability / 10) +
+                              "." + std::to_string(k->min_compute_capability % 10) + " or higher",
+                          o.gpu.name + " is " + std::to_string(o.gpu.compute_capability / 10) + "." +
+                              std::to_string(o.gpu.compute_capability % 10),
+                          "pick a newer --gpu, or --kernel " + std::string(k->algorithm) + " (its CUDA-core kernel)");
+    const KernelSetup s = kernel_setup(*k, o.problem, o.gpu);
+    o.kernel = k;
+    o.algos = {s.algorithm};
+    o.model = s.options;
+    TileRequest t = s.tiles;
+    if (o.tiles.Br || o.tiles.Bc) {  // the user's tiles
+        t.Br = o.tiles.Br;
+        t.Bc = o.tiles.Bc;
+        t.tile_source.clear();
+    }
+    if (o.tiles.q_splits) t.q_splits = o.tiles.q_splits;
+    if (o.tiles.registers_per_thread) t.registers_per_thread = o.tiles.registers_per_thread;
+    o.tiles = t;
+}
+
+}  // namespace
+
 CliOptions parse_cli(int argc, const char* const* argv) {
     CliOptions o;
     CLI::App app{"fa-sim: an educational GPU memory simulator for attention.\n"
@@ -110,6 +152,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_flag("--csv", o.csv, "print CSV, one row per algorithm (and N)");
     app.add_flag("--list-gpus", o.list_gpus, "list GPU presets with the sources of their numbers");
     app.add_flag("--list-algos", o.list_algos, "list the algorithms, one line each: id and title");
+    std::string kernel;
+    app.add_option("--kernel", kernel,
+                   "model one kernel of the catalog as it runs (its algorithm, tiles, products and registers), e.g. "
+                   "fa2_tc; --list-kernels shows them");
+    app.add_flag("--list-kernels", o.list_kernels, "list the kernel catalog (with --json: as JSON, for scripts)");
     app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
     app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR "
                    "(default fa-sim-plots); --sweep sets the N range of the sweeps")->expected(0, 1);
@@ -180,6 +227,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     else if (matmul == "library") o.tiles.matmul = MatmulMode::library;
     else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled, naive or library",
                            "e.g. --matmul naive");
+
+    if (!kernel.empty()) apply_kernel(o, kernel, app.count("--algo") ? &algo : nullptr, cuda_cores, app.count("--matmul") > 0);
 
     if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
     o.seed = static_cast<std::uint64_t>(parse_integer("--seed", seed, 0, std::numeric_limits<std::int64_t>::max(), "pass a whole number"));

@@ -9,6 +9,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "gpu/gpu_spec.hpp"
+#include "kernels/kernel_catalog.hpp"
 #include "model/runtime_model.hpp"
 #include "problem/attention_problem.hpp"
 
@@ -21,7 +22,8 @@ struct CliOptions {
     GpuSpec gpu;
     TileRequest tiles;
     ModelOptions model;
-    bool json = false, csv = false, list_gpus = false, list_algos = false;
+    bool json = false, csv = false, list_gpus = false, list_algos = false, list_kernels = false;
+    const KernelVariant* kernel = nullptr;  // --kernel: a row of the kernel catalog
     std::vector<std::int64_t> sweep_n;       // --sweep N=a:b (powers of two)
     std::optional<std::string> plot_dir;     // --plot [DIR]: write the figures there
     std::optional<std::string> measured;     // --measured FILE: fa-validate results for the figures

@@ -39,6 +39,22 @@ void list_algos() {
     for (const Algorithm* a : algorithms()) std::cout << a->id << std::string(width + 2 - a->id.size(), ' ') << a->title << '\n';
 }
 
+// The kernel catalog, a few lines per kernel.
+void list_kernels() {
+    for (const KernelVariant& k : kernel_catalog()) {
+        std::string dims;
+        for (int d : k.head_dims) {
+            if (d <= 0) continue;
+            if (!dims.empty()) dims += '/';
+            dims += std::to_string(d);
+        }
+        std::cout << k.name << " (" << k.algorithm << "): " << k.what << "\n  " << products_name(k.products)
+                  << (k.fp32_on_cuda_cores ? " (fp32 on the CUDA cores)" : "") << "; tiles: " << tile_rule_name(k.tiles)
+                  << "; " << (k.fp32 ? "fp32, fp16, bf16" : "fp16, bf16") << "; d " << dims << "; sm_"
+                  << k.min_compute_capability << "+\n  " << k.source << (k.in_repository ? "" : " (not built here)") << "\n";
+    }
+}
+
 // --trace: the tile program on real numbers, every step printed, then the answer
 // checked against exact attention in float64.
 int trace(const CliOptions& o) {
@@ -89,6 +105,11 @@ int run(int argc, char** argv) {
     }
     if (o.list_algos) {
         list_algos();
+        return 0;
+    }
+    if (o.list_kernels) {
+        if (o.json) std::cout << catalog_json().dump(2) << '\n';
+        else list_kernels();
         return 0;
     }
     if (o.trace) return trace(o);

@@ -14,7 +14,7 @@
 #include "common/errors.hpp"
 #include "figures/progress.hpp"
 #include "gpu/gpu_catalog.hpp"
-#include "model/measured_kernels.hpp"
+#include "model/kernel_setup.hpp"
 #include "plot/atomic_write.hpp"
 #include "plot/png_convert.hpp"
 
@@ -539,12 +539,12 @@ Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r) {
 
 // ---- 6. predicted vs measured ------------------------------------------------------
 
-// The current simulator's time for a measured configuration, when fa-sim knows the kernel
-// (model/measured_kernels.hpp) and the preset the run was predicted with; else nullopt, and the
+// The current simulator's time for a measured configuration, when the kernel catalog knows the kernel
+// (model/kernel_setup.hpp) and the preset the run was predicted with; else nullopt, and the
 // figure shows the time fa-validate recorded on the day of the run.
 std::optional<double> current_prediction(const MeasuredResults& m, const MeasuredRecord& r) {
-    const auto km = model_of_measured_kernel(r.kernel, r.dtype);
-    if (!km || km->algo != r.algo || m.gpu_preset.empty()) return std::nullopt;
+    const KernelVariant* k = find_kernel(r.kernel);
+    if (!k || k->algorithm != r.algo->id || m.gpu_preset.empty()) return std::nullopt;
     try {
         const GpuSpec gpu = find_gpu_preset(m.gpu_preset);
         AttentionProblem p;
@@ -555,7 +555,8 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
         p.d = r.d;
         p.dtype = r.dtype;
         p.causal = r.causal;
-        return simulate(*km->algo, p, gpu, measured_tile_request(*km, r.launch), km->options).time_s;
+        const KernelSetup s = kernel_setup(*k, p, gpu, r.launch);
+        return simulate(*s.algorithm, p, gpu, s.tiles, s.options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
         return std::nullopt;
     }

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
-#include "model/measured_kernels.hpp"
+#include "model/kernel_setup.hpp"
 
 namespace fasim::figures {
 

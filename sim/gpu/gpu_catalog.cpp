@@ -698,6 +698,16 @@ GpuSpec find_gpu_preset(const std::string& name) {
                       "known GPUs are " + join(names, ", ") + " (case does not matter)", fix);
 }
 
+std::string preset_for_device(const std::string& device_name, std::size_t memory_bytes) {
+    auto has = [&](const char* s) { return device_name.find(s) != std::string::npos; };
+    if (has("H200")) return "H200";
+    if (has("H100")) return "H100-SXM";
+    if (has("A100")) return has("80GB") || memory_bytes > (std::size_t{60} << 30) ? "A100-SXM4-80GB" : "A100-SXM4-40GB";
+    if (has("L4")) return "L4";
+    if (has("T4")) return "T4";
+    return "";
+}
+
 std::string default_gpu_name() { return "A100-SXM4-40GB"; }
 
 std::string gpu_spec_to_json(const GpuSpec& spec) {

@@ -34,6 +34,11 @@ std::vector<std::string> gpu_preset_names();
 // An unknown name throws UsageError listing the valid names.
 GpuSpec find_gpu_preset(const std::string& name);
 
+// The preset for a device as the CUDA runtime or nvidia-smi names it ("NVIDIA H100 80GB HBM3" ->
+// "H100-SXM"); memory_bytes (0: unknown) tells the two A100s apart where the name does not. Empty
+// when no preset matches.
+std::string preset_for_device(const std::string& device_name, std::size_t memory_bytes = 0);
+
 // "A100-SXM4-40GB": the FlashAttention papers' GPU.
 std::string default_gpu_name();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/counting_executor.hpp"
+#include "model/kernel_setup.hpp"
 
 namespace fasim {
 
@@ -34,6 +35,7 @@ AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const
     r.gpu_name = gpu.name;
     TileRequest req = request;
     req.scores = options.tensor_cores ? Space::Registers : Space::Shared;  // fa-sim's CUDA-core kernels stage S/P
+    if (!options.tensor_cores) apply_cuda_core_tile_rule(algo, p, gpu, req);  // and pick tiles by their launchers' rule
     r.tiles = choose_tiles(algo, p, gpu, req);
 
     CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles));

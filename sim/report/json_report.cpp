@@ -150,6 +150,33 @@ json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const Gpu
             {"runs", runs}};
 }
 
+json catalog_json() {
+    json algos = json::array();
+    for (const Algorithm* a : algorithms()) algos.push_back({{"id", std::string(a->id)}, {"title", std::string(a->title)}});
+    json kernels = json::array();
+    for (const KernelVariant& k : kernel_catalog()) {
+        json dtypes = k.fp32 ? json{"fp32", "fp16", "bf16"} : json{"fp16", "bf16"};
+        json dims = json::array();
+        for (int d : k.head_dims)
+            if (d > 0) dims.push_back(d);
+        kernels.push_back({{"name", std::string(k.name)},
+                           {"algorithm", std::string(k.algorithm)},
+                           {"what", std::string(k.what)},
+                           {"source", std::string(k.source)},
+                           {"in_repository", k.in_repository},
+                           {"products", products_name(k.products)},
+                           {"fp32_on_cuda_cores", k.fp32_on_cuda_cores},
+                           {"matmul", matmul_name(k.matmul)},
+                           {"tiles", tile_rule_name(k.tiles)},
+                           {"dtypes", dtypes},
+                           {"head_dims", dims},
+                           {"min_compute_capability", k.min_compute_capability},
+                           {"registers", {{"d64", k.registers[0]}, {"d128", k.registers[1]}}},
+                           {"calibration", calibration_text(k.calibration)}});
+    }
+    return {{"schema_version", kSchemaVersion}, {"algorithms", algos}, {"kernels", kernels}};
+}
+
 std::string csv_header() {
     return "schema_version,gpu,algo,batch,heads,N,Nk,d,dtype,causal,Br,Bc,hbm_read_bytes,hbm_write_bytes,"
            "l2_read_bytes,l2_write_bytes,dram_read_bytes,dram_write_bytes,smem_read_bytes,smem_write_bytes,"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/gpu_spec.hpp"
+#include "kernels/kernel_catalog.hpp"
 #include "model/simulation.hpp"
 
 namespace fasim {
@@ -32,6 +33,10 @@ nlohmann::json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* s
 nlohmann::json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu);
 // {"schema_version", "gpu", "sweep": {"parameter": "N", "values": [...]}, "runs": [report per N]}
 nlohmann::json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu);
+
+// {"schema_version", "algorithms": [{"id", "title"}], "kernels": [one object per catalog row]}
+// (fa-sim --list-kernels --json; cuda/scripts read it).
+nlohmann::json catalog_json();
 
 std::string csv_header();
 std::string csv_row(const AlgorithmResult& r);

@@ -1,10 +1,19 @@
-// Tile choices and shared-memory layouts of the CUDA flash kernels: host-only, needs no GPU.
+// Tile choices, shared-memory layouts and the launch table of the CUDA kernels: host-only, needs no GPU.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "attention_kernels.hpp"
+#include "common/errors.hpp"
+#include "gpu/gpu_catalog.hpp"
+#include "kernels/launchers.hpp"
 #include "kernels/smem_layouts.hpp"
+#include "model/kernel_setup.hpp"
+#include "model/simulation.hpp"
 
 using fasim::DType;
 using namespace fasim::cuda_detail;
@@ -98,6 +107,66 @@ TEST_CASE("problem validation names the bad value") {
     p.B = 300;
     p.H = 300;
     CHECK_THROWS_WITH(fasim::validate_problem(p), Catch::Contains("B*H = 90000"));
-    CHECK(fasim::parse_cuda_algo("fa2") == fasim::CudaAlgo::fa2);
-    CHECK_FALSE(fasim::parse_cuda_algo("fa3").has_value());
+    CHECK(fasim::cuda_kernel("fa2").algorithm == "fa2");
+    CHECK_THROWS_WITH(fasim::cuda_kernel("fa3"), Catch::Contains("'fa3' is not one of fa-sim's CUDA kernels"));
+    CHECK_THROWS_WITH(fasim::cuda_kernel("torch_flash"), Catch::Contains("choose standard_naive"));  // PyTorch's, not built here
+}
+
+TEST_CASE("the launch table holds exactly the kernel catalog's kernels of this repository", "[catalog]") {
+    std::vector<std::string> catalog;
+    for (const fasim::KernelVariant* k : fasim::cuda_kernels()) {
+        catalog.emplace_back(k->name);
+        const RegisteredKernel r = registered_kernel(k->name);
+        CHECK(r.entry != nullptr);
+        CHECK(r.tiles != nullptr);
+    }
+    std::sort(catalog.begin(), catalog.end());
+    CHECK(registered_kernel_names() == catalog);
+}
+
+// One tile-choice rule: on every GPU preset, for every dtype and head dim a kernel has code for, the
+// tiles the launcher launches with are the tiles the simulator models the kernel with (kernel_setup, as
+// fa-validate and fa-sim --kernel use it), and, for the CUDA-core kernels, the tiles of fa-sim
+// --cuda-cores.
+TEST_CASE("the simulator and the launchers pick the same tiles on every preset, dtype, head dim and kernel", "[catalog][tiles]") {
+    int compared = 0;
+    for (const fasim::GpuSpec& gpu : fasim::gpu_presets())
+        for (DType dt : {DType::fp32, DType::fp16, DType::bf16})
+            for (int d : {32, 64, 128})
+                for (const fasim::KernelVariant* k : fasim::cuda_kernels()) {
+                    if (!k->unsupported(dt, d).empty() || gpu.compute_capability < k->min_compute_capability) continue;
+                    INFO(gpu.name << " " << fasim::dtype_name(dt) << " d=" << d << " " << k->name);
+                    fasim::AttentionProblem p;
+                    p.heads = 2;
+                    p.N = p.Nk = 256;
+                    p.d = d;
+                    p.dtype = dt;
+                    const std::size_t smem = static_cast<std::size_t>(gpu.smem_per_block_bytes);
+                    fasim::TileChoice launched;
+                    try {
+                        launched = registered_kernel(k->name).tiles(d, dt, smem);
+                    } catch (const std::invalid_argument&) {  // nothing fits: the simulator refuses it too
+                        CHECK_THROWS_AS(([&] {
+                                            const fasim::KernelSetup s = fasim::kernel_setup(*k, p, gpu);
+                                            return fasim::simulate(*s.algorithm, p, gpu, s.tiles, s.options);
+                                        }()),
+                                        fasim::UsageError);
+                        continue;
+                    }
+                    if (launched.Br == 0) continue;  // a library's own tiles (cuBLAS)
+                    const fasim::KernelSetup s = fasim::kernel_setup(*k, p, gpu);
+                    const fasim::AlgorithmResult r = fasim::simulate(*s.algorithm, p, gpu, s.tiles, s.options);
+                    const bool gemm = !s.algorithm->tunable_tiles;  // standard attention: the GEMM's output tile
+                    CHECK((gemm ? r.tiles.gemm_m : r.tiles.Br) == launched.Br);
+                    CHECK((gemm ? r.tiles.gemm_n : r.tiles.Bc) == launched.Bc);
+                    if (!k->tensor_cores(dt)) {
+                        fasim::TileRequest cuda_cores;
+                        cuda_cores.matmul = k->matmul;
+                        const fasim::AlgorithmResult c = fasim::simulate(*s.algorithm, p, gpu, cuda_cores, fasim::ModelOptions{false});
+                        CHECK((gemm ? c.tiles.gemm_m : c.tiles.Br) == launched.Br);
+                        CHECK((gemm ? c.tiles.gemm_n : c.tiles.Bc) == launched.Bc);
+                    }
+                    ++compared;
+                }
+    CHECK(compared > 300);
 }

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gpu/gpu_catalog.hpp"
-#include "model/measured_kernels.hpp"
+#include "model/kernel_setup.hpp"
 #include "model/simulation.hpp"
 
 using namespace fasim;
@@ -47,7 +47,7 @@ json load(const std::string& path) {
 }
 
 // The simulator's view of one fa-validate result: the same problem, tiles and GPU, the kernel
-// modelled as fa-validate models it (model/measured_kernels.hpp).
+// modelled as fa-validate models it (model/kernel_setup.hpp).
 AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     AttentionProblem p;
     p.batch = r.at("batch");
@@ -57,10 +57,11 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
     p.d = r.at("d");
     p.dtype = *parse_dtype(r.at("dtype").get<std::string>());
     p.causal = r.at("causal");
-    const auto km = model_of_measured_kernel(r.at("algo").get<std::string>(), p.dtype);
-    REQUIRE(km);
+    const KernelVariant* k = find_kernel(r.at("algo").get<std::string>());
+    REQUIRE(k);
     // PyTorch's kernels record no launches: the simulator's own tiles, the table's registers.
-    return simulate(*km->algo, p, gpu, measured_tile_request(*km, measured_launch(r)), km->options);
+    const KernelSetup s = kernel_setup(*k, p, gpu, measured_launch(r));
+    return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
 }
 
 double ratio(double predicted, double measured) { return predicted / measured; }

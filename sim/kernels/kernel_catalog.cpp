@@ -1,0 +1,186 @@
+#include "kernels/kernel_catalog.hpp"
+
+#include <algorithm>
+
+namespace fasim {
+
+namespace {
+
+// Registers of fa-sim's tensor-core kernels as ptxas allocates them for sm_90 (nvcc 13.0), recorded by
+// fa-validate: cuda/results/2026-11-25-h200/validate_half.json ("launches"). PyTorch 2.11's
+// flash_fwd_kernel on sm_90: ncu launch__registers_per_thread (cuda/results/2026-11-25-h200/profile*/
+// raw_torch_flash.csv).
+constexpr std::array<int, 2> kFa2TcRegisters{158, 168};
+constexpr std::array<int, 2> kFa1TcRegisters{96, 140};
+constexpr std::array<int, 2> kTorchFlashRegisters{255, 255};
+
+constexpr std::array<int, 3> kTensorCoreHeadDims{64, 128, 0};
+constexpr std::array<int, 3> kTorchHeadDims{64, 128, 0};  // the head dims this repository has timed it at
+
+constexpr KernelVariant kCatalog[] = {
+    {.name = "standard_naive",
+     .algorithm = "standard",
+     .what = "standard attention on naive GEMMs: every thread reads its own operands from global memory",
+     .source = "cuda/kernels/standard_gemm_naive.cu, standard_softmax.cu",
+     .matmul = MatmulMode::naive},
+    {.name = "standard_tiled",
+     .algorithm = "standard",
+     .what = "standard attention on fa-sim's 64x64x32 shared-memory GEMMs",
+     .source = "cuda/kernels/standard_gemm_tiled.cu, standard_softmax.cu"},
+    {.name = "standard_cublas",
+     .algorithm = "standard",
+     .what = "standard attention on cuBLAS GEMMs (tensor cores for fp16/bf16) and fa-sim's softmax",
+     .source = "cuda/kernels/standard_cublas.cu, standard_softmax.cu",
+     .products = Products::library_gemm,
+     .fp32_on_cuda_cores = true,
+     .matmul = MatmulMode::library,
+     .calibration = Calibration::library_rate},
+    {.name = "tiled",
+     .algorithm = "tiled",
+     .what = "tiled two-pass attention on the CUDA cores, S staged in shared memory",
+     .source = "cuda/kernels/tiled_two_pass.cu",
+     .tiles = TileRule::fa2},
+    {.name = "fa1",
+     .algorithm = "fa1",
+     .what = "FlashAttention-1 on the CUDA cores: one block per batch*head, split-K warps",
+     .source = "cuda/kernels/fa1.cu",
+     .tiles = TileRule::fa1},
+    {.name = "fa2",
+     .algorithm = "fa2",
+     .what = "FlashAttention-2 on the CUDA cores: one block per Q tile, split-Q warps, S staged in shared memory",
+     .source = "cuda/kernels/fa2.cu",
+     .tiles = TileRule::fa2},
+    {.name = "fa1_tc",
+     .algorithm = "fa1",
+     .what = "FlashAttention-1 on the tensor cores (mma.sync), 16-row Q steps over split-K warps, q_splits blocks "
+             "per batch*head",
+     .source = "cuda/kernels/fa1_tensor_core.cu",
+     .products = Products::mma_sync,
+     .tiles = TileRule::fa1_tc,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 80,
+     .registers = kFa1TcRegisters,
+     .calibration = Calibration::mma_sync_warp},
+    {.name = "fa2_tc",
+     .algorithm = "fa2",
+     .what = "FlashAttention-2 on the tensor cores (mma.sync), S and P in registers, 64x64 tiles",
+     .source = "cuda/kernels/fa2_tensor_core.cu",
+     .products = Products::mma_sync,
+     .tiles = TileRule::fa2_tc,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 80,
+     .registers = kFa2TcRegisters,
+     .calibration = Calibration::mma_sync_warp},
+    {.name = "torch_math",
+     .algorithm = "standard",
+     .what = "PyTorch's math SDPA backend: cuBLAS GEMMs and PyTorch's softmax",
+     .source = "PyTorch (cuda/scripts/torch_sdpa.py --backends math)",
+     .in_repository = false,
+     .products = Products::library_gemm,
+     .fp32_on_cuda_cores = true,
+     .matmul = MatmulMode::library,
+     .calibration = Calibration::library_rate},
+    {.name = "torch_flash",
+     .algorithm = "fa2",
+     .what = "PyTorch's flash SDPA backend (FlashAttention-2's own kernel), mma.sync, 255 registers",
+     .source = "PyTorch (cuda/scripts/torch_sdpa.py --backends flash)",
+     .in_repository = false,
+     .products = Products::mma_sync,
+     .fp32 = false,
+     .head_dims = kTorchHeadDims,
+     .min_compute_capability = 80,
+     .registers = kTorchFlashRegisters,
+     .calibration = Calibration::mma_sync_warp},
+};
+
+}  // namespace
+
+const char* products_name(Products p) {
+    switch (p) {
+        case Products::cuda_cores: return "cuda_cores";
+        case Products::mma_sync: return "mma_sync";
+        case Products::library_gemm: return "library_gemm";
+    }
+    return "?";
+}
+
+const char* tile_rule_name(TileRule r) {
+    switch (r) {
+        case TileRule::algorithm: return "algorithm";
+        case TileRule::fa2: return "fa2_tiles";
+        case TileRule::fa1: return "fa1_tiles";
+        case TileRule::fa2_tc: return "fixed 64x64";
+        case TileRule::fa1_tc: return "fixed 16x256 (d=64), 16x128 (d=128)";
+    }
+    return "?";
+}
+
+const char* calibration_text(Calibration c) {
+    switch (c) {
+        case Calibration::lone_warp_cuda_core:
+            return "a lone warp issues in 37% of cycles (ncu, fa-sim's fa2 fp32 on the H200, cuda/results/2026-11-22-h200-b)";
+        case Calibration::mma_sync_warp:
+            return "a warp is ready in 17% of cycles (ncu mean over fa2_tc, fa1_tc and PyTorch's FA2 on the H200, "
+                   "cuda/results/2026-11-25-h200)";
+        case Calibration::library_rate: return "the GPU preset's measured GEMM rate";
+    }
+    return "?";
+}
+
+bool KernelVariant::has_head_dim(int d) const { return std::find(head_dims.begin(), head_dims.end(), d) != head_dims.end(); }
+
+std::string KernelVariant::unsupported(DType dtype, int d, std::string_view flag) const {
+    const std::string n(name);
+    if (dtype == DType::fp32 && !fp32)
+        return n + " has no fp32 kernel: it takes fp16 or bf16. Fix: pass --dtype fp16 or bf16, or use " + std::string(flag) +
+               " " + std::string(algorithm) + " for fp32";
+    if (!has_head_dim(d)) {
+        std::string dims;
+        for (int h : head_dims)
+            if (h > 0) dims += (dims.empty() ? "" : ", ") + std::to_string(h);
+        return n + " has no kernel for head dim d = " + std::to_string(d) + ": d must be " + dims + ". Fix: pass --d " +
+               std::to_string(head_dims[0]) + " or " + std::to_string(head_dims[1]) + ", or use " + std::string(flag) + " " +
+               std::string(algorithm) + " for d = " + std::to_string(d);
+    }
+    return {};
+}
+
+std::span<const KernelVariant> kernel_catalog() { return kCatalog; }
+
+const KernelVariant* find_kernel(std::string_view name) {
+    for (const KernelVariant& k : kCatalog)
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+std::string kernel_names() {
+    std::string s;
+    for (const KernelVariant& k : kCatalog) s += (s.empty() ? "" : ", ") + std::string(k.name);
+    return s;
+}
+
+const KernelVariant* cuda_core_kernel(const Algorithm& algo, MatmulMode matmul) {
+    for (const KernelVariant& k : kCatalog)
+        if (k.in_repository && k.algorithm == algo.id && k.products == Products::cuda_cores &&
+            (!algo.matmul_modes || k.matmul == matmul))
+            return &k;
+    // A library GEMM computes fp32 on the CUDA cores (cuBLAS SGEMM): standard_cublas with --matmul library.
+    for (const KernelVariant& k : kCatalog)
+        if (k.in_repository && k.algorithm == algo.id && k.fp32_on_cuda_cores && k.matmul == matmul) return &k;
+    return nullptr;
+}
+
+TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t smem_per_block) {
+    switch (k.tiles) {
+        case TileRule::algorithm: return {};
+        case TileRule::fa2: return fa2_tiles(d, dtype, smem_per_block);
+        case TileRule::fa1: return fa1_tiles(d, dtype, smem_per_block);
+        case TileRule::fa2_tc: return {tile_rules::kFa2TcBr, tile_rules::kFa2TcBc, 0};
+        case TileRule::fa1_tc: return {tile_rules::kFa1TcBr, tile_rules::fa1_tc_bc(d), 0};
+    }
+    return {};
+}
+
+}  // namespace fasim

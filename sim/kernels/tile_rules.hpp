@@ -1,0 +1,87 @@
+// The tiles fa-sim's CUDA kernels run with: the one rule the launchers in cuda/ call and the
+// simulator applies when it models those kernels (kernels/kernel_catalog.hpp), so the two cannot
+// disagree (tests/cuda/test_cuda_tiles.cpp checks it over every GPU preset, dtype, head dim and
+// kernel). Host C++, no CUDA; the constants are also read by the kernels' device code.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/smem_layouts.hpp"
+#include "problem/dtype.hpp"
+
+namespace fasim {
+
+// Tiles and the dynamic shared memory a kernel then needs.
+struct TileChoice {
+    int Br = 0;
+    int Bc = 0;
+    std::size_t smem_bytes = 0;
+};
+
+namespace tile_rules {
+
+// fa2_tc (cuda/kernels/fa2_tensor_core.cu): one 64-row Q tile per block (4 warps x 16 rows), 64-key
+// K/V tiles, at every head dim.
+inline constexpr int kFa2TcBr = 64;
+inline constexpr int kFa2TcBc = 64;
+// fa1_tc (cuda/kernels/fa1_tensor_core.cu): a Q tile is one m16 row block shared by the 4 warps; a
+// K/V tile 256 keys at d = 64, 128 at d = 128 (the split-K warps each take a quarter).
+inline constexpr int kFa1TcBr = 16;
+FASIM_HD constexpr int fa1_tc_bc(int d) { return d <= 64 ? 256 : 128; }
+
+}  // namespace tile_rules
+
+// fa2 and tiled on the CUDA cores (cuda/kernels/fa2.cu, tiled_two_pass.cu), for a device with
+// `smem_per_block` bytes of shared memory per block (the opt-in maximum): d <= 64: 128x128;
+// d <= 128: 128x64; else 64x64; then, while the kernel's shared memory (Q, K, V tiles plus its S
+// tile and row statistics, flash_smem_layout) does not fit, halve Bc, then Br, then Bc ...
+inline TileChoice fa2_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const int e = static_cast<int>(dtype_bytes(dtype));
+    TileChoice t;
+    t.Br = d <= 64 ? 128 : (d <= 128 ? 128 : 64);
+    t.Bc = d <= 64 ? 128 : 64;
+    bool halve_bc = true;
+    while (cuda_detail::flash_smem_layout(t.Br, t.Bc, d, e).total > smem_per_block) {
+        if ((halve_bc && t.Bc > 8) || t.Br <= 16) {
+            if (t.Bc <= 8)
+                throw std::invalid_argument("fa2/tiled: no tile fits in " + std::to_string(smem_per_block) +
+                                            " bytes of shared memory per block (d = " + std::to_string(d) + ")");
+            t.Bc /= 2;
+        } else {
+            t.Br /= 2;
+        }
+        halve_bc = !halve_bc;
+    }
+    t.smem_bytes = cuda_detail::flash_smem_layout(t.Br, t.Bc, d, e).total;
+    return t;
+}
+
+// fa1 on the CUDA cores (cuda/kernels/fa1.cu): M = smem_per_block / sizeof(dtype) elements;
+// Bc = ceil(M / 4d), Br = min(Bc, d) (Algorithm 1, line 1); if the kernel's shared memory
+// (fa1_smem_layout) does not fit, Bc = floor(M / 4d); if that still does not fit, Bc is lowered one
+// at a time.
+inline TileChoice fa1_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const int e = static_cast<int>(dtype_bytes(dtype));
+    const long long M = static_cast<long long>(smem_per_block) / e;  // elements
+    auto fits = [&](int Br, int Bc) { return cuda_detail::fa1_smem_layout(Br, Bc, d, e).total <= smem_per_block; };
+    TileChoice t;
+    t.Bc = static_cast<int>((M + 4LL * d - 1) / (4LL * d));  // ceil(M / 4d)
+    t.Br = t.Bc < d ? t.Bc : d;
+    if (!fits(t.Br, t.Bc)) {
+        t.Bc = static_cast<int>(M / (4LL * d));  // floor(M / 4d)
+        t.Br = t.Bc < d ? t.Bc : d;
+    }
+    while (t.Bc > 1 && !fits(t.Br, t.Bc)) {  // beyond the paper: the kernel's own buffers do not fit
+        --t.Bc;
+        t.Br = t.Bc < d ? t.Bc : d;
+    }
+    if (t.Bc < 1 || !fits(t.Br, t.Bc))
+        throw std::invalid_argument("fa1: no tile fits in " + std::to_string(smem_per_block) +
+                                    " bytes of shared memory per block (d = " + std::to_string(d) + ")");
+    t.smem_bytes = cuda_detail::fa1_smem_layout(t.Br, t.Bc, d, e).total;
+    return t;
+}
+
+}  // namespace fasim

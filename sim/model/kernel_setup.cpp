@@ -1,0 +1,71 @@
+#include "model/kernel_setup.hpp"
+
+#include <stdexcept>
+
+#include "common/errors.hpp"
+
+namespace fasim {
+
+MeasuredLaunch measured_launch(const nlohmann::json& result) {
+    MeasuredLaunch l;
+    const auto launches = result.find("launches");
+    if (launches == result.end() || !launches->is_array() || launches->empty() || !launches->back().is_object()) return l;
+    const nlohmann::json& main = launches->back();
+    auto integer = [&](const char* key) -> std::int64_t {
+        const auto it = main.find(key);
+        return it != main.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+    };
+    l.Br = integer("Br");
+    l.Bc = integer("Bc");
+    l.q_splits = integer("q_splits");
+    l.registers_per_thread = static_cast<int>(integer("registers_per_thread"));
+    return l;
+}
+
+namespace {
+
+// The kernel rule's tiles into the request (UsageError where nothing fits).
+void apply_rule(const KernelVariant& k, const AttentionProblem& p, const GpuSpec& gpu, TileRequest& req) {
+    TileChoice t;
+    try {
+        t = kernel_tiles(k, static_cast<int>(p.d), p.dtype, static_cast<std::size_t>(gpu.smem_per_block_bytes));
+    } catch (const std::invalid_argument& e) {
+        throw usage_error(std::string(k.name) + " with d=" + std::to_string(p.d) + " " + dtype_name(p.dtype) +
+                              " has no tile that fits " + gpu.name + "'s shared memory",
+                          e.what(), "use a smaller --d or a 2-byte --dtype");
+    }
+    if (t.Br == 0) return;
+    req.Br = t.Br;
+    req.Bc = t.Bc;
+    req.tile_source = std::string(k.name) + "'s launcher rule (" + tile_rule_name(k.tiles) + ", kernels/tile_rules.hpp)";
+}
+
+}  // namespace
+
+KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, const GpuSpec& gpu, const MeasuredLaunch& recorded) {
+    KernelSetup s;
+    s.algorithm = &algorithm(k.algorithm);
+    s.options.tensor_cores = k.tensor_cores(p.dtype);
+    TileRequest& req = s.tiles;
+    req.matmul = k.matmul;
+    if (!s.algorithm->tunable_tiles) return s;  // standard attention: the GEMM tiles follow req.matmul
+    if (recorded.Br > 0 && recorded.Bc > 0) {
+        req.Br = recorded.Br;
+        req.Bc = recorded.Bc;
+        req.tile_source = "as the measured run recorded them";
+    } else {
+        apply_rule(k, p, gpu, req);
+    }
+    if (s.algorithm->q_splits && recorded.q_splits > 1) req.q_splits = recorded.q_splits;
+    req.registers_per_thread = recorded.registers_per_thread > 0 ? recorded.registers_per_thread
+                             : recorded.recorded()             ? 0
+                                                               : k.registers_at(static_cast<int>(p.d));
+    return s;
+}
+
+void apply_cuda_core_tile_rule(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, TileRequest& tiles) {
+    if (tiles.Br || tiles.Bc || !algo.tunable_tiles) return;
+    if (const KernelVariant* k = cuda_core_kernel(algo, tiles.matmul)) apply_rule(*k, p, gpu, tiles);
+}
+
+}  // namespace fasim

@@ -1,0 +1,48 @@
+// How the simulator runs a kernel of the catalog (kernels/kernel_catalog.hpp): its algorithm, its
+// tiles (what a run recorded, else the kernel's own rule), its matrix products and registers. One
+// function, used wherever a measurement is put beside a prediction (fa-validate, the
+// predicted-vs-measured figure, lesson 09, the CI test against cuda/results/) and by fa-sim --kernel,
+// so that they cannot disagree.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "algorithms/algorithm.hpp"
+#include "kernels/kernel_catalog.hpp"
+#include "model/runtime_model.hpp"
+
+namespace fasim {
+
+// What a measurement recorded of the attention kernel it timed (fa-validate's "launches", the last
+// one: fa1's init kernel comes first). 0 = not recorded.
+struct MeasuredLaunch {
+    std::int64_t Br = 0, Bc = 0;
+    std::int64_t q_splits = 0;     // fa1_tc: blocks per batch*head
+    int registers_per_thread = 0;  // what ptxas allocated
+    bool recorded() const { return Br > 0 || Bc > 0 || q_splits > 0 || registers_per_thread > 0; }
+};
+
+// The "launches" of one fa-validate result (JSON); all zero when there are none (torch_sdpa.py).
+MeasuredLaunch measured_launch(const nlohmann::json& result);
+
+struct KernelSetup {
+    const Algorithm* algorithm = nullptr;
+    TileRequest tiles;
+    ModelOptions options;
+};
+
+// The simulation of kernel k on this problem and GPU. Tiles: recorded, else the kernel's rule (not
+// for standard attention, whose GEMM tiles are the algorithm's). Registers: recorded; the catalog's
+// when the run recorded nothing of the kernel (PyTorch's, or fa-sim --kernel); else the model's
+// estimate. Throws UsageError where the kernel's rule finds no tile that fits.
+KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, const GpuSpec& gpu,
+                         const MeasuredLaunch& recorded = {});
+
+// Tiles of fa-sim's CUDA-core kernel of an algorithm, by its launcher's rule (kernels/tile_rules.hpp):
+// what --cuda-cores runs with unless --Br/--Bc say otherwise. Leaves `tiles` alone where the
+// algorithm's own mapping decides (standard attention) or the user chose.
+void apply_cuda_core_tile_rule(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, TileRequest& tiles);
+
+}  // namespace fasim
