@@ -34,6 +34,17 @@ if has build; then
     cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim peak-rates >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
 fi
 
+# The kernel catalog's kernels of this repository (sim/kernels/kernel_catalog.cpp, as fa-sim lists it),
+# comma separated, those whose row k satisfies the Python condition $1.
+kernels() {
+  "$build/sim/fa-sim" --list-kernels --json |
+    python3 -c "import json, sys; print(','.join(k['name'] for k in json.load(sys.stdin)['kernels'] if k['in_repository'] and ($1)))"
+}
+# Every kernel, but the naive GEMM's standard attention (the "first CUDA attempt"): it runs separately, up to
+# N=4096; beyond, one run takes seconds.
+not_naive='k["matmul"] != "naive"'
+naive='k["matmul"] == "naive"'
+
 if has check; then
   log "cuda-check"
   "$build/cuda/cuda-check" --quiet > "$out/check.txt" 2>&1; echo "exit $?" >> "$out/check.txt"
@@ -49,9 +60,9 @@ fi
 if has validate; then
   log "fa-validate fp32"
   # standard_naive (the "first CUDA attempt") only up to N=4096: beyond, one run takes seconds.
-  "$build/cuda/validate/fa-validate" --algo standard_tiled,standard_cublas,tiled,fa1,fa2 --runs 5 --warmup 1 --sample-rows 8 \
+  "$build/cuda/validate/fa-validate" --algo "$(kernels "$not_naive and 'fp32' in k['dtypes']")" --runs 5 --warmup 1 --sample-rows 8 \
       --out "$out/validate_fp32.json" > "$out/validate.txt" 2>&1
-  "$build/cuda/validate/fa-validate" --algo standard_naive --N 512,1024,2048,4096 --runs 5 --warmup 1 --sample-rows 8 \
+  "$build/cuda/validate/fa-validate" --algo "$(kernels "$naive")" --N 512,1024,2048,4096 --runs 5 --warmup 1 --sample-rows 8 \
       --out "$out/validate_fp32_naive.json" >> "$out/validate.txt" 2>&1
   tail -3 "$out/validate.txt"
 fi
@@ -59,26 +70,28 @@ fi
 if has half; then
   log "fa-validate fp16/bf16"
   # HALF_ALGOS="fa1_tc,fa2_tc" runs a subset of the grid's kernels.
-  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo "${HALF_ALGOS:-standard_cublas,standard_tiled,tiled,fa1,fa2,fa1_tc,fa2_tc}" --runs 5 \
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo "${HALF_ALGOS:-$(kernels "$not_naive")}" --runs 5 \
       --warmup 1 --sample-rows 8 --out "$out/validate_half.json" > "$out/validate_half.txt" 2>&1
   tail -3 "$out/validate_half.txt"
 fi
 
 if has naive; then
   log "fa-validate naive GEMM, fp16/bf16"
-  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo standard_naive --N 512,1024,2048,4096 --runs 5 --warmup 1 \
+  "$build/cuda/validate/fa-validate" --dtype fp16,bf16 --algo "$(kernels "$naive")" --N 512,1024,2048,4096 --runs 5 --warmup 1 \
       --sample-rows 8 --out "$out/validate_half_naive.json" > "$out/validate_half_naive.txt" 2>&1
   tail -3 "$out/validate_half_naive.txt"
 fi
 
 if has paper; then
   # FlashAttention-2 paper, section 4.1: batch x sequence = 16k tokens, hidden dimension 2048
-  # (32 heads of 64 or 16 heads of 128), fp16. Standard attention here is cuBLAS GEMMs + softmax.
+  # (32 heads of 64 or 16 heads of 128), fp16. Standard attention here is cuBLAS GEMMs + softmax; then
+  # every FA1 and FA2 kernel.
+  paper_kernels=$(kernels "k['products'] == 'library_gemm' or k['algorithm'] in ('fa1', 'fa2')")
   log "fa-validate, the FA2 paper's setting"
   for d in 64 128; do
     for N in 2048 4096 8192 16384; do
       "$build/cuda/validate/fa-validate" --dtype fp16 --d "$d" --N "$N" --batch $((16384 / N)) --heads $((2048 / d)) \
-          --algo standard_cublas,fa1,fa2,fa1_tc,fa2_tc --runs 5 --warmup 1 --sample-rows 4 \
+          --algo "$paper_kernels" --runs 5 --warmup 1 --sample-rows 4 \
           --out "$out/paper_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1
       python3 cuda/scripts/torch_sdpa.py --N "$N" --d "$d" --dtype fp16 --batch $((16384 / N)) --heads $((2048 / d)) \
           --runs 10 --out "$out/paper_torch_d${d}_N${N}.json" >> "$out/paper.txt" 2>&1

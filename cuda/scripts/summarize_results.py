@@ -9,50 +9,37 @@ import argparse
 import json
 import os
 import subprocess
+import functools
 import sys
 from collections import defaultdict
 
-SIM_ALGO = {"standard_naive": "standard", "standard_tiled": "standard", "standard_cublas": "standard",
-            "tiled": "tiled", "fa1": "fa1", "fa2": "fa2", "fa1_tc": "fa1", "fa2_tc": "fa2", "torch_math": "standard", "torch_flash": "fa2"}
-
-
-# Registers of kernels whose runs do not record them (measured_kernels.cpp): PyTorch 2.11's flash_fwd_kernel
-# on sm_90 (ncu, cuda/results/2026-11-25-h200/profile*/raw_torch_flash.csv).
-KNOWN_REGISTERS = {"torch_flash": 255}
-
-
-def on_cuda_cores(r):
-    """The table of sim/model/measured_kernels.cpp (which fa-validate and the CI test use), on the CLI:
-    fa-sim's own kernels do every product on the CUDA cores, except the tensor-core FA1 and FA2
-    (fa1_tc, fa2_tc) and cuBLAS with fp16/bf16 inputs; PyTorch's flash kernel uses the tensor cores, its
-    math backend (cuBLAS) does for fp16/bf16 inputs."""
-    algo = r["algo"]
-    if algo in ("torch_flash", "fa1_tc", "fa2_tc"):
-        return False
-    return not (algo in ("standard_cublas", "torch_math") and r["dtype"] != "fp32")
+@functools.lru_cache(maxsize=None)
+def catalog(fa_sim):
+    """The kernel catalog (sim/kernels/kernel_catalog.cpp) as fa-sim prints it, by kernel name, and the
+    registered algorithms by id."""
+    doc = json.loads(subprocess.run([fa_sim, "--list-kernels", "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    return {k["name"]: k for k in doc["kernels"]}, {al["id"]: al for al in doc["algorithms"]}
 
 
 def predict(fa_sim, gpu, r):
-    args = [fa_sim, "--json", "--gpu", gpu, "--algo", SIM_ALGO[r["algo"]], "--N", str(r["N"]), "--d", str(r["d"]),
+    """fa-sim's prediction for a measured run, as fa-validate makes it (sim/model/kernel_setup.hpp): the
+    kernel as its catalog row describes it (fa-sim --kernel), with what the run recorded of its launch."""
+    kernels, algorithms = catalog(fa_sim)
+    if r["algo"] not in kernels:
+        return None, f"{r['algo']} is not in the kernel catalog"
+    args = [fa_sim, "--json", "--gpu", gpu, "--kernel", r["algo"], "--N", str(r["N"]), "--d", str(r["d"]),
             "--batch", str(r["batch"]), "--heads", str(r["heads"]), "--dtype", r["dtype"]]
     if r.get("causal"):
         args.append("--causal")
-    if r["algo"] == "standard_naive":
-        args += ["--matmul", "naive"]
-    if r["algo"] in ("standard_cublas", "torch_math"):
-        args += ["--matmul", "library"]  # cuBLAS's large tiles (measured_kernels.cpp)
-    if on_cuda_cores(r):
-        args.append("--cuda-cores")
     launches = r.get("launches", [])
-    if SIM_ALGO[r["algo"]] in ("tiled", "fa1", "fa2"):  # measured_tile_request in sim/model/measured_kernels.cpp
-        main = launches[-1] if launches else {}
-        if main.get("Br"):
-            args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
-        if SIM_ALGO[r["algo"]] == "fa1" and (main.get("q_splits") or 1) > 1:  # the tensor-core FA1's Q splits
-            args += ["--q-splits", str(main["q_splits"])]
-        registers = main.get("registers_per_thread") or KNOWN_REGISTERS.get(r["algo"])
-        if registers:
-            args += ["--registers", str(registers)]
+    main = launches[-1] if launches else {}  # the attention kernel (fa1's init comes first)
+    if algorithms[kernels[r["algo"]]["algorithm"]]["tunable_tiles"] and main.get("Br") and main.get("Bc"):
+        args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
+    if (main.get("q_splits") or 1) > 1:
+        args += ["--q-splits", str(main["q_splits"])]
+    if main.get("registers_per_thread"):
+        args += ["--registers", str(main["registers_per_thread"])]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip()

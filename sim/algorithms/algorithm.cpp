@@ -63,8 +63,9 @@ TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const 
                               "a thread has 1.." + std::to_string(gpu.max_registers_per_thread) + " registers",
                               "pass the count ptxas -v prints for the kernel (\"Used N registers\"), or omit --registers");
         c.registers_per_thread = req.registers_per_thread;
-        c.reasons.push_back("registers per thread = " + std::to_string(c.registers_per_thread) +
-                            " (given): occupancy uses the compiled kernel's count, not the estimate from the tiles");
+        c.reasons.push_back("registers per thread = " + std::to_string(c.registers_per_thread) + " (" +
+                            (req.registers_source.empty() ? std::string("given") : req.registers_source) +
+                            "): occupancy uses the compiled kernel's count, not the estimate from the tiles");
     }
     return c;
 }

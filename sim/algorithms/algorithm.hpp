@@ -43,6 +43,7 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // Where Br/Bc come from when not from the user (a kernel's rule, a measured run's record): the report
     // says so. Empty: the user's --Br/--Bc.
     std::string tile_source{};
+    std::string registers_source{};  // likewise for registers_per_thread; empty: --registers
 };
 
 // Tile sizes a program runs with, and why they were chosen.

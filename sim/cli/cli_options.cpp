@@ -69,8 +69,10 @@ std::vector<std::int64_t> parse_sweep(const std::string& spec) {
 
 namespace {
 
-// --kernel NAME: the catalog row's algorithm, tiles, products and registers; --Br/--Bc, --q-splits and
-// --registers given as well still win.
+// --kernel NAME: the catalog row's algorithm, tiles, products and registers (model/kernel_setup.hpp).
+// --Br/--Bc, --q-splits and --registers given as well are what a run recorded (cuda/scripts pass a
+// measured run's launch this way): they win, and with tiles of one's own the catalog's register count
+// (measured with the kernel's tiles) no longer applies.
 void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul) {
     const KernelVariant* k = find_kernel(name);
     if (!k)
@@ -91,18 +93,19 @@ void apply_kernel(CliOptions& o, const std::string& name, const std::string* alg
                           o.gpu.name + " is " + std::to_string(o.gpu.compute_capability / 10) + "." +
                               std::to_string(o.gpu.compute_capability % 10),
                           "pick a newer --gpu, or --kernel " + std::string(k->algorithm) + " (its CUDA-core kernel)");
-    const KernelSetup s = kernel_setup(*k, o.problem, o.gpu);
+    const MeasuredLaunch given{o.tiles.Br.value_or(0), o.tiles.Bc.value_or(0), o.tiles.q_splits, o.tiles.registers_per_thread};
+    const KernelSetup s = kernel_setup(*k, o.problem, o.gpu, given);
     o.kernel = k;
     o.algos = {s.algorithm};
     o.model = s.options;
     TileRequest t = s.tiles;
-    if (o.tiles.Br || o.tiles.Bc) {  // the user's tiles
-        t.Br = o.tiles.Br;
-        t.Bc = o.tiles.Bc;
+    if (o.tiles.Br || o.tiles.Bc) {  // the user's tiles, even one of the two
+        if (o.tiles.Br) t.Br = o.tiles.Br;
+        if (o.tiles.Bc) t.Bc = o.tiles.Bc;
         t.tile_source.clear();
     }
     if (o.tiles.q_splits) t.q_splits = o.tiles.q_splits;
-    if (o.tiles.registers_per_thread) t.registers_per_thread = o.tiles.registers_per_thread;
+    if (o.tiles.registers_per_thread) t.registers_source.clear();  // --registers
     o.tiles = t;
 }
 

@@ -57,9 +57,13 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
         apply_rule(k, p, gpu, req);
     }
     if (s.algorithm->q_splits && recorded.q_splits > 1) req.q_splits = recorded.q_splits;
-    req.registers_per_thread = recorded.registers_per_thread > 0 ? recorded.registers_per_thread
-                             : recorded.recorded()             ? 0
-                                                               : k.registers_at(static_cast<int>(p.d));
+    if (recorded.registers_per_thread > 0) {
+        req.registers_per_thread = recorded.registers_per_thread;
+        req.registers_source = "as the measured run recorded them";
+    } else if (!recorded.recorded() && k.registers_at(static_cast<int>(p.d)) > 0) {
+        req.registers_per_thread = k.registers_at(static_cast<int>(p.d));
+        req.registers_source = std::string(k.name) + "'s, from the kernel catalog";
+    }
     return s;
 }
 

@@ -152,7 +152,12 @@ json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const Gpu
 
 json catalog_json() {
     json algos = json::array();
-    for (const Algorithm* a : algorithms()) algos.push_back({{"id", std::string(a->id)}, {"title", std::string(a->title)}});
+    for (const Algorithm* a : algorithms())
+        algos.push_back({{"id", std::string(a->id)},
+                         {"title", std::string(a->title)},
+                         {"tunable_tiles", a->tunable_tiles},
+                         {"q_splits", a->q_splits},
+                         {"matmul_modes", a->matmul_modes}});
     json kernels = json::array();
     for (const KernelVariant& k : kernel_catalog()) {
         json dtypes = k.fp32 ? json{"fp32", "fp16", "bf16"} : json{"fp16", "bf16"};

@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include "run_command.hpp"
 
 using namespace fasim::test;
@@ -160,4 +164,44 @@ TEST_CASE("csv output gives one row per algorithm and N, deterministically", "[c
     REQUIRE(a.exit_code == 0);
     CHECK(a.out == b.out);
     CHECK(std::count(a.out.begin(), a.out.end(), '\n') == 1 + 3 * 4);
+}
+
+TEST_CASE("fa-sim --list-algos prints one line per registered algorithm: its id, then its title", "[cli][registry]") {
+    const auto r = run_command(fa_sim("--list-algos"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);
+    CHECK(r.out.rfind("standard", 0) == 0);
+    CHECK(r.out.find("\nfa2       FlashAttention-2 (Q outer loop") != std::string::npos);
+}
+
+TEST_CASE("fa-sim --list-kernels --json is the kernel catalog: every kernel names a registered algorithm", "[cli][catalog]") {
+    const auto r = run_command(fa_sim("--list-kernels --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto doc = nlohmann::json::parse(r.out);
+    std::set<std::string> ids;
+    for (const auto& a : doc.at("algorithms")) ids.insert(a.at("id").get<std::string>());
+    REQUIRE(doc.at("kernels").size() >= 10);
+    for (const auto& k : doc.at("kernels")) {
+        CAPTURE(k.at("name"));
+        CHECK(ids.count(k.at("algorithm").get<std::string>()) == 1);
+        CHECK(!k.at("dtypes").empty());
+        CHECK(!k.at("head_dims").empty());
+    }
+    CHECK(doc.at("kernels")[7].at("name") == "fa2_tc");
+    CHECK(doc.at("kernels")[7].at("tiles") == "fixed 64x64");
+}
+
+TEST_CASE("fa-sim --kernel models a catalog kernel as it runs, and refuses what it has no code for", "[cli][catalog]") {
+    const auto r = run_command(fa_sim("--kernel fa2_tc --gpu H200 --d 128 --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto a = nlohmann::json::parse(r.out).at("algorithms").at(0);
+    CHECK(a.at("algo") == "fa2");
+    CHECK(a.at("tiles").at("Br") == 64);  // its fixed tiles, not FA2's paper default of 128 rows
+    CHECK(a.at("kernels").at(0).at("registers_per_thread") == 168);  // ptxas's count, from the catalog
+    expect_usage_error("--kernel fa9", "--kernel 'fa9' is not in the kernel catalog");
+    expect_usage_error("--kernel fa2_tc --dtype fp32", "fa2_tc has no fp32 kernel");
+    expect_usage_error("--kernel fa1_tc --d 32", "no kernel for head dim d = 32");
+    expect_usage_error("--kernel fa2_tc --gpu T4", "needs compute capability 8.0");
+    expect_usage_error("--kernel fa2 --algo fa1", "implements fa2, not --algo fa1");
+    expect_usage_error("--kernel fa2 --cuda-cores", "combined with --cuda-cores");
 }

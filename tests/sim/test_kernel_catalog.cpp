@@ -1,0 +1,80 @@
+// The kernel catalog (sim/kernels/kernel_catalog.cpp) and how the simulator models a kernel from its
+// row (sim/model/kernel_setup.hpp). tests/cuda/test_cuda_tiles.cpp checks the rows against the CUDA
+// launch table and the launchers' tiles.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "model/kernel_setup.hpp"
+#include "test_helpers.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+TEST_CASE("every catalog kernel implements a registered algorithm, once", "[catalog]") {
+    std::set<std::string_view> names;
+    for (const KernelVariant& k : kernel_catalog()) {
+        CAPTURE(k.name);
+        CHECK(names.insert(k.name).second);
+        CHECK(find_algorithm(k.algorithm) != nullptr);
+        CHECK(find_kernel(k.name) == &k);
+        CHECK(k.unsupported(DType::fp16, k.head_dims[0]).empty());
+    }
+    CHECK(find_kernel("fa3") == nullptr);
+}
+
+TEST_CASE("fa-sim --cuda-cores means each algorithm's CUDA-core kernel of this repository", "[catalog]") {
+    CHECK(cuda_core_kernel(algorithm("fa2"), MatmulMode::tiled)->name == "fa2");
+    CHECK(cuda_core_kernel(algorithm("fa1"), MatmulMode::tiled)->name == "fa1");
+    CHECK(cuda_core_kernel(algorithm("tiled"), MatmulMode::tiled)->name == "tiled");
+    CHECK(cuda_core_kernel(algorithm("standard"), MatmulMode::tiled)->name == "standard_tiled");
+    CHECK(cuda_core_kernel(algorithm("standard"), MatmulMode::naive)->name == "standard_naive");
+    // A library GEMM computes fp32 on the CUDA cores: cuBLAS's SGEMM.
+    CHECK(cuda_core_kernel(algorithm("standard"), MatmulMode::library)->name == "standard_cublas");
+}
+
+TEST_CASE("a kernel is modelled with what its run recorded, else with its own rule and registers", "[catalog]") {
+    const GpuSpec h200 = find_gpu_preset("H200");
+    const AttentionProblem p = problem(4096, 128, 16, DType::fp16);
+    const KernelVariant& fa2_tc = *find_kernel("fa2_tc");
+
+    const KernelSetup bare = kernel_setup(fa2_tc, p, h200);  // fa-sim --kernel fa2_tc
+    CHECK(bare.algorithm == &algorithm("fa2"));
+    CHECK(bare.options.tensor_cores);
+    CHECK(bare.tiles.Br == 64);
+    CHECK(bare.tiles.Bc == 64);
+    CHECK(bare.tiles.registers_per_thread == 168);
+
+    const KernelSetup run = kernel_setup(fa2_tc, p, h200, MeasuredLaunch{64, 64, 0, 192});  // an older build's run
+    CHECK(run.tiles.registers_per_thread == 192);
+    // A run that recorded its tiles but not its registers: the model's estimate, not today's count.
+    CHECK(kernel_setup(fa2_tc, p, h200, MeasuredLaunch{64, 64, 0, 0}).tiles.registers_per_thread == 0);
+
+    // cuBLAS: tensor cores for fp16, the CUDA cores for fp32; its GEMM tiles are the algorithm's (library).
+    const KernelVariant& cublas = *find_kernel("standard_cublas");
+    CHECK(kernel_setup(cublas, p, h200).options.tensor_cores);
+    CHECK_FALSE(kernel_setup(cublas, problem(4096, 128, 16, DType::fp32), h200).options.tensor_cores);
+    CHECK(kernel_setup(cublas, p, h200).tiles.matmul == MatmulMode::library);
+    CHECK_FALSE(kernel_setup(cublas, p, h200).tiles.Br.has_value());
+}
+
+TEST_CASE("the CUDA-core FA2's tiles follow its launcher: on a T4, fp32, d=128, 64x16, where the papers' rule "
+          "gives 32x32", "[catalog][tiles]") {
+    const GpuSpec t4 = find_gpu_preset("T4");
+    const AttentionProblem p = problem(4096, 128, 16, DType::fp32);
+    ModelOptions cuda_cores;
+    cuda_cores.tensor_cores = false;
+    const AlgorithmResult r = simulate(algorithm("fa2"), p, t4, {}, cuda_cores);
+    const TileChoice launched = fa2_tiles(128, DType::fp32, static_cast<std::size_t>(t4.smem_per_block_bytes));
+    CHECK(r.tiles.Br == launched.Br);
+    CHECK(r.tiles.Bc == launched.Bc);
+    CHECK(launched.Br == 64);
+    CHECK(launched.Bc == 16);
+    // The papers' mapping, as the tensor-core model uses it, halves Bc then Br evenly.
+    TileRequest paper;
+    paper.scores = Space::Shared;
+    const TileConfig own = algorithm("fa2").choose_tiles(p, t4, paper);
+    CHECK(own.Br == 32);
+    CHECK(own.Bc == 32);
+}
