@@ -1,6 +1,6 @@
 // plot-gallery OUT_DIR: one example chart of every series type, as SVG (and PNG
 // when a converter is installed), plus the terminal bar chart in both modes.
-// The numbers are the closed forms of DESIGN.md or made up for the picture;
+// The numbers are the papers' closed forms or made up for the picture;
 // they only exercise the plotting code.
 #include <cmath>
 #include <cstdio>
@@ -48,7 +48,7 @@ void save(const Chart& chart, const fs::path& dir, const std::string& name) {
 Chart traffic_vs_n() {
     Chart c("HBM traffic vs sequence length");
     c.set_subtitle("Forward pass, per layer: standard attention grows as N\xC2\xB2, FlashAttention as N\xC2\xB2" "d\xC2\xB2/M");
-    c.set_caption(std::string(kConfig) + ", SRAM M = 48Ki elements per thread block. Closed forms of DESIGN.md (example data for the plotting library).");
+    c.set_caption(std::string(kConfig) + ", SRAM M = 48Ki elements per thread block. The papers' closed forms (example data for the plotting library).");
     c.x_axis() = {ScaleKind::Log2, "sequence length N (tokens)", tokens_labels()};
     c.y_axis() = {ScaleKind::Log10, "HBM traffic (bytes)", si_labels("B")};
     std::vector<double> n;
@@ -70,7 +70,7 @@ Chart traffic_vs_n() {
 
 Chart per_tensor_bars() {
     Chart c("Where the bytes go: HBM traffic per tensor at N = 4096");
-    c.set_caption(std::string(kConfig) + ". Closed forms of DESIGN.md (example data for the plotting library).");
+    c.set_caption(std::string(kConfig) + ". The papers' closed forms (example data for the plotting library).");
     c.y_axis() = {ScaleKind::Linear, "HBM traffic (bytes)", si_labels("B")};
     const double n = 4096;
     const double qkvo = n * kD * kBytes * kBH;
