@@ -16,49 +16,12 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/causal.hpp"
+#include "algorithms/gemm_tiles.hpp"
 #include "common/errors.hpp"
 
 namespace fasim {
 
 namespace {
-
-struct GemmShape {
-    TensorView A, B;     // C = A·B, or A·Bᵀ when b_transposed (B stored as n×k)
-    bool b_transposed;
-    std::int64_t K;      // reduction length
-};
-
-Region a_tile(const GemmShape& g, std::int64_t m0, std::int64_t mr, std::int64_t k0, std::int64_t kc) {
-    return g.A.tile(m0, mr, k0, kc);
-}
-Region b_tile(const GemmShape& g, std::int64_t n0, std::int64_t nc, std::int64_t k0, std::int64_t kc) {
-    return g.b_transposed ? g.B.tile(n0, nc, k0, kc) : g.B.tile(k0, kc, n0, nc);
-}
-
-// One output tile C[m0:m0+mr, n0:n0+nc] of a GEMM, accumulated over k-steps.
-Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::int64_t m0, std::int64_t mr,
-                      std::int64_t n0, std::int64_t nc) {
-    Tile C = b.alloc(mr, nc, Space::Registers, Fill::Zero, "C");
-    for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
-        const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
-        if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
-            // fa-sim's kernels stage both k-major (As[k][m], Bs[k][n]): A always, B when it is stored
-            // n x k (S = Q K^T); kernels/kernel_execution.hpp charges the transposing copies.
-            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Shared, "A tile (k-major)");
-            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Shared, g.b_transposed ? "B tile (k-major)" : "B tile");
-            b.barrier();  // tiles complete before any warp reads them
-            b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
-            b.barrier();  // all warps done before the next k-step overwrites them
-        } else {
-            // Naive: one output per thread, every thread reading the operands of its own output from
-            // global memory into registers (kernels/kernel_execution.hpp counts its warps' loads).
-            Tile A = b.load(a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (every thread its own)");
-            Tile B = b.load(b_tile(g, n0, nc, k0, kc), Space::Registers, "B columns (every thread its own)");
-            b.matmul(C, A, B, {.transpose_b = g.b_transposed, .accumulate = true});
-        }
-    }
-    return C;
-}
 
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
@@ -84,7 +47,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
-        Tile C = gemm_output_tile(b, {view(Q, bh), view(K, bh), true, d}, cfg, m0, mr, n0, nc);
+        Tile C = gemm_output_tile(b, {view(Q, bh), view(K, bh), false, true, d}, cfg, m0, mr, n0, nc);
         b.map(C, Fn::mul, {C, p.softmax_scale()});
         b.store(C, view(S, bh).tile(m0, mr, n0, nc));
     });
@@ -139,7 +102,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
         const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);
-        Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, Nk}, cfg, m0, mr, n0, nc);
+        Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, false, Nk}, cfg, m0, mr, n0, nc);
         b.store(C, view(O, bh).tile(m0, mr, n0, nc));
     });
 }

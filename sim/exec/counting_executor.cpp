@@ -88,6 +88,14 @@ public:
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
     }
 
+    Tile stage(const Tile& X, Space to, std::int64_t elem_bytes, std::string_view) override {
+        const std::int64_t bytes = X.elements() * elem_bytes;
+        if (X.space() == Space::Shared) smem_read(X.bytes());
+        if (to == Space::Shared) smem_write(bytes);
+        work.thread_instructions += issue_cost::register_store(X.elements());
+        return make(X.rows(), X.cols(), elem_bytes, to, to == Space::Shared && X.cols() > 1 && lanes_.padded_rows, X.statistic());
+    }
+
     // The operand tiles of a product that its threads read each for themselves (ThreadGather): one
     // warp load covers `contiguous` consecutive elements of each storage row it touches, `warps` warps
     // each load every element, `threads` threads read each element in all. The SMs request every warp
@@ -139,22 +147,24 @@ public:
         if (gather_warp_cols_ > 0) {  // one output per thread, warps of (32 / warp_cols) x warp_cols threads
             const std::int64_t warp_rows = issue_cost::kLanes / gather_warp_cols_;
             // A[i][k] is read by the n threads of row i, in the warps that hold the row; a warp load at one k
-            // covers an element of each of its rows.
-            count_gathered(tiles_[static_cast<std::size_t>(A.id())], 1, (n + gather_warp_cols_ - 1) / gather_warp_cols_, n);
+            // covers an element of each of its rows: apart, or side by side when A is stored k x m.
+            count_gathered(tiles_[static_cast<std::size_t>(A.id())], how.transpose_a ? std::min(m, warp_rows) : 1,
+                           (n + gather_warp_cols_ - 1) / gather_warp_cols_, n);
             // B's element for (k, j) is read by the m threads of column j, one warp row of them per load;
             // the load covers warp_cols consecutive elements of a row of B, or one of each row of Bᵀ.
             count_gathered(tiles_[static_cast<std::size_t>(B.id())], transpose_b ? 1 : std::min(n, gather_warp_cols_),
                            (m + warp_rows - 1) / warp_rows, m);
         }
-        // Operands staged k-major by transposing copies (the first always, the second when stored n x k):
+        // Operands staged k-major by transposing copies (the first when stored m x k, the second when stored n x k):
         // the copy charged a wavefront per 128 bytes; the bank conflicts cost the rest.
         if (lanes_.lane_tiled && lanes_.transposed_store_wavefronts > 1) {
             const std::int64_t extra = lanes_.transposed_store_wavefronts - 1;
-            if (A.space() == Space::Shared) work.smem_wavefronts += extra * cuda_core::plain_wavefronts(A.bytes());
+            if (!how.transpose_a && A.space() == Space::Shared) work.smem_wavefronts += extra * cuda_core::plain_wavefronts(A.bytes());
             if (transpose_b && B.space() == Space::Shared) work.smem_wavefronts += extra * cuda_core::plain_wavefronts(B.bytes());
         }
         const std::int64_t flops = op_cost::matmul_flops(m, n, k);
         work.matmul_flops += flops;
+        if (how.recompute) work.recomputed_matmul_flops += flops;
         // Shared-memory reads: a warp reads the part of each operand its share needs (the data, as
         // mma fragments load it); on the CUDA cores every lane loads its own operands, which costs
         // the shared-memory pipe more wavefronts than the data fills, and computes whole micro-tiles
@@ -356,6 +366,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
 
     auto finish_block = [&] {
         rec.matmul_flops += block.work.matmul_flops;
+        rec.recomputed_matmul_flops += block.work.recomputed_matmul_flops;
         rec.nonmatmul_flops += block.work.nonmatmul_flops;
         rec.sfu_ops += block.work.sfu_ops;
         rec.barriers += block.work.barriers;
@@ -424,6 +435,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.l2_write_requests *= H;
     rec.lane_matmul_flops *= H;
     rec.matmul_flops *= H;
+    rec.recomputed_matmul_flops *= H;
     rec.nonmatmul_flops *= H;
     rec.sfu_ops *= H;
     rec.barriers *= H;

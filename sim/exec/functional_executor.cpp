@@ -36,6 +36,9 @@ public:
                                        : Tile(this, 0, g.nrows, g.ncols, g.tensor->elem_bytes, s);
     }
     void store(const Tile&, const Region&, StoreMode) override {}
+    Tile stage(const Tile& X, Space to, std::int64_t e, std::string_view) override {
+        return Tile(this, 0, X.rows(), X.cols(), e, to, X.statistic());
+    }
     void matmul(Tile&, const Tile&, const Tile&, const Product&) override {}
     void mask(Tile&, const MaskSpec&) override {}
     Tile reduce_rows(Reduce, const Tile& X, std::string_view, double) override {
@@ -93,6 +96,13 @@ public:
             step.store_mode = mode;
             x_.observer_->on_step(step);
         }
+    }
+
+    Tile stage(const Tile& X, Space to, std::int64_t elem_bytes, std::string_view label) override {
+        Tile t = make(inner_.stage(inner(X), to, elem_bytes, label), label);
+        data(t) = data(X);
+        notify(StepKind::stage, t, {X});
+        return t;
     }
 
     void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) override {

@@ -49,6 +49,7 @@ std::int64_t write_of(const LevelTraffic& t, std::string_view name);
 // The work of one thread block (what the runtime model needs to time it).
 struct BlockWork {
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
+    std::int64_t recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
     std::int64_t smem_bytes = 0;   // read + written
     // When the products run on the CUDA cores (kernels/cuda_core_products.hpp), what CUDA-core runs are
     // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
@@ -87,6 +88,7 @@ struct KernelRecord {
     std::int64_t l2_read_requests = 0, l2_write_requests = 0;
     std::int64_t l2_requests() const { return l2_read_requests + l2_write_requests; }
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
+    std::int64_t recomputed_matmul_flops = 0;  // all heads; of matmul_flops (Product::recompute)
     std::int64_t warp_instructions = 0;      // all heads (kernels/issue_costs.hpp)
 
     // Work of each block of one head, in launch order, run-length encoded.

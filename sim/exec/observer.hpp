@@ -13,7 +13,7 @@
 namespace fasim {
 
 enum class StepKind {
-    kernel_begin, block_begin, alloc, load, store, matmul, mask, map, reduce_rows, round_to_storage,
+    kernel_begin, block_begin, alloc, load, store, stage, matmul, mask, map, reduce_rows, round_to_storage,
     reduce_across_warps, barrier
 };
 const char* step_name(StepKind k);

@@ -99,6 +99,7 @@ const char* step_name(StepKind k) {
         case StepKind::alloc: return "alloc";
         case StepKind::load: return "load";
         case StepKind::store: return "store";
+        case StepKind::stage: return "stage";
         case StepKind::matmul: return "matmul";
         case StepKind::mask: return "mask";
         case StepKind::map: return "map";

@@ -47,7 +47,7 @@ ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConf
             e.lanes = flash_lanes(p, std::int64_t{1} << 30, scores == Space::Shared);
         else if (k.name == "fa1_forward")
             e.lanes = flash_lanes(p, /*max_rows_per_lane=*/4, false);
-        else if (k.name == "gemm_qk" || k.name == "gemm_pv")
+        else if (k.name.rfind("gemm_", 0) == 0)  // standard attention's GEMMs, forward and backward
             e = gemm(matmul);
         return e;
     };

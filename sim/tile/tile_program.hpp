@@ -120,6 +120,9 @@ struct Product {
     bool transpose_a = false, transpose_b = false;
     bool accumulate = false;
     Split split = Split::Rows;  // how the block's warps divide it
+    // Redoes a product of an earlier pass (FlashAttention's backward recomputes S = Q Kᵀ instead of
+    // storing P): counted with the others, and reported apart.
+    bool recompute = false;
 };
 
 // How a store meets what global memory holds: overwrite it, add to it (the block reads the
@@ -141,6 +144,9 @@ public:
     virtual Tile alloc_statistic(std::int64_t rows, Space space, Fill fill, std::string_view label) = 0;
     virtual Tile load(const Region& from, Space to, std::string_view label) = 0;
     virtual void store(const Tile& tile, const Region& to, StoreMode mode = StoreMode::overwrite) = 0;
+    // A copy of X in the other on-chip space, `elem_bytes` per element (a kernel writes P to shared
+    // memory, in the storage dtype, so that every warp can read it transposed).
+    virtual Tile stage(const Tile& X, Space to, std::int64_t elem_bytes, std::string_view label) = 0;
 
     // Products: C (+)= op(A) · op(B) (tensor cores or CUDA cores: the executor decides what it costs).
     virtual void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) = 0;
@@ -200,8 +206,17 @@ public:
     virtual ~Executor() = default;
     // Makes a global tensor known to the run and returns it with its id (its position in the
     // declaration order); the functional executor binds or allocates its data. Declare every tensor
-    // before the kernel that uses it.
+    // before the kernel that uses it. A name declared before (a tensor an earlier program of the same
+    // run wrote, such as the forward's O for the backward) is that tensor, with its first tile grid;
+    // declaring it with another shape is a program bug (std::logic_error).
     GlobalTensor declare(GlobalTensor tensor) {
+        for (const GlobalTensor& t : tensors_) {
+            if (t.name != tensor.name) continue;
+            if (t.heads != tensor.heads || t.rows != tensor.rows || t.cols != tensor.cols ||
+                t.elem_bytes != tensor.elem_bytes || t.row_statistic != tensor.row_statistic)
+                throw std::logic_error("tensor " + t.name + " declared again with another shape");
+            return t;
+        }
         tensor.id = static_cast<TensorId>(tensors_.size());
         tensors_.push_back(tensor);
         on_declare(tensors_.back());

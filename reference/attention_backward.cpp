@@ -1,0 +1,127 @@
+#include "attention_backward.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "precision.hpp"
+
+namespace fasim::reference {
+
+namespace {
+
+void check_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO) {
+    if (Q.cols() != K.cols() || K.rows() != V.rows() || dO.rows() != Q.rows() || dO.cols() != V.cols())
+        throw std::invalid_argument("attention backward: shapes Q " + std::to_string(Q.rows()) + "x" +
+                                    std::to_string(Q.cols()) + ", K " + std::to_string(K.rows()) + "x" +
+                                    std::to_string(K.cols()) + ", V " + std::to_string(V.rows()) + "x" +
+                                    std::to_string(V.cols()) + ", dO " + std::to_string(dO.rows()) + "x" +
+                                    std::to_string(dO.cols()) + " do not fit; need Q.cols == K.cols, K.rows == V.rows "
+                                    "and dO shaped like O (Q.rows x V.cols)");
+}
+
+// The exact probabilities P (N x Nk), masked entries 0.
+Matrix probabilities(const Matrix& Q, const Matrix& K, const AttentionOptions& options, const AttentionResult& exact) {
+    const long N = Q.rows(), Nk = K.rows();
+    const double scale = softmax_scale(Q.cols(), options);
+    Matrix P = Matrix::Zero(N, Nk);
+    for (long i = 0; i < N; ++i) {
+        if (exact.lse(i) == -std::numeric_limits<double>::infinity()) continue;
+        for (long j = 0; j < Nk; ++j)
+            if (key_visible(i, j, N, Nk, options)) P(i, j) = std::exp(scale * Q.row(i).dot(K.row(j)) - exact.lse(i));
+    }
+    return P;
+}
+
+// C = A op(B) in fp32, k in order, every element stored in the dtype.
+MatrixF product(const MatrixF& A, const MatrixF& B, bool transpose_a, bool transpose_b, float alpha, DType dtype) {
+    const long m = transpose_a ? A.cols() : A.rows(), k = transpose_a ? A.rows() : A.cols();
+    const long n = transpose_b ? B.rows() : B.cols();
+    MatrixF C(m, n);
+    for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j) {
+            float acc = 0;
+            for (long t = 0; t < k; ++t) acc += (transpose_a ? A(t, i) : A(i, t)) * (transpose_b ? B(j, t) : B(t, j));
+            C(i, j) = round_to(dtype, alpha * acc);
+        }
+    return C;
+}
+
+}  // namespace
+
+AttentionGradients exact_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                            const AttentionOptions& options) {
+    check_shapes(Q, K, V, dO);
+    const AttentionResult exact = exact_attention(Q, K, V, options);
+    const double scale = softmax_scale(Q.cols(), options);
+    const Matrix P = probabilities(Q, K, options, exact);
+    const Matrix dP = dO * V.transpose();
+    const Vector D = (dO.array() * exact.O.array()).rowwise().sum().matrix();
+    const Matrix dS = (P.array() * (dP.colwise() - D).array()).matrix();
+    return {scale * dS * K, scale * dS.transpose() * Q, P.transpose() * dO};
+}
+
+AttentionGradients naive_attention_backward_in_precision(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                         const Matrix& dO, const AttentionOptions& options, DType dtype) {
+    check_shapes(Q, K, V, dO);
+    const long N = Q.rows(), Nk = K.rows();
+    const auto scale = static_cast<float>(softmax_scale(Q.cols(), options));
+    constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+    const MatrixF q = round_matrix(MatrixF(Q.cast<float>()), dtype), k = round_matrix(MatrixF(K.cast<float>()), dtype),
+                  v = round_matrix(MatrixF(V.cast<float>()), dtype), dout = round_matrix(MatrixF(dO.cast<float>()), dtype);
+    // The forward's stored S and P (as naive_attention_in_precision computes them).
+    MatrixF S = product(q, k, false, true, scale, dtype);
+    MatrixF P = MatrixF::Zero(N, Nk);
+    for (long i = 0; i < N; ++i) {
+        float m = neg_inf;
+        for (long j = 0; j < Nk; ++j) {
+            if (!key_visible(i, j, N, Nk, options)) S(i, j) = neg_inf;
+            m = std::max(m, S(i, j));
+        }
+        if (m == neg_inf) continue;
+        float l = 0;
+        for (long j = 0; j < Nk; ++j) l += (P(i, j) = std::exp(S(i, j) - m));
+        for (long j = 0; j < Nk; ++j) P(i, j) = round_to(dtype, P(i, j) / l);
+    }
+    const MatrixF dV = product(P, dout, true, false, 1.0f, dtype);
+    const MatrixF dP = product(dout, v, false, true, 1.0f, dtype);
+    MatrixF dS(N, Nk);
+    for (long i = 0; i < N; ++i) {
+        float D = 0;
+        for (long j = 0; j < Nk; ++j) D += P(i, j) * dP(i, j);
+        for (long j = 0; j < Nk; ++j) dS(i, j) = round_to(dtype, P(i, j) * (dP(i, j) - D));
+    }
+    const MatrixF dQ = product(dS, k, false, false, scale, dtype);
+    const MatrixF dK = product(dS, q, true, false, scale, dtype);
+    return {dQ.cast<double>(), dK.cast<double>(), dV.cast<double>()};
+}
+
+double largest_logit_terms(const Matrix& Q, const Matrix& K, const AttentionOptions& options) {
+    const double scale = std::abs(softmax_scale(Q.cols(), options));
+    const Matrix A = scale * (Q.cwiseAbs() * K.cwiseAbs().transpose());
+    return A.size() ? A.maxCoeff() : 0.0;
+}
+
+GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const Matrix& G_naive, double logit_size,
+                             DType dtype) {
+    if (G_alg.rows() != G_exact.rows() || G_alg.cols() != G_exact.cols() || G_naive.rows() != G_exact.rows() ||
+        G_naive.cols() != G_exact.cols())
+        throw std::invalid_argument("check_gradient: the gradients' shapes differ");
+    GradientCheck c;
+    if (G_exact.size() == 0) {
+        c.pass = true;
+        return c;
+    }
+    constexpr double u32 = 1.0 / (1 << 24);
+    const double size = G_exact.cwiseAbs().maxCoeff();
+    c.error = (G_alg - G_exact).cwiseAbs().maxCoeff();
+    c.naive_error = (G_naive - G_exact).cwiseAbs().maxCoeff();
+    c.floor = machine_epsilon(dtype) * size + 16 * u32 * (1 + logit_size) * size;
+    c.bound = 2 * c.naive_error + c.floor;
+    c.pass = !G_alg.array().isNaN().any() && c.error <= c.bound;
+    return c;
+}
+
+}  // namespace fasim::reference

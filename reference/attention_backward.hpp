@@ -1,0 +1,49 @@
+// The backward pass of attention in float64, and the yardstick the algorithms' gradients are held
+// to. One head at a time; the conventions of attention_reference.hpp (scale, causal, padding,
+// masked rows).
+//
+// With P = softmax(scale * Q K^T) and the output gradient dO:
+//   dV = P^T dO,  dP = dO V^T,  D_i = sum_j P_ij dP_ij = rowsum(dO o O)_i,
+//   dS = P o (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q.
+// Masked entries have P = 0, so they contribute nothing; a row that sees no key has dQ = 0.
+#pragma once
+
+#include "attention_reference.hpp"
+#include "problem/dtype.hpp"
+
+namespace fasim::reference {
+
+struct AttentionGradients {
+    Matrix dQ;  // N x d
+    Matrix dK;  // Nk x d
+    Matrix dV;  // Nk x dv
+};
+
+AttentionGradients exact_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                            const AttentionOptions& options = {});
+
+// What a plain GPU implementation computes when tensors are stored in `dtype` and arithmetic is fp32:
+// the forward of naive_attention_in_precision (S, P and O stored in the dtype), then
+//   dV = P^T dO, dP = dO V^T (stored), D = rowsum(P o dP) in fp32, dS = P o (dP - D) (stored),
+//   dQ = scale dS K, dK = scale dS^T Q,
+// every product accumulated in fp32 in order and stored in the dtype. Inputs must be representable
+// in the dtype. Returns float64 copies.
+AttentionGradients naive_attention_backward_in_precision(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                         const Matrix& dO, const AttentionOptions& options, DType dtype);
+
+// The rule for a gradient G_alg (dQ, dK or dV), as for the output (TOLERANCES.md): it passes when
+//   max|G_alg - G_exact| <= 2 * max|G_naive - G_exact| + floor,
+//   floor = machine_epsilon(dtype) * max|G_exact| + 16 * u32 * (1 + A_max) * max|G_exact|,
+// with A_max = |scale| * max_ij sum_k |Q_ik| |K_jk| the size of the largest logit's terms: fp32
+// rounding of the logits moves P, and with it every gradient, by about u32 * A relative to their
+// size (u32 = 2^-24). NaN fails.
+struct GradientCheck {
+    double error = 0, naive_error = 0, floor = 0, bound = 0;
+    bool pass = false;
+};
+GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const Matrix& G_naive, double logit_size,
+                             DType dtype);
+// A_max above.
+double largest_logit_terms(const Matrix& Q, const Matrix& K, const AttentionOptions& options);
+
+}  // namespace fasim::reference

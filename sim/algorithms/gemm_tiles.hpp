@@ -1,0 +1,53 @@
+// One output tile of a GEMM, as standard attention's kernels compute it (forward: S = Q Kᵀ, O = P V;
+// backward: dV = Pᵀ dO, dP = dO Vᵀ, dQ = dS K, dK = dSᵀ Q): the matrix-product step both its tile
+// programs share.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithms/algorithm.hpp"
+
+namespace fasim {
+
+// C = op(A)·op(B) with A stored m×k (k×m when a_transposed) and B stored k×n (n×k when b_transposed).
+struct GemmShape {
+    TensorView A, B;
+    bool a_transposed, b_transposed;
+    std::int64_t K;  // reduction length
+};
+
+inline Region gemm_a_tile(const GemmShape& g, std::int64_t m0, std::int64_t mr, std::int64_t k0, std::int64_t kc) {
+    return g.a_transposed ? g.A.tile(k0, kc, m0, mr) : g.A.tile(m0, mr, k0, kc);
+}
+inline Region gemm_b_tile(const GemmShape& g, std::int64_t n0, std::int64_t nc, std::int64_t k0, std::int64_t kc) {
+    return g.b_transposed ? g.B.tile(n0, nc, k0, kc) : g.B.tile(k0, kc, n0, nc);
+}
+
+// C[m0:m0+mr, n0:n0+nc], accumulated over k-steps of cfg.gemm_k.
+inline Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg, std::int64_t m0, std::int64_t mr,
+                             std::int64_t n0, std::int64_t nc) {
+    Tile C = b.alloc(mr, nc, Space::Registers, Fill::Zero, "C");
+    const Product product{.transpose_a = g.a_transposed, .transpose_b = g.b_transposed, .accumulate = true};
+    for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
+        const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
+        if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
+            // fa-sim's kernels stage both k-major (As[k][m], Bs[k][n]): A when it is stored m x k, B when
+            // it is stored n x k (S = Q K^T); kernels/kernel_execution.hpp charges the transposing copies.
+            Tile A = b.load(gemm_a_tile(g, m0, mr, k0, kc), Space::Shared, g.a_transposed ? "A tile" : "A tile (k-major)");
+            Tile B = b.load(gemm_b_tile(g, n0, nc, k0, kc), Space::Shared, g.b_transposed ? "B tile (k-major)" : "B tile");
+            b.barrier();  // tiles complete before any warp reads them
+            b.matmul(C, A, B, product);
+            b.barrier();  // all warps done before the next k-step overwrites them
+        } else {
+            // Naive: one output per thread, every thread reading the operands of its own output from
+            // global memory into registers (kernels/kernel_execution.hpp counts its warps' loads).
+            Tile A = b.load(gemm_a_tile(g, m0, mr, k0, kc), Space::Registers, "A rows (every thread its own)");
+            Tile B = b.load(gemm_b_tile(g, n0, nc, k0, kc), Space::Registers, "B columns (every thread its own)");
+            b.matmul(C, A, B, product);
+        }
+    }
+    return C;
+}
+
+}  // namespace fasim

@@ -1,0 +1,76 @@
+// The float64 backward pass (reference/attention_backward.hpp): the gradients of L = sum(dO o O)
+// against central finite differences of the exact forward, and the naive backward in a storage
+// precision against it.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <tuple>
+
+#include "attention_backward.hpp"
+#include "inputs.hpp"
+#include "precision.hpp"
+
+using namespace fasim::reference;
+using fasim::DType;
+
+namespace {
+
+double loss(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO, const AttentionOptions& o) {
+    return (exact_attention(Q, K, V, o).O.array() * dO.array()).sum();
+}
+
+// dL/dX by central differences, element by element.
+Matrix finite_difference(Matrix X, const std::function<double(const Matrix&)>& L) {
+    const double h = 1e-5;
+    Matrix G(X.rows(), X.cols());
+    for (long i = 0; i < X.rows(); ++i)
+        for (long j = 0; j < X.cols(); ++j) {
+            const double x = X(i, j);
+            X(i, j) = x + h;
+            const double up = L(X);
+            X(i, j) = x - h;
+            const double down = L(X);
+            X(i, j) = x;
+            G(i, j) = (up - down) / (2 * h);
+        }
+    return G;
+}
+
+}  // namespace
+
+TEST_CASE("the exact backward is the derivative of the exact forward (central differences)", "[reference][backward]") {
+    for (auto [N, Nk, d, causal] : {std::tuple{6L, 6L, 4L, false}, {5L, 7L, 3L, true}, {7L, 4L, 4L, true}}) {
+        CAPTURE(N, Nk, d, causal);
+        AttentionOptions o;
+        o.causal = causal;
+        const QKV in = random_qkv(N, Nk, d, 11, DType::fp32);
+        const Matrix dO = random_normal(N, d, 12);
+        const AttentionGradients g = exact_attention_backward(in.Q, in.K, in.V, dO, o);
+        const Matrix fQ = finite_difference(in.Q, [&](const Matrix& X) { return loss(X, in.K, in.V, dO, o); });
+        const Matrix fK = finite_difference(in.K, [&](const Matrix& X) { return loss(in.Q, X, in.V, dO, o); });
+        const Matrix fV = finite_difference(in.V, [&](const Matrix& X) { return loss(in.Q, in.K, X, dO, o); });
+        CHECK((g.dQ - fQ).cwiseAbs().maxCoeff() < 1e-7);
+        CHECK((g.dK - fK).cwiseAbs().maxCoeff() < 1e-7);
+        CHECK((g.dV - fV).cwiseAbs().maxCoeff() < 1e-7);
+        if (causal && Nk < N) CHECK(g.dQ.row(0).isZero());  // bottom-right aligned: row 0 sees no key
+    }
+}
+
+TEST_CASE("a naive backward in fp16 is off by about fp16's rounding, in fp32 by about fp32's", "[reference][backward]") {
+    const QKV in32 = random_qkv(32, 40, 16, 5, DType::fp32);
+    const Matrix dO = random_normal(32, 16, 6);
+    for (DType t : {DType::fp32, DType::fp16, DType::bf16}) {
+        CAPTURE(fasim::dtype_name(t));
+        const Matrix Q = round_matrix(in32.Q, t), K = round_matrix(in32.K, t), V = round_matrix(in32.V, t),
+                     G = round_matrix(dO, t);
+        const AttentionGradients exact = exact_attention_backward(Q, K, V, G);
+        const AttentionGradients naive = naive_attention_backward_in_precision(Q, K, V, G, {}, t);
+        const double rel = (naive.dQ - exact.dQ).cwiseAbs().maxCoeff() / exact.dQ.cwiseAbs().maxCoeff();
+        CHECK(rel > 0);
+        CHECK(rel < 40 * machine_epsilon(t));
+        // The rule lets the naive implementation itself pass, and not a gradient off by 10%.
+        const double a = largest_logit_terms(Q, K, {});
+        CHECK(check_gradient(naive.dK, exact.dK, naive.dK, a, t).pass);
+        CHECK_FALSE(check_gradient(1.1 * exact.dV, exact.dV, naive.dV, a, t).pass);
+    }
+}
