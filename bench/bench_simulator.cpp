@@ -45,7 +45,7 @@ int main() {
     AttentionProblem p;  // defaults: B=1 H=16 N=4096 d=64 fp16
     std::printf("%-52s %12s %12s %10s\n", "case", "cpu (ms)", "wall (ms)", "target");
 
-    for (const Algorithm* a : algorithms()) {
+    for (const Algorithm* a : algorithms(Pass::forward)) {
         std::vector<Sample> s;
         for (int i = 0; i < 21; ++i) s.push_back(measure([&] { simulate(*a, p, gpu); }));
         const Sample m = median(s);
@@ -54,7 +54,7 @@ int main() {
     }
 
     SweepRequest req;
-    req.algos.assign(algorithms().begin(), algorithms().end());
+    req.algos = algorithms(Pass::forward);
     req.base = p;
     for (std::int64_t n = 512; n <= 65536; n *= 2) req.ns.push_back(n);
     for (unsigned threads : {1u, 0u}) {

@@ -86,11 +86,18 @@ struct ClosedForm {
 // How the block-size figure sweeps an algorithm's tiles.
 enum class TileSweep : std::uint8_t { none, bc_only, square };
 
+// Which pass of training a program is: the forward (O from Q, K, V) or the backward (dQ, dK, dV
+// from dO and what the forward kept).
+enum class Pass : std::uint8_t { forward, backward };
+
 struct Algorithm {
-    std::string_view id;     // what --algo takes: "fa2"
-    std::string_view title;  // one line: "FlashAttention-2 (Q outer loop, split-Q warps, O written once)"
-    std::string_view name;   // as prose names it: "FlashAttention-2"
-    std::string_view label;  // as figures write it: "FA2"
+    std::string_view id{};     // what --algo takes: "fa2"
+    std::string_view title{};  // one line: "FlashAttention-2 (Q outer loop, split-Q warps, O written once)"
+    std::string_view name{};   // as prose names it: "FlashAttention-2"
+    std::string_view label{};  // as figures write it: "FA2"
+    // The algorithm --algo names (the forward's id), for a backward pass; empty: its own id.
+    std::string_view family{};
+    Pass pass = Pass::forward;
 
     // What the command line can change.
     bool tunable_tiles = false;  // --Br/--Bc choose its tiles
@@ -119,11 +126,18 @@ struct Algorithm {
     std::string (*grid_text)(const AttentionProblem&, const TileConfig&) = nullptr;
 };
 
-// The registry, in the order reports list the algorithms.
+// The registry, in the order reports list the algorithms (forward passes, then backward passes).
 std::span<const Algorithm* const> algorithms();
+// The registered algorithms of one pass, in registry order.
+std::vector<const Algorithm*> algorithms(Pass pass);
+// The algorithm --algo names an entry by: its family, else its own id.
+inline std::string_view family_of(const Algorithm& a) { return a.family.empty() ? a.id : a.family; }
+// The backward pass of a forward algorithm; nullptr when it has none.
+const Algorithm* backward_of(const Algorithm& forward);
 const Algorithm* find_algorithm(std::string_view id);  // nullptr for an unknown id
 const Algorithm& algorithm(std::string_view id);       // throws std::invalid_argument for an unknown id
-std::string algorithm_ids(std::string_view last_separator = " or ");  // "standard, tiled, fa1 or fa2"
+// The forward algorithms' ids, what --algo takes: "standard, tiled, fa1 or fa2".
+std::string algorithm_ids(std::string_view last_separator = " or ");
 
 // The algorithm's tiles for this problem: its own mapping, then the checks every algorithm shares
 // (shared memory, --q-splits, --registers). Throws UsageError.

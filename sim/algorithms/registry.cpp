@@ -11,6 +11,9 @@ const Algorithm& standard_attention_algorithm();
 const Algorithm& tiled_attention_algorithm();
 const Algorithm& flash_attention_1_algorithm();
 const Algorithm& flash_attention_2_algorithm();
+const Algorithm& standard_attention_backward_algorithm();
+const Algorithm& flash_attention_1_backward_algorithm();
+const Algorithm& flash_attention_2_backward_algorithm();
 
 std::span<const Algorithm* const> algorithms() {
     static const Algorithm* const registry[] = {
@@ -18,8 +21,24 @@ std::span<const Algorithm* const> algorithms() {
         &tiled_attention_algorithm(),
         &flash_attention_1_algorithm(),
         &flash_attention_2_algorithm(),
+        &standard_attention_backward_algorithm(),
+        &flash_attention_1_backward_algorithm(),
+        &flash_attention_2_backward_algorithm(),
     };
     return registry;
+}
+
+std::vector<const Algorithm*> algorithms(Pass pass) {
+    std::vector<const Algorithm*> out;
+    for (const Algorithm* a : algorithms())
+        if (a->pass == pass) out.push_back(a);
+    return out;
+}
+
+const Algorithm* backward_of(const Algorithm& forward) {
+    for (const Algorithm* a : algorithms())
+        if (a->pass == Pass::backward && a->family == forward.id) return a;
+    return nullptr;
 }
 
 const Algorithm* find_algorithm(std::string_view id) {
@@ -35,7 +54,7 @@ const Algorithm& algorithm(std::string_view id) {
 
 std::string algorithm_ids(std::string_view last_separator) {
     std::string s;
-    const auto all = algorithms();
+    const std::vector<const Algorithm*> all = algorithms(Pass::forward);
     for (std::size_t i = 0; i < all.size(); ++i)
         s += (i == 0 ? "" : i + 1 == all.size() ? std::string(last_separator) : std::string(", ")) + std::string(all[i]->id);
     return s;

@@ -123,11 +123,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     // Which algorithms take an option, from the registry: "tiled/fa1/fa2".
     auto ids_with = [](bool Algorithm::*capability, const char* separator) {
         std::string s;
-        for (const Algorithm* a : algorithms())
+        for (const Algorithm* a : algorithms(Pass::forward))
             if (a->*capability) s += (s.empty() ? "" : separator) + std::string(a->id);
         return s;
     };
     app.add_option("--algo", algo, algorithm_ids(", ") + " or all (default fa2; --list-algos)");
+    std::string pass = "fwd";
+    app.add_option("--pass", pass, "fwd (default), bwd (the backward pass: dQ, dK, dV from dO) or fwd+bwd (training: both, "
+                                   "one after the other)");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
     app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
     app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)");
@@ -187,11 +190,23 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         o.measured = measured;
     }
 
+    if (pass == "fwd") o.pass = PassSelection::fwd;
+    else if (pass == "bwd") o.pass = PassSelection::bwd;
+    else if (pass == "fwd+bwd") o.pass = PassSelection::fwd_bwd;
+    else throw usage_error("--pass '" + pass + "' is not a pass", "choose fwd, bwd or fwd+bwd", "e.g. --pass fwd+bwd");
     if (algo == "all") {
         o.all = true;
-        o.algos.assign(algorithms().begin(), algorithms().end());
-    } else if (const Algorithm* a = find_algorithm(algo)) {
+        o.algos = algorithms(Pass::forward);
+        if (o.pass != PassSelection::fwd)  // those with a backward pass
+            std::erase_if(o.algos, [](const Algorithm* a) { return backward_of(*a) == nullptr; });
+    } else if (const Algorithm* a = find_algorithm(algo); a && a->pass == Pass::forward) {
         o.algos = {a};
+    } else if (a && a->pass == Pass::backward) {  // --algo fa2_bwd: fa2's backward pass
+        if (app.count("--pass") && o.pass == PassSelection::fwd)
+            throw usage_error("--algo " + algo + " is a backward pass, and --pass fwd was given", "fa-sim runs " + algo +
+                              " with --pass bwd or fwd+bwd", "use --algo " + std::string(a->family) + " --pass fwd, or drop --pass");
+        o.algos = {&algorithm(a->family)};
+        if (!app.count("--pass")) o.pass = PassSelection::bwd;
     } else {
         throw usage_error("--algo '" + algo + "' is not an algorithm", "choose " + algorithm_ids(", ") + " or all",
                           "e.g. --algo fa2 (fa-sim --list-algos)");
@@ -244,6 +259,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                   std::to_string(p.batch_heads()) + " would print too many steps",
                               "--trace needs N, Nk <= 64 and batch*heads <= 4", "e.g. --N 8 --d 4 --heads 1");
     }
+    if (o.pass != PassSelection::fwd && o.plot_dir)
+        throw usage_error("--pass " + pass + " was combined with --plot", "the figures show the forward pass",
+                          "drop --pass, or use --json/--csv for the backward");
+    if (o.pass != PassSelection::fwd && o.kernel)
+        throw usage_error("--pass " + pass + " was combined with --kernel", "the kernel catalog has forward kernels only",
+                          "drop --kernel");
+    if (o.pass != PassSelection::fwd && !o.all)
+        for (const Algorithm* a : o.algos) (void)backward_program(*a);  // no backward: said now, on one line
     if (o.tiles.q_splits > 1 && o.plot_dir)
         throw usage_error("--q-splits " + std::to_string(o.tiles.q_splits) + " was combined with --plot",
                           "the figures follow the papers' grids (fa1: one block per batch*head)", "drop --q-splits");

@@ -11,12 +11,14 @@
 #include "gpu/gpu_spec.hpp"
 #include "kernels/kernel_catalog.hpp"
 #include "model/runtime_model.hpp"
+#include "model/simulation.hpp"
 #include "problem/attention_problem.hpp"
 
 namespace fasim {
 
 struct CliOptions {
-    std::vector<const Algorithm*> algos{&algorithm("fa2")};
+    std::vector<const Algorithm*> algos{&algorithm("fa2")};  // forward programs; --pass picks their passes
+    PassSelection pass = PassSelection::fwd;
     bool all = false;
     AttentionProblem problem;
     GpuSpec gpu;

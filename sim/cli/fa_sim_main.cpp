@@ -10,7 +10,9 @@
 #include "figures/figures.hpp"
 #include "figures/progress.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "attention_backward.hpp"
 #include "inputs.hpp"
+#include "precision.hpp"
 #include "model/sweep.hpp"
 #include "report/report.hpp"
 #include "report/units.hpp"
@@ -93,6 +95,54 @@ int trace(const CliOptions& o) {
     return all_pass ? 0 : 1;
 }
 
+// --trace --pass bwd: the forward on real numbers (not printed), then the backward's every step, then
+// dQ, dK and dV checked against the float64 backward.
+int trace_backward(const CliOptions& o) {
+    const AttentionProblem& p = o.problem;
+    const Algorithm& forward = *o.algos.front();
+    const Algorithm& backward = backward_program(forward);
+    TileRequest request = o.tiles;
+    const bool default_tiles = !request.Br && !request.Bc && backward.tunable_tiles;
+    if (default_tiles) request.Br = request.Bc = std::max<std::int64_t>(1, (std::max(p.N, p.Nk) + 1) / 2);
+    const TileConfig fwd_tiles = choose_tiles(forward, p, o.gpu, request);
+    const TileConfig bwd_tiles = choose_tiles(backward, p, o.gpu, request);
+    std::vector<reference::Matrix> Q, K, V, dO;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        const auto seed = o.seed + static_cast<std::uint64_t>(h);
+        auto in = reference::random_qkv(p.N, p.Nk, p.d, seed, p.dtype);
+        Q.push_back(in.Q);
+        K.push_back(in.K);
+        V.push_back(in.V);
+        dO.push_back(reference::round_matrix(reference::random_normal(p.N, p.d, seed + 7919), p.dtype));
+    }
+    std::cout << "fa-sim trace: " << backward.title << "\n" << p.describe() << ", Br=" << bwd_tiles.Br << ", Bc=" << bwd_tiles.Bc
+              << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
+              << "\nQ, K, V, dO ~ N(0,1), seed " << o.seed << "; the forward ran first (not shown); values shown for the "
+              << "first 4 rows\n\n";
+    TracePrinter printer(std::cout);
+    const BackwardRun run = run_functional_backward(forward, backward, p, o.gpu, fwd_tiles, bwd_tiles, Q, K, V, dO, &printer);
+    reference::AttentionOptions options;
+    options.causal = p.causal;
+    std::cout << '\n';
+    bool all_pass = true;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        const auto hh = static_cast<std::size_t>(h);
+        const auto exact = reference::exact_attention_backward(Q[hh], K[hh], V[hh], dO[hh], options);
+        const auto naive = reference::naive_attention_backward_in_precision(Q[hh], K[hh], V[hh], dO[hh], options, p.dtype);
+        const double a = reference::largest_logit_terms(Q[hh], K[hh], options);
+        for (const auto& [name, got, want, plain] :
+             {std::tuple{"dQ", &run.dQ[hh], &exact.dQ, &naive.dQ}, std::tuple{"dK", &run.dK[hh], &exact.dK, &naive.dK},
+              std::tuple{"dV", &run.dV[hh], &exact.dV, &naive.dV}}) {
+            const auto check = reference::check_gradient(*got, *want, *plain, a, p.dtype);
+            all_pass &= check.pass;
+            std::cout << "head " << h << ": max |" << name << " - " << name << "_exact| = " << check.error << " (allowed "
+                      << check.bound << ", naive " << dtype_name(p.dtype) << " backward: " << check.naive_error << ") -> "
+                      << (check.pass ? "equals the exact gradient" : "DIFFERS from the exact gradient") << '\n';
+        }
+    }
+    return all_pass ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
     const CliOptions o = parse_cli(argc, argv);
     if (o.help) {
@@ -112,7 +162,7 @@ int run(int argc, char** argv) {
         else list_kernels();
         return 0;
     }
-    if (o.trace) return trace(o);
+    if (o.trace) return o.pass == PassSelection::fwd ? trace(o) : trace_backward(o);
     if (o.plot_dir) {
         figures::FigureRequest req;
         req.gpu = o.gpu;
@@ -133,12 +183,12 @@ int run(int argc, char** argv) {
 
     auto run_all = [&](const AttentionProblem& p) {
         std::vector<AlgorithmResult> rs;
-        for (const Algorithm* a : o.algos) rs.push_back(simulate(*a, p, o.gpu, o.tiles, o.model));
+        for (const Algorithm* a : o.algos) rs.push_back(simulate(*a, o.pass, p, o.gpu, o.tiles, o.model));
         return rs;
     };
 
     if (!o.sweep_n.empty()) {
-        SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0};
+        SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0, o.pass};
         // A bar on stderr, only on a terminal and only once the sweep has run for a second.
         figures::Progress progress("sweep", static_cast<std::int64_t>(o.sweep_n.size() * o.algos.size()),
                                    isatty(fileno(stderr)) != 0);

@@ -253,7 +253,14 @@ void FunctionalExecutor::on_declare(const GlobalTensor& t) {
         g.assign(static_cast<std::size_t>(t.heads), MatrixF::Constant(t.rows, t.cols, std::numeric_limits<float>::quiet_NaN()));
         return;
     }
-    for (const reference::Matrix& m : input->second) {
+    for (std::size_t h = 0; h < input->second.size(); ++h) {
+        const reference::Matrix& m = input->second[h];
+        for (Eigen::Index i = 0; i < m.rows(); ++i)  // NaN and inf would spread through every product: refused
+            for (Eigen::Index j = 0; j < m.cols(); ++j)
+                if (!std::isfinite(m(i, j)))
+                    throw std::invalid_argument("functional executor: input " + t.name + " of head " + std::to_string(h) +
+                                                " holds " + std::to_string(m(i, j)) + " at (" + std::to_string(i) + ", " +
+                                                std::to_string(j) + "); inputs must be finite numbers");
         if (m.rows() != t.rows || m.cols() != t.cols)
             throw std::invalid_argument("functional executor: input " + t.name + " is " + std::to_string(m.rows()) + "x" +
                                         std::to_string(m.cols()) + "; the program declares it " + std::to_string(t.rows) +
@@ -287,6 +294,26 @@ const MatrixF& FunctionalExecutor::tensor(std::string_view name, std::int64_t he
     for (const GlobalTensor& t : tensors())
         if (t.name == name) return global_[static_cast<std::size_t>(t.id)].at(static_cast<std::size_t>(head));
     throw std::invalid_argument("functional executor: the program declared no tensor " + std::string(name));
+}
+
+BackwardRun run_functional_backward(const Algorithm& forward, const Algorithm& backward, const AttentionProblem& p,
+                                    const GpuSpec& gpu, const TileConfig& forward_tiles, const TileConfig& backward_tiles,
+                                    const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
+                                    const std::vector<reference::Matrix>& V, const std::vector<reference::Matrix>& dO,
+                                    Observer* observer) {
+    FunctionalExecutor x(gpu, p, {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}, fasim_kernel_executions(p, backward_tiles));
+    run_algorithm(forward, x, p, forward_tiles);
+    const std::size_t forward_kernels = x.kernels().size();
+    x.set_observer(observer);
+    run_algorithm(backward, x, p, backward_tiles);
+    BackwardRun r;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        r.dQ.push_back(x.tensor("dQ", h).cast<double>());
+        r.dK.push_back(x.tensor("dK", h).cast<double>());
+        r.dV.push_back(x.tensor("dV", h).cast<double>());
+    }
+    r.kernels.assign(x.kernels().begin() + static_cast<std::ptrdiff_t>(forward_kernels), x.kernels().end());
+    return r;
 }
 
 FunctionalRun run_functional(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& tiles,

@@ -56,6 +56,18 @@ private:
     std::vector<std::vector<reference::MatrixF>> global_;  // by tensor id, one matrix per head
 };
 
+// The forward, then the backward of an algorithm, functionally, on inputs Q, K, V and the output
+// gradient dO (one matrix per batch·head); the observer, if any, sees the backward's steps.
+struct BackwardRun {
+    std::vector<reference::Matrix> dQ, dK, dV;  // per head, float64 copies of the stored gradients
+    std::vector<KernelRecord> kernels;          // the backward's kernels only
+};
+BackwardRun run_functional_backward(const Algorithm& forward, const Algorithm& backward, const AttentionProblem& p,
+                                    const GpuSpec& gpu, const TileConfig& forward_tiles, const TileConfig& backward_tiles,
+                                    const std::vector<reference::Matrix>& Q, const std::vector<reference::Matrix>& K,
+                                    const std::vector<reference::Matrix>& V, const std::vector<reference::Matrix>& dO,
+                                    Observer* observer = nullptr);
+
 // Runs an algorithm functionally on the given inputs (one matrix per batch·head).
 struct FunctionalRun {
     std::vector<reference::Matrix> O;  // per head, float64 copies of the stored output

@@ -42,8 +42,10 @@ std::string algo_label(const Algorithm* a) { return std::string(a->label); }
 // One colour per algorithm in every figure, by its place in the registry (Okabe-Ito: blue, orange,
 // green, vermillion, ...).
 std::string algo_color(const Algorithm* a) {
-    const auto all = algorithms();
-    return plot::palette_color(static_cast<std::size_t>(std::find(all.begin(), all.end(), a) - all.begin()));
+    const std::vector<const Algorithm*> forward = algorithms(Pass::forward);  // a backward pass: its forward's colour
+    std::size_t i = 0;
+    while (i < forward.size() && forward[i]->id != family_of(*a)) ++i;
+    return plot::palette_color(i);
 }
 
 // "fa1 or fa2": the requested algorithms a figure needs (those with the property).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/errors.hpp"
 #include "exec/counting_executor.hpp"
 #include "model/kernel_setup.hpp"
 
@@ -26,20 +27,43 @@ const KernelTiming& AlgorithmResult::longest_kernel() const {
 
 double AlgorithmResult::achieved_flops() const { return time_s > 0 ? static_cast<double>(matmul_flops) / time_s : 0; }
 
-AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request,
-                         const ModelOptions& options, std::size_t timeline_blocks) {
-    validate(p);
-    AlgorithmResult r;
-    r.algo = &algo;
-    r.problem = p;
-    r.gpu_name = gpu.name;
+const char* pass_name(PassSelection p) {
+    switch (p) {
+        case PassSelection::fwd: return "fwd";
+        case PassSelection::bwd: return "bwd";
+        case PassSelection::fwd_bwd: return "fwd+bwd";
+    }
+    return "?";
+}
+
+namespace {
+
+// Declares, launches nothing.
+class DeclarationsOnly final : public Executor {
+public:
+    void launch(const KernelDesc&, const BlockBody&) override {}
+};
+
+// The request as simulate() hands it to a program: S where the kernels keep it, and fa-sim's CUDA-core
+// kernels' tiles by their launchers' rule.
+TileConfig tiles_for(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request,
+                     const ModelOptions& options) {
     TileRequest req = request;
     req.scores = options.tensor_cores ? Space::Registers : Space::Shared;  // fa-sim's CUDA-core kernels stage S/P
     if (!options.tensor_cores) apply_cuda_core_tile_rule(algo, p, gpu, req);  // and pick tiles by their launchers' rule
-    r.tiles = choose_tiles(algo, p, gpu, req);
+    return choose_tiles(algo, p, gpu, req);
+}
 
+// Runs the programs, in order, on one counting executor, and totals and times their kernels.
+AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileConfig>>& programs, const AttentionProblem& p,
+                             const GpuSpec& gpu, const ModelOptions& options, std::size_t timeline_blocks) {
+    AlgorithmResult r;
+    r.algo = programs.back().first;
+    r.problem = p;
+    r.gpu_name = gpu.name;
+    r.tiles = programs.back().second;
     CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles));
-    run_algorithm(algo, counter, p, r.tiles);
+    for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
     r.kernels = counter.kernels();
     for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;
     r.fits_in_hbm = r.global_bytes <= gpu.hbm_bytes;
@@ -52,12 +76,65 @@ AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const
         r.smem_read += k.smem_read;
         r.smem_write += k.smem_write;
         r.matmul_flops += k.matmul_flops;
+        r.recomputed_matmul_flops += k.recomputed_matmul_flops;
         r.nonmatmul_flops += k.nonmatmul_flops;
         r.sfu_ops += k.sfu_ops;
         r.barriers += k.barriers;
         r.time_s += r.timing.back().total_s;
     }
-    r.ideal_matmul_flops = 4 * p.batch_heads() * p.d * visible_pairs(p);
+    // The FLOPs the papers count for each pass, per visible (query, key) pair and head dimension: 4 for
+    // the forward (Q Kᵀ and P V), 10 for the backward (2.5 times the forward: S recomputed, dV, dP, dQ, dK).
+    std::int64_t per_pair = 0;
+    for (const auto& [algo, tiles] : programs) per_pair += algo->pass == Pass::forward ? 4 : 10;
+    r.ideal_matmul_flops = per_pair * p.batch_heads() * p.d * visible_pairs(p);
+    return r;
+}
+
+}  // namespace
+
+std::vector<GlobalTensor> declared_tensors(const Algorithm& algo, const AttentionProblem& p, const TileConfig& tiles) {
+    DeclarationsOnly x;
+    run_algorithm(algo, x, p, tiles);
+    return x.tensors();
+}
+
+AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request,
+                         const ModelOptions& options, std::size_t timeline_blocks) {
+    validate(p);
+    return run_programs({{&algo, tiles_for(algo, p, gpu, request, options)}}, p, gpu, options, timeline_blocks);
+}
+
+const Algorithm& backward_program(const Algorithm& forward) {
+    if (const Algorithm* b = backward_of(forward)) return *b;
+    std::string with;
+    for (const Algorithm* a : algorithms(Pass::backward)) with += (with.empty() ? "" : ", ") + std::string(a->family);
+    throw usage_error(std::string(forward.id) + " has no backward pass in fa-sim", "the backward is simulated for " + with,
+                      "use --algo " + with.substr(0, with.find(',')) + ", or drop --pass");
+}
+
+AlgorithmResult simulate(const Algorithm& forward, PassSelection pass, const AttentionProblem& p, const GpuSpec& gpu,
+                         const TileRequest& request, const ModelOptions& options, std::size_t timeline_blocks) {
+    if (pass == PassSelection::fwd) return simulate(forward, p, gpu, request, options, timeline_blocks);
+    validate(p);
+    const Algorithm& backward = backward_program(forward);
+    const TileConfig fwd_tiles = tiles_for(forward, p, gpu, request, options);
+    const TileConfig bwd_tiles = tiles_for(backward, p, gpu, request, options);
+    std::vector<std::pair<const Algorithm*, TileConfig>> programs;
+    if (pass == PassSelection::fwd_bwd) programs.emplace_back(&forward, fwd_tiles);
+    programs.emplace_back(&backward, bwd_tiles);
+    AlgorithmResult r = run_programs(programs, p, gpu, options, timeline_blocks);
+    r.pass = pass;
+    if (pass == PassSelection::fwd_bwd) {
+        r.forward = &forward;
+        r.forward_tiles = fwd_tiles;
+    }
+    // Held between the passes: what the forward declares and the backward reads, besides Q, K, V and O.
+    const std::vector<GlobalTensor> saved = declared_tensors(forward, p, fwd_tiles);
+    for (const GlobalTensor& t : declared_tensors(backward, p, bwd_tiles)) {
+        if (t.name == "Q" || t.name == "K" || t.name == "V" || t.name == "O") continue;
+        const bool from_forward = std::any_of(saved.begin(), saved.end(), [&](const GlobalTensor& s) { return s.name == t.name; });
+        if (from_forward && read_of(r.hbm, t.name) > 0) r.held_between_passes_bytes += t.bytes_per_head() * t.heads;
+    }
     return r;
 }
 

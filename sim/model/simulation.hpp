@@ -2,6 +2,7 @@
 // times every kernel: what fa-sim, the sweeps, the plots and the lessons use.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -10,11 +11,19 @@
 
 namespace fasim {
 
+// Which passes of training a simulation runs: the forward, the backward, or both, one after the other
+// on the same chip (the L2 keeps what the forward left for the backward).
+enum class PassSelection : std::uint8_t { fwd, bwd, fwd_bwd };
+const char* pass_name(PassSelection p);  // "fwd", "bwd", "fwd+bwd"
+
 struct AlgorithmResult {
-    const Algorithm* algo = nullptr;
+    const Algorithm* algo = nullptr;     // the program run (the backward's for bwd and fwd+bwd)
+    const Algorithm* forward = nullptr;  // fwd+bwd: the forward's program, run first
+    PassSelection pass = PassSelection::fwd;
     AttentionProblem problem;
     std::string gpu_name;
-    TileConfig tiles;
+    TileConfig tiles;                     // algo's tiles
+    std::optional<TileConfig> forward_tiles;  // fwd+bwd: the forward's
     std::vector<KernelRecord> kernels;
     std::vector<KernelTiming> timing;
 
@@ -22,8 +31,15 @@ struct AlgorithmResult {
     LevelTraffic hbm, l2, dram;
     std::int64_t smem_read = 0, smem_write = 0;
     std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
-    std::int64_t ideal_matmul_flops = 0;  // 4·B·H·d·(visible query-key pairs): what causal skipping aims for
-    std::int64_t global_bytes = 0;        // footprint of every global tensor (all heads)
+    std::int64_t recomputed_matmul_flops = 0;  // of matmul_flops: products the backward redoes (S = Q Kᵀ)
+    // The matmul FLOPs the papers count for the passes: 4·B·H·d per visible (query, key) pair forward, 10
+    // backward (2.5x); what causal skipping aims for, and what measured TFLOP/s divide by the time.
+    std::int64_t ideal_matmul_flops = 0;
+    std::int64_t global_bytes = 0;        // footprint of every global tensor (all heads): the peak allocation
+                                          // when nothing is freed
+    // bwd, fwd+bwd: the bytes the forward keeps for the backward besides its output O (standard: P;
+    // FlashAttention-2: LSE; FlashAttention-1: m and ℓ).
+    std::int64_t held_between_passes_bytes = 0;
     bool fits_in_hbm = true;
     double time_s = 0;
 
@@ -34,6 +50,17 @@ struct AlgorithmResult {
 
 AlgorithmResult simulate(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& request = {},
                          const ModelOptions& options = {}, std::size_t timeline_blocks = 0);
+
+// The passes of a forward algorithm: fwd is simulate(forward); bwd its backward program; fwd+bwd both
+// on one chip. Throws UsageError when the algorithm has no backward.
+AlgorithmResult simulate(const Algorithm& forward, PassSelection pass, const AttentionProblem& p, const GpuSpec& gpu,
+                         const TileRequest& request = {}, const ModelOptions& options = {}, std::size_t timeline_blocks = 0);
+
+// The backward program of a forward algorithm, or a UsageError naming those that have one.
+const Algorithm& backward_program(const Algorithm& forward);
+
+// The global tensors a program declares (nothing is launched).
+std::vector<GlobalTensor> declared_tensors(const Algorithm& algo, const AttentionProblem& p, const TileConfig& tiles);
 
 // Number of (query, key) pairs the mask lets through: N·Nk, or fewer when causal.
 std::int64_t visible_pairs(const AttentionProblem& p);

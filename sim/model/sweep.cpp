@@ -23,7 +23,7 @@ std::vector<std::vector<AlgorithmResult>> run_sweep(const SweepRequest& req, con
             if (p.Nk == p.N) p.Nk = req.ns[i];
             p.N = req.ns[i];
             try {
-                results[i][k] = simulate(*req.algos[k], p, gpu, req.tiles, req.model);
+                results[i][k] = simulate(*req.algos[k], req.pass, p, gpu, req.tiles, req.model);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mutex);
                 if (!first_error) first_error = std::current_exception();

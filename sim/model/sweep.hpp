@@ -16,6 +16,7 @@ struct SweepRequest {
     TileRequest tiles;
     ModelOptions model;
     unsigned threads = 0;           // 0: one per hardware thread
+    PassSelection pass = PassSelection::fwd;
 };
 
 // results[i][k]: ns[i] with algos[k]. on_done (if set) is called once per finished run.

@@ -89,8 +89,8 @@ json problem_json(const AttentionProblem& p) {
 json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
     json kernels = json::array();
     for (std::size_t i = 0; i < r.kernels.size(); ++i) kernels.push_back(kernel_json(r.kernels[i], r.timing[i]));
-    json j = {{"algo", std::string(r.algo->id)},
-              {"title", std::string(r.algo->title)},
+    json j = {{"algo", std::string(family_of(*r.algo))},
+              {"title", std::string((r.forward ? r.forward : r.algo)->title)},
               {"tiles",
                {{"Br", r.tiles.Br},
                 {"Bc", r.tiles.Bc},
@@ -113,6 +113,15 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
               {"time", {{"predicted_s", r.time_s}, {"matmul_flops_per_s", r.achieved_flops()}}},
               {"kernels", kernels}};
     if (r.tiles.q_splits > 1) j["tiles"]["q_splits"] = r.tiles.q_splits;  // absent when 1: that output is unchanged
+    if (r.pass != PassSelection::fwd) {  // keys of the backward; a forward's output is unchanged
+        j["pass"] = pass_name(r.pass);
+        j["programs"] = r.forward ? json{std::string(r.forward->id), std::string(r.algo->id)} : json{std::string(r.algo->id)};
+        if (r.forward_tiles)
+            j["forward_tiles"] = {{"Br", r.forward_tiles->Br}, {"Bc", r.forward_tiles->Bc}, {"smem_bytes_per_block", r.forward_tiles->smem_bytes},
+                                  {"reasons", r.forward_tiles->reasons}};
+        j["memory"]["held_between_passes_bytes"] = r.held_between_passes_bytes;
+        j["flops"]["recomputed_matmul"] = r.recomputed_matmul_flops;
+    }
     if (standard && standard != &r) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         j["vs_standard"] = {{"hbm_bytes_ratio", ratio(static_cast<double>(r.hbm.total()), static_cast<double>(standard->hbm.total()))},
@@ -194,7 +203,9 @@ std::string csv_row(const AlgorithmResult& r) {
     const std::string bound = longest.name + ": " + longest.bound;
     std::ostringstream s;
     s.precision(9);
-    s << kSchemaVersion << ',' << r.gpu_name << ',' << std::string(r.algo->id) << ',' << p.batch << ',' << p.heads << ','
+    // The programs run: "fa2", "fa2_bwd", "fa2+fa2_bwd".
+    const std::string algo = r.forward ? std::string(r.forward->id) + "+" + std::string(r.algo->id) : std::string(r.algo->id);
+    s << kSchemaVersion << ',' << r.gpu_name << ',' << algo << ',' << p.batch << ',' << p.heads << ','
       << p.N << ',' << p.Nk << ',' << p.d << ',' << dtype_name(p.dtype) << ',' << (p.causal ? 1 : 0) << ','
       << r.tiles.Br << ',' << r.tiles.Bc << ',' << r.hbm.read_bytes() << ',' << r.hbm.write_bytes() << ','
       << r.l2.read_bytes() << ',' << r.l2.write_bytes() << ',' << r.dram.read_bytes() << ',' << r.dram.write_bytes()

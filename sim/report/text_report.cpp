@@ -100,14 +100,27 @@ void time_table(std::ostream& out, const AlgorithmResult& r) {
 
 void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gpu, const ReportStyle& st) {
     const AttentionProblem& p = r.problem;
-    out << "fa-sim" << dot(st) << r.algo->title << "\n\n";
+    out << "fa-sim" << dot(st) << (r.forward ? std::string(r.forward->title) + ", then its backward" : std::string(r.algo->title))
+        << "\n\n";
     gpu_lines(out, gpu, st);
-    out << "Problem  " << p.describe() << "\n\n";
+    out << "Problem  " << p.describe() << "\n";
+    if (r.pass != PassSelection::fwd)
+        out << "Pass     " << (r.pass == PassSelection::bwd ? "backward: dQ, dK, dV from dO and what the forward kept"
+                                                             : "forward, then backward (training)")
+            << "\n";
+    out << '\n';
 
-    out << "Tiles    Br=" << r.tiles.Br << ", Bc=" << r.tiles.Bc
-        << (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "") << dot(st)
-        << units::capacity(static_cast<double>(r.tiles.smem_bytes)) << " shared memory per block\n";
-    for (const auto& why : r.tiles.reasons) wrapped(out, "         ", why, st.width);
+    auto tiles = [&](const char* prefix, const TileConfig& t) {
+        out << prefix << "Br=" << t.Br << ", Bc=" << t.Bc << (t.q_splits > 1 ? ", q_splits=" + std::to_string(t.q_splits) : "")
+            << dot(st) << units::capacity(static_cast<double>(t.smem_bytes)) << " shared memory per block\n";
+        for (const auto& why : t.reasons) wrapped(out, "         ", why, st.width);
+    };
+    if (r.forward_tiles) {
+        tiles("Tiles    forward: ", *r.forward_tiles);
+        tiles("         backward: ", r.tiles);
+    } else {
+        tiles("Tiles    ", r.tiles);
+    }
     out << '\n';
 
     for (std::size_t i = 0; i < r.kernels.size(); ++i) kernel_lines(out, r.kernels[i], r.timing[i], gpu, st);
@@ -121,13 +134,22 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
             << units::capacity(static_cast<double>(gpu.hbm_bytes)) << " of HBM: this run could not happen on " << gpu.name << ".\n";
     out << '\n';
 
+    if (r.pass != PassSelection::fwd)
+        out << "Memory   " << units::capacity(static_cast<double>(r.held_between_passes_bytes))
+            << " kept from the forward for the backward besides O; " << units::capacity(static_cast<double>(r.global_bytes))
+            << " of global tensors in all\n\n";
+
     out << "Work\n";
     out << "  matmul FLOPs      " << units::flops(static_cast<double>(r.matmul_flops));
+    const std::int64_t unit = p.batch_heads() * p.N * p.Nk * p.d;  // B*H*N*Nk*d
     if (p.causal)
         out << " (causal ideal " << units::flops(static_cast<double>(r.ideal_matmul_flops)) << "; whole tiles are computed)";
-    else
-        out << " (= 4*B*H*N*Nk*d)";
+    else if (r.matmul_flops % unit == 0)
+        out << " (= " << r.matmul_flops / unit << "*B*H*N*Nk*d)";
     out << '\n';
+    if (r.recomputed_matmul_flops > 0)
+        out << "    recomputed      " << units::flops(static_cast<double>(r.recomputed_matmul_flops))
+            << " (S = Q K^T again: the backward keeps no P)\n";
     out << "  non-matmul FLOPs  " << units::flops(static_cast<double>(r.nonmatmul_flops)) << " (of which exp/log "
         << units::count(static_cast<double>(r.sfu_ops)) << " on the SFUs)\n";
     const double ridge = gpu.matmul_flops(p.dtype) / gpu.effective_hbm_bandwidth();
@@ -144,7 +166,8 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     if (rs.empty()) return;
     const AttentionProblem& p = rs.front().problem;
     std::string names;
-    for (const auto& r : rs) names += (names.empty() ? "" : " vs ") + std::string(r.algo->name);
+    for (const auto& r : rs) names += (names.empty() ? "" : " vs ") + std::string((r.forward ? r.forward : r.algo)->name);
+    if (rs.front().pass == PassSelection::fwd_bwd) names += ", forward and backward";
     out << "fa-sim" << dot(st) << names << "\n\n";
     gpu_lines(out, gpu, st);
     out << "Problem  " << p.describe() << "\n\n";
@@ -155,7 +178,7 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     const std::size_t label_w = 22, col_w = 13;
     auto header = [&] {
         out << pad("", label_w);
-        for (const auto& r : rs) out << rpad(std::string(r.algo->id), col_w);
+        for (const auto& r : rs) out << rpad(std::string(family_of(*r.algo)), col_w);
         out << '\n';
     };
     auto row = [&](const std::string& label, auto&& cell) {
@@ -165,7 +188,7 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     };
     auto vs_standard = [&](const std::string& label, auto&& value) {
         if (!standard) return;
-        row(label + std::string(standard->algo->id), [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
+        row(label + std::string(family_of(*standard->algo)), [&](const AlgorithmResult& r) { return units::ratio(value(r) / value(*standard)); });
     };
     header();
     row("tiles Br x Bc", [](const AlgorithmResult& r) {
@@ -190,10 +213,10 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     row("predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
     vs_standard("  speedup vs ", [](const AlgorithmResult& r) { return 1.0 / r.time_s; });
     out << "\nWhat bounds each (its longest kernel):\n";
-    for (const auto& r : rs) out << "  " << pad(std::string(r.algo->id), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
+    for (const auto& r : rs) out << "  " << pad(std::string(family_of(*r.algo)), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
     for (const auto& r : rs)
         if (!r.fits_in_hbm)
-            out << "Warning: " << std::string(r.algo->id) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
+            out << "Warning: " << std::string(family_of(*r.algo)) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
                 << " of global memory, more than " << gpu.name << "'s " << units::capacity(static_cast<double>(gpu.hbm_bytes)) << ".\n";
 }
 
@@ -205,7 +228,7 @@ void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResul
         << " d=" << p.d << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
     auto table = [&](const std::string& title, auto&& cell) {
         out << title << '\n' << rpad("N", 8);
-        for (const auto& r : by_n.front()) out << rpad(std::string(r.algo->id), 12);
+        for (const auto& r : by_n.front()) out << rpad(std::string(family_of(*r.algo)), 12);
         out << '\n';
         for (const auto& rs : by_n) {
             out << rpad(std::to_string(rs.front().problem.N), 8);

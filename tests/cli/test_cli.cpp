@@ -169,9 +169,15 @@ TEST_CASE("csv output gives one row per algorithm and N, deterministically", "[c
 TEST_CASE("fa-sim --list-algos prints one line per registered algorithm: its id, then its title", "[cli][registry]") {
     const auto r = run_command(fa_sim("--list-algos"));
     REQUIRE(r.exit_code == 0);
-    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);
-    CHECK(r.out.rfind("standard", 0) == 0);
-    CHECK(r.out.find("\nfa2       FlashAttention-2 (Q outer loop") != std::string::npos);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 7);  // four forward passes, three backward
+    CHECK(r.out.rfind("standard ", 0) == 0);
+    // One line each: the id, spaces, the title.
+    auto line_of = [&](const std::string& id) {
+        const auto at = r.out.find("\n" + id + " ");
+        return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    };
+    CHECK(line_of("fa2").find("FlashAttention-2 (Q outer loop") != std::string::npos);
+    CHECK(line_of("fa2_bwd").find("FlashAttention-2 backward") != std::string::npos);
 }
 
 TEST_CASE("fa-sim --list-kernels --json is the kernel catalog: every kernel names a registered algorithm", "[cli][catalog]") {
@@ -204,4 +210,35 @@ TEST_CASE("fa-sim --kernel models a catalog kernel as it runs, and refuses what 
     expect_usage_error("--kernel fa2_tc --gpu T4", "needs compute capability 8.0");
     expect_usage_error("--kernel fa2 --algo fa1", "implements fa2, not --algo fa1");
     expect_usage_error("--kernel fa2 --cuda-cores", "combined with --cuda-cores");
+}
+
+TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are refused", "[cli][backward]") {
+    const auto r = run_command(fa_sim("--algo all --pass fwd+bwd --N 1024 --json"));
+    REQUIRE(r.exit_code == 0);
+    const auto algos = nlohmann::json::parse(r.out).at("algorithms");
+    REQUIRE(algos.size() == 3);  // standard, fa1, fa2: tiled has no backward
+    for (const auto& a : algos) {
+        CAPTURE(a.at("algo"));
+        CHECK(a.at("pass") == "fwd+bwd");
+        CHECK(a.at("programs").size() == 2);
+        CHECK(a.at("memory").at("held_between_passes_bytes").get<std::int64_t>() > 0);
+    }
+    CHECK(algos[2].at("flops").at("recomputed_matmul").get<std::int64_t>() == 2LL * 16 * 1024 * 1024 * 64);
+    const auto csv = run_command(fa_sim("--algo fa2 --pass bwd --N 1024 --csv"));
+    CHECK(csv.out.find("\n1,A100-SXM4-40GB,fa2_bwd,") != std::string::npos);
+    const auto bwd = run_command(fa_sim("--algo fa2_bwd --N 1024"));
+    CHECK(bwd.exit_code == 0);
+    CHECK(bwd.out.find("Pass     backward") != std::string::npos);
+    expect_usage_error("--pass sideways", "--pass 'sideways' is not a pass");
+    expect_usage_error("--algo tiled --pass bwd", "tiled has no backward pass");
+    expect_usage_error("--algo fa2_bwd --pass fwd", "is a backward pass");
+    expect_usage_error("--pass bwd --plot /tmp", "the figures show the forward pass");
+}
+
+TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the gradients' check", "[cli][backward]") {
+    const auto r = run_command(fa_sim("--algo fa2 --pass bwd --N 8 --d 4 --trace"));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("atomic add dQ_i (part) -> dQ_acc[0:4, 0:4]") != std::string::npos);
+    CHECK(r.out.find("max |dK - dK_exact|") != std::string::npos);
+    CHECK(r.out.find("DIFFERS") == std::string::npos);
 }

@@ -1,0 +1,188 @@
+// The backward pass: the three backward programs' gradients against the float64 backward, their
+// traffic against their closed forms, and what the papers say about training with FlashAttention.
+#include <catch2/catch.hpp>
+
+#include <tuple>
+
+#include "attention_backward.hpp"
+#include "common/errors.hpp"
+#include "exec/functional_executor.hpp"
+#include "inputs.hpp"
+#include "precision.hpp"
+#include "test_helpers.hpp"
+#include "../common/random_heads.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+namespace {
+
+const char* const kWithBackward[] = {"standard", "fa1", "fa2"};
+
+// The output gradient dO of each head, in the problem's dtype.
+std::vector<reference::Matrix> random_dO(const AttentionProblem& p, std::uint64_t seed) {
+    std::vector<reference::Matrix> dO;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h)
+        dO.push_back(reference::round_matrix(reference::random_normal(p.N, p.d, seed + static_cast<std::uint64_t>(h)), p.dtype));
+    return dO;
+}
+
+}  // namespace
+
+TEST_CASE("every backward program's gradients equal the float64 backward within the rule (2x a naive backward's "
+          "error), causal or not, ragged tiles, Nq != Nk, every dtype",
+          "[backward][functional]") {
+    for (auto [N, Nk, d, causal] : {std::tuple{64L, 64L, 16L, false}, {50L, 37L, 8L, true}, {33L, 70L, 16L, true}, {20L, 20L, 4L, false}})
+        for (DType t : {DType::fp32, DType::fp16, DType::bf16})
+            for (const char* id : kWithBackward) {
+                CAPTURE(id, N, Nk, d, causal, dtype_name(t));
+                const AttentionProblem p = problem(N, d, 2, t, causal, Nk);
+                const Algorithm& fwd = algorithm(id);
+                const Algorithm& bwd = backward_program(fwd);
+                TileRequest req;
+                if (fwd.tunable_tiles) req.Br = req.Bc = 16;  // several tiles each way, the last ones ragged
+                const TileConfig ft = choose_tiles(fwd, p, a100(), req), bt = choose_tiles(bwd, p, a100(), req);
+                const HeadInputs in = random_heads(p, 3);
+                const auto dO = random_dO(p, 101);
+                const BackwardRun run = run_functional_backward(fwd, bwd, p, a100(), ft, bt, in.Q, in.K, in.V, dO);
+                reference::AttentionOptions o;
+                o.causal = causal;
+                for (std::size_t h = 0; h < 2; ++h) {
+                    const auto exact = reference::exact_attention_backward(in.Q[h], in.K[h], in.V[h], dO[h], o);
+                    const auto naive = reference::naive_attention_backward_in_precision(in.Q[h], in.K[h], in.V[h], dO[h], o, t);
+                    const double a = reference::largest_logit_terms(in.Q[h], in.K[h], o);
+                    for (const auto& [got, want, plain] : {std::tuple{&run.dQ[h], &exact.dQ, &naive.dQ},
+                                                           std::tuple{&run.dK[h], &exact.dK, &naive.dK},
+                                                           std::tuple{&run.dV[h], &exact.dV, &naive.dV}}) {
+                        const auto c = reference::check_gradient(*got, *want, *plain, a, t);
+                        CAPTURE(c.error, c.bound, c.naive_error);
+                        CHECK(c.pass);
+                    }
+                }
+            }
+}
+
+TEST_CASE("the functional backward moves exactly what the counting executor counts", "[backward][functional][counts]") {
+    const AttentionProblem p = problem(70, 16, 3, DType::fp16, true, 50);
+    for (const char* id : kWithBackward) {
+        CAPTURE(id);
+        const Algorithm& fwd = algorithm(id);
+        TileRequest req;
+        if (fwd.tunable_tiles) req.Br = req.Bc = 16;
+        const AlgorithmResult counted = simulate(fwd, PassSelection::bwd, p, a100(), req);
+        const HeadInputs in = random_heads(p, 5);
+        const BackwardRun run = run_functional_backward(fwd, backward_program(fwd), p, a100(), choose_tiles(fwd, p, a100(), req),
+                                                        counted.tiles, in.Q, in.K, in.V, random_dO(p, 9));
+        REQUIRE(run.kernels.size() == counted.kernels.size());
+        for (std::size_t k = 0; k < run.kernels.size(); ++k) {
+            // The functional run declared the forward's tensors first: compare by name.
+            const LevelTraffic &f = run.kernels[k].hbm, &c = counted.kernels[k].hbm;
+            for (const TensorBytes& t : f.tensors) {
+                CAPTURE(k, t.name);
+                CHECK(t.read == read_of(c, t.name));
+                CHECK(t.write == write_of(c, t.name));
+            }
+            CHECK(f.total() == c.total());
+            CHECK(run.kernels[k].matmul_flops == counted.kernels[k].matmul_flops);
+            CHECK(run.kernels[k].nonmatmul_flops == counted.kernels[k].nonmatmul_flops);
+        }
+    }
+}
+
+TEST_CASE("backward traffic equals each program's closed form, exactly, for tile-multiple and ragged sizes",
+          "[backward][closed-form]") {
+    for (auto [N, Nk, d, t] : {std::tuple{4096L, 4096L, 64L, DType::fp16}, {1000L, 1000L, 64L, DType::bf16},
+                               {2048L, 777L, 128L, DType::fp16}, {513L, 1024L, 32L, DType::fp32}})
+        for (const char* id : kWithBackward)
+            for (MatmulMode m : {MatmulMode::tiled, MatmulMode::naive, MatmulMode::library}) {
+                if (m != MatmulMode::tiled && std::string_view(id) != "standard") continue;
+                if (m == MatmulMode::naive && N > 1024) continue;  // the naive GEMM's simulation is slow
+                CAPTURE(id, N, Nk, d, dtype_name(t), matmul_name(m));
+                const AttentionProblem p = problem(N, d, 4, t, false, Nk);
+                TileRequest req;
+                req.matmul = m;
+                const AlgorithmResult r = simulate(algorithm(id), PassSelection::bwd, p, a100(), req);
+                const ClosedForm f = r.algo->closed_form(p, r.tiles);
+                REQUIRE(f.hbm);
+                CHECK(r.hbm.read_bytes() == f.hbm->read);
+                CHECK(r.hbm.write_bytes() == f.hbm->write);
+                CHECK(r.matmul_flops == *f.matmul_flops);
+            }
+}
+
+TEST_CASE("FlashAttention's backward recomputes S: five products per tile pair (10·N·Nk·d, 2.5x the forward's), "
+          "standard attention's four (8·N·Nk·d)",
+          "[backward][flops]") {
+    const AttentionProblem p = problem(2048, 64, 8);
+    const std::int64_t unit = std::int64_t{8} * 2048 * 2048 * 64;
+    for (const char* id : {"fa1", "fa2"}) {
+        const AlgorithmResult r = simulate(algorithm(id), PassSelection::bwd, p, a100());
+        CHECK(r.matmul_flops == 10 * unit);
+        CHECK(r.recomputed_matmul_flops == 2 * unit);
+        CHECK(r.matmul_flops * 2 == 5 * simulate(algorithm(id), p, a100()).matmul_flops);
+    }
+    const AlgorithmResult s = simulate(algorithm("standard"), PassSelection::bwd, p, a100());
+    CHECK(s.matmul_flops == 8 * unit);
+    CHECK(s.recomputed_matmul_flops == 0);
+    // Causal: the K/V tiles above the diagonal are skipped, about half of the work.
+    const AlgorithmResult c = simulate(algorithm("fa2"), PassSelection::bwd, problem(2048, 64, 8, DType::fp16, true), a100());
+    CHECK(static_cast<double>(c.matmul_flops) < 0.6 * 10 * static_cast<double>(unit));
+}
+
+TEST_CASE("training with FlashAttention moves several times fewer HBM bytes than standard attention (N = 1024..4096, "
+          "d = 64) at more FLOPs",
+          "[backward][paper]") {
+    for (std::int64_t N : {1024L, 2048L, 4096L}) {
+        CAPTURE(N);
+        const AttentionProblem p = problem(N, 64, 16);
+        const AlgorithmResult s = simulate(algorithm("standard"), PassSelection::fwd_bwd, p, a100());
+        for (const char* id : {"fa1", "fa2"}) {
+            CAPTURE(id);
+            const AlgorithmResult f = simulate(algorithm(id), PassSelection::fwd_bwd, p, a100());
+            CHECK(static_cast<double>(f.hbm.total()) * 4 < static_cast<double>(s.hbm.total()));
+            CHECK(f.matmul_flops > s.matmul_flops);
+        }
+    }
+}
+
+TEST_CASE("memory kept between the passes: quadratic in N for standard attention (P), linear for FlashAttention "
+          "(FA2: LSE, FA1: m and l)",
+          "[backward][memory]") {
+    for (const char* id : kWithBackward) {
+        CAPTURE(id);
+        const AlgorithmResult a = simulate(algorithm(id), PassSelection::bwd, problem(1024, 64, 16), a100());
+        const AlgorithmResult b = simulate(algorithm(id), PassSelection::bwd, problem(2048, 64, 16), a100());
+        CHECK(b.held_between_passes_bytes == (std::string_view(id) == "standard" ? 4 : 2) * a.held_between_passes_bytes);
+    }
+    CHECK(simulate(algorithm("standard"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
+          16 * 1024 * 1024 * 2);  // P in fp16
+    CHECK(simulate(algorithm("fa2"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
+          16 * 1024 * 4);  // LSE in fp32
+}
+
+TEST_CASE("the forward and backward on one chip: the backward's kernels follow the forward's", "[backward]") {
+    const AttentionProblem p = problem(2048, 64, 16);
+    const AlgorithmResult both = simulate(algorithm("fa2"), PassSelection::fwd_bwd, p, a100());
+    const AlgorithmResult fwd = simulate(algorithm("fa2"), p, a100());
+    const AlgorithmResult bwd = simulate(algorithm("fa2"), PassSelection::bwd, p, a100());
+    REQUIRE(both.kernels.size() == fwd.kernels.size() + bwd.kernels.size());
+    CHECK(both.kernels.front().desc.name == "fa2_forward");
+    CHECK(both.hbm.total() == fwd.hbm.total() + bwd.hbm.total());
+    CHECK(both.matmul_flops == fwd.matmul_flops + bwd.matmul_flops);
+    REQUIRE(both.forward_tiles);
+    CHECK(both.forward_tiles->Br == fwd.tiles.Br);
+}
+
+TEST_CASE("an algorithm without a backward pass is refused, named", "[backward][errors]") {
+    CHECK_THROWS_WITH(simulate(algorithm("tiled"), PassSelection::bwd, problem(512), a100()),
+                      Catch::Contains("tiled has no backward pass"));
+}
+
+TEST_CASE("NaN or inf in an input is refused by the functional executor, named", "[functional][errors]") {
+    const AttentionProblem p = problem(8, 4, 1, DType::fp32);
+    HeadInputs in = random_heads(p, 1);
+    in.K[0](3, 2) = std::numeric_limits<double>::quiet_NaN();
+    const TileConfig t = choose_tiles(algorithm("fa2"), p, a100(), {});
+    CHECK_THROWS_WITH(run_functional(algorithm("fa2"), p, a100(), t, in.Q, in.K, in.V),
+                      Catch::Contains("input K of head 0 holds nan at (3, 2)"));
+}
