@@ -124,4 +124,13 @@ GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const M
     return c;
 }
 
+GradientChecks check_gradients(const AttentionGradients& got, const Matrix& Q, const Matrix& K, const Matrix& V,
+                               const Matrix& dO, const AttentionOptions& options, DType dtype) {
+    const AttentionGradients exact = exact_attention_backward(Q, K, V, dO, options);
+    const AttentionGradients naive = naive_attention_backward_in_precision(Q, K, V, dO, options, dtype);
+    const double a = largest_logit_terms(Q, K, options);
+    return {check_gradient(got.dQ, exact.dQ, naive.dQ, a, dtype), check_gradient(got.dK, exact.dK, naive.dK, a, dtype),
+            check_gradient(got.dV, exact.dV, naive.dV, a, dtype)};
+}
+
 }  // namespace fasim::reference

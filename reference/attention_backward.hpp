@@ -46,4 +46,13 @@ GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const M
 // A_max above.
 double largest_logit_terms(const Matrix& Q, const Matrix& K, const AttentionOptions& options);
 
+// One head's three gradients, each checked with the rule above against the float64 backward and a
+// naive backward in `dtype`, both computed here from the inputs.
+struct GradientChecks {
+    GradientCheck dQ, dK, dV;
+    bool pass() const { return dQ.pass && dK.pass && dV.pass; }
+};
+GradientChecks check_gradients(const AttentionGradients& got, const Matrix& Q, const Matrix& K, const Matrix& V,
+                               const Matrix& dO, const AttentionOptions& options, DType dtype);
+
 }  // namespace fasim::reference

@@ -7,6 +7,8 @@
 #include "common/text.hpp"
 #include "exec/trace_printer.hpp"
 #include "inputs.hpp"
+#include "model/simulation.hpp"
+#include "precision.hpp"
 
 namespace fasim::lessons {
 
@@ -108,6 +110,35 @@ TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const Gpu
     return t;
 }
 
+bool TracedBackward::pass() const {
+    return std::all_of(checks.begin(), checks.end(), [](const reference::GradientChecks& c) { return c.pass(); });
+}
+
+TracedBackward traced_backward(const Algorithm& forward, const AttentionProblem& p, const GpuSpec& gpu,
+                               const TileConfig& forward_tiles, const TileConfig& backward_tiles, std::uint64_t seed) {
+    std::vector<reference::Matrix> Q, K, V, dO;
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+        const std::uint64_t s = seed + static_cast<std::uint64_t>(h);
+        auto in = reference::random_qkv(p.N, p.Nk, p.d, s, p.dtype);
+        Q.push_back(in.Q);
+        K.push_back(in.K);
+        V.push_back(in.V);
+        dO.push_back(reference::round_matrix(reference::random_normal(p.N, p.d, s + 7919), p.dtype));
+    }
+    TracedBackward t;
+    std::ostringstream text;
+    TracePrinter printer(text, 4, 4);
+    t.run = run_functional_backward(forward, backward_program(forward), p, gpu, forward_tiles, backward_tiles, Q, K, V, dO,
+                                    &printer);
+    t.trace = fit_lines(text.str());
+    reference::AttentionOptions options;
+    options.causal = p.causal;
+    for (std::size_t h = 0; h < Q.size(); ++h)
+        t.checks.push_back(reference::check_gradients({t.run.dQ[h], t.run.dK[h], t.run.dV[h]}, Q[h], K[h], V[h], dO[h], options,
+                                                      p.dtype));
+    return t;
+}
+
 }  // namespace fasim::lessons
 
 #include <map>
@@ -115,14 +146,19 @@ TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const Gpu
 
 namespace fasim::lessons {
 
-const AlgorithmResult& sim_cached(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+const AlgorithmResult& sim_cached(const Algorithm& forward, PassSelection pass, const AttentionProblem& p, const GpuSpec& gpu,
+                                  const TileRequest& t) {
     static std::map<std::string, std::unique_ptr<AlgorithmResult>> cache;
-    const std::string key = std::string(std::string(algo.id)) + "|" + p.describe() + "|" + std::to_string(p.batch) + "|" +
-                            gpu.name + "|" + std::to_string(gpu.smem_per_block_bytes) + "|" + std::to_string(t.Br.value_or(0)) +
+    const std::string key = std::string(forward.id) + "|" + pass_name(pass) + "|" + p.describe() + "|" + std::to_string(p.batch) +
+                            "|" + gpu.name + "|" + std::to_string(gpu.smem_per_block_bytes) + "|" + std::to_string(t.Br.value_or(0)) +
                             "|" + std::to_string(t.Bc.value_or(0)) + "|" + (t.matmul == MatmulMode::naive ? "naive" : "tiled");
     auto& slot = cache[key];
-    if (!slot) slot = std::make_unique<AlgorithmResult>(simulate(algo, p, gpu, t));
+    if (!slot) slot = std::make_unique<AlgorithmResult>(simulate(forward, pass, p, gpu, t));
     return *slot;
+}
+
+const AlgorithmResult& sim_cached(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& t) {
+    return sim_cached(algo, PassSelection::fwd, p, gpu, t);
 }
 
 }  // namespace fasim::lessons

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "attention_backward.hpp"
 #include "exec/functional_executor.hpp"
 #include "model/simulation.hpp"
 
@@ -52,10 +53,24 @@ struct TracedRun {
 TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
                      std::uint64_t seed);
 
+// The forward (not printed), then the backward of an algorithm on seeded random Q, K, V and dO,
+// printing the backward's every step; each head's gradients checked against the float64 backward.
+struct TracedBackward {
+    std::string trace;
+    BackwardRun run;
+    std::vector<reference::GradientChecks> checks;  // per head
+    bool pass() const;
+};
+TracedBackward traced_backward(const Algorithm& forward, const AttentionProblem& p, const GpuSpec& gpu,
+                               const TileConfig& forward_tiles, const TileConfig& backward_tiles, std::uint64_t seed);
+
 }  // namespace fasim::lessons
 
 namespace fasim::lessons {
 // sim(), remembered for the life of the process (lessons ask for the same run in
 // several steps, and --json runs every step).
 const AlgorithmResult& sim_cached(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& tiles = {});
+// The same for the passes of training (simulate(forward, pass, ...)).
+const AlgorithmResult& sim_cached(const Algorithm& forward, PassSelection pass, const AttentionProblem& p, const GpuSpec& gpu,
+                                  const TileRequest& tiles = {});
 }  // namespace fasim::lessons

@@ -108,8 +108,8 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
     const std::int64_t e = p.elem_bytes(), limit = gpu.smem_per_block_bytes;
     c.softmax_chunk = p.Nk;
     if (p.Nk * (2 * e + 4) > limit) {
-        c.softmax_chunk = 1;
-        while (c.softmax_chunk * 2 * 2 * e <= limit) c.softmax_chunk *= 2;
+        c.softmax_chunk = 1;  // the largest power of two whose P and dP chunks fit, short of a whole row
+        while (c.softmax_chunk * 2 * 2 * e <= limit && c.softmax_chunk * 2 < p.Nk) c.softmax_chunk *= 2;
         c.reasons.push_back("a row of P and dP (" + std::to_string(2 * p.Nk * e) + " B) exceeds shared memory (" +
                             std::to_string(limit) + " B): the row kernel reads them twice in chunks of " +
                             std::to_string(c.softmax_chunk));

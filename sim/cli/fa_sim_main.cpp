@@ -1,6 +1,7 @@
 // fa-sim: the command-line front end of the simulator.
 #include <cstdio>
 #include <iostream>
+#include <utility>
 #include <unistd.h>
 
 #include "cli/cli_options.hpp"
@@ -127,18 +128,13 @@ int trace_backward(const CliOptions& o) {
     bool all_pass = true;
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
         const auto hh = static_cast<std::size_t>(h);
-        const auto exact = reference::exact_attention_backward(Q[hh], K[hh], V[hh], dO[hh], options);
-        const auto naive = reference::naive_attention_backward_in_precision(Q[hh], K[hh], V[hh], dO[hh], options, p.dtype);
-        const double a = reference::largest_logit_terms(Q[hh], K[hh], options);
-        for (const auto& [name, got, want, plain] :
-             {std::tuple{"dQ", &run.dQ[hh], &exact.dQ, &naive.dQ}, std::tuple{"dK", &run.dK[hh], &exact.dK, &naive.dK},
-              std::tuple{"dV", &run.dV[hh], &exact.dV, &naive.dV}}) {
-            const auto check = reference::check_gradient(*got, *want, *plain, a, p.dtype);
-            all_pass &= check.pass;
-            std::cout << "head " << h << ": max |" << name << " - " << name << "_exact| = " << check.error << " (allowed "
-                      << check.bound << ", naive " << dtype_name(p.dtype) << " backward: " << check.naive_error << ") -> "
-                      << (check.pass ? "equals the exact gradient" : "DIFFERS from the exact gradient") << '\n';
-        }
+        const auto checks = reference::check_gradients({run.dQ[hh], run.dK[hh], run.dV[hh]}, Q[hh], K[hh], V[hh], dO[hh],
+                                                       options, p.dtype);
+        all_pass &= checks.pass();
+        for (const auto& [name, check] : {std::pair{"dQ", &checks.dQ}, std::pair{"dK", &checks.dK}, std::pair{"dV", &checks.dV}})
+            std::cout << "head " << h << ": max |" << name << " - " << name << "_exact| = " << check->error << " (allowed "
+                      << check->bound << ", naive " << dtype_name(p.dtype) << " backward: " << check->naive_error << ") -> "
+                      << (check->pass ? "equals the exact gradient" : "DIFFERS from the exact gradient") << '\n';
     }
     return all_pass ? 0 : 1;
 }

@@ -158,8 +158,10 @@ public:
         if (!x_.observer_) return;
         // The trace lists what a tile updated in place was combined with, and every input of a row statistic.
         Step step{StepKind::map, &kernel_, head_, index_, slot(out).label, {}, nullptr, &slot(out).values};
-        for (const Arg& a : args)
-            if (a.tile && (a.tile != &out || out.statistic())) step.operands.push_back(slot(*a.tile).label);
+        for (const Arg& a : args) {
+            if (!a.tile) step.numbers.push_back(a.scalar);
+            else if (a.tile != &out || out.statistic()) step.operands.push_back(slot(*a.tile).label);
+        }
         step.op = map_step_name(fn, args);
         x_.observer_->on_step(step);
     }

@@ -29,6 +29,7 @@ struct Step {
     bool accumulate = false, transpose_b = false;  // matmul: C += A·B, and whether B is transposed
     bool transpose_a = false;                      // matmul: whether A is transposed
     std::string_view op{};                         // map, reduce_rows: the function, as a trace names it
+    std::vector<double> numbers{};                 // map: its number operands (a scale factor, say)
     StoreMode store_mode = StoreMode::overwrite;   // store
 };
 

@@ -23,7 +23,8 @@ std::string where(const Region& r) {
     return name + "[" + span(r.row0, r.nrows) + ", " + span(r.col0, r.ncols) + "]";
 }
 
-std::string join(const std::vector<std::string_view>& v, const char* sep) {
+template <class Text>
+std::string join(const std::vector<Text>& v, const char* sep) {
     std::string s;
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::string(v[i]);
     return s;
@@ -88,7 +89,11 @@ void TracePrinter::on_step(const Step& s) {
             break;
     }
     const std::string name(s.op.empty() ? step_name(s.kind) : s.op);
-    out_ << "   " << name << std::string(name.size() < 7 ? 7 - name.size() : 1, ' ') << result << " <- " << join(s.operands, ", ") << '\n';
+    // A step with only numbers for operands (scaling by the softmax scale) names them instead.
+    std::vector<std::string> numbers;
+    for (double x : s.numbers) numbers.push_back(num(static_cast<float>(x)));
+    out_ << "   " << name << std::string(name.size() < 7 ? 7 - name.size() : 1, ' ') << result << " <- "
+         << (s.operands.empty() ? join(numbers, ", ") : join(s.operands, ", ")) << '\n';
     if (s.values->cols() == 1) values(*s.values, "          ");
 }
 

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kLessons = 9;
+constexpr int kLessons = 10;
 
 void check_output_shape(int n, const Run& r) {
     CAPTURE(n, r.err);
@@ -45,7 +45,7 @@ TEST_CASE("every lesson runs non-interactively in 80 columns", "[lessons]") {
     for (int n = 1; n <= kLessons; ++n) {
         const Run r = run(lesson(n, "--step"));  // --step must not wait: stdin is not a terminal
         check_output_shape(n, r);
-        CHECK(r.out.rfind("Lesson 0" + std::to_string(n), 0) == 0);
+        CHECK(r.out.rfind((n < 10 ? "Lesson 0" : "Lesson ") + std::to_string(n), 0) == 0);
     }
 }
 
@@ -133,6 +133,8 @@ TEST_CASE("exercise answers agree with closed forms on the default GPU", "[lesso
     ok(7, "fa1_idle=" + std::to_string(a100.sm_count - 16));                  // SMs − B·H
     ok(8, "skipped=28");                                                        // 8×8 tiles: 8·7/2 above the diagonal
     ok(8, "masked=8");
+    ok(10, "kept_by_standard=" + std::to_string(16LL * 8192 * 8192 * 2));       // P: B·H·N²·e
+    ok(10, "fa1_dq_round_trips=" + std::to_string(1024 / 64));                // Tc = ⌈N/Bc⌉
     ok(1, "ridge=" + std::to_string(a100.matmul_flops(fasim::DType::fp16) / a100.effective_hbm_bandwidth()));
     ok(1, "softmax_bound=memory");
 }
@@ -234,6 +236,30 @@ TEST_CASE("lesson 08: causal skipping halves FLOPs - standard attention computes
             CHECK(ratio < 0.6);
         }
     }
+}
+
+TEST_CASE("lesson 10: the traced gradients equal exact ones - P kept is quadratic, statistics linear - "
+          "recomputation trades FLOPs for bytes and wins - FA2 adds dQ atomically",
+          "[lessons][facts]") {
+    const json r = lesson_json(10)["results"];
+    CHECK(r["trace"]["gradients_equal_exact"] == true);
+    const auto& kept = r["kept"]["kept"];
+    for (std::size_t i = 1; i < kept.size(); ++i) {
+        CHECK(num(kept[i]["standard_bytes"]) == 4 * num(kept[i - 1]["standard_bytes"]));  // N² per head
+        CHECK(num(kept[i]["fa2_bytes"]) == 2 * num(kept[i - 1]["fa2_bytes"]));            // N per head
+        CHECK(num(kept[i]["fa1_bytes"]) == 2 * num(kept[i]["fa2_bytes"]));                // m and ℓ against LSE
+    }
+    CHECK(kept.back()["standard_fits"] == false);
+    CHECK(r["traffic"]["closed_forms_agree"] == true);
+    CHECK(num(r["traffic"]["hbm_ratio"]) > 5);  // the FA papers: several times fewer bytes for training
+    CHECK(num(r["recompute"]["fa2_matmul_flops"]) > num(r["recompute"]["standard_matmul_flops"]));
+    CHECK(num(r["recompute"]["fa2_recomputed_matmul_flops"]) == 2.0 * 16 * 4096 * 4096 * 64);
+    CHECK(num(r["recompute"]["fa2_intensity"]) > num(r["recompute"]["standard_intensity"]));
+    CHECK(num(r["recompute"]["speedup"]) > 1);
+    CHECK(r["dq"]["atomically_added"] == "dQ");
+    CHECK(num(r["dq"]["fa2_dq_acc_hbm_read"]) < num(r["dq"]["fa1_dq_acc_hbm_read"]));
+    CHECK(num(r["dq"]["fa1_grid"]) == 16);
+    CHECK(num(r["dq"]["fa2_predicted_s"]) < num(r["dq"]["fa1_predicted_s"]));
 }
 
 TEST_CASE("lesson 09: no measurements means predictions only - result files are read and re-predicted", "[lessons][facts]") {

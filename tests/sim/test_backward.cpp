@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <tuple>
+#include <utility>
 
 #include "attention_backward.hpp"
 #include "common/errors.hpp"
@@ -48,15 +49,11 @@ TEST_CASE("every backward program's gradients equal the float64 backward within 
                 reference::AttentionOptions o;
                 o.causal = causal;
                 for (std::size_t h = 0; h < 2; ++h) {
-                    const auto exact = reference::exact_attention_backward(in.Q[h], in.K[h], in.V[h], dO[h], o);
-                    const auto naive = reference::naive_attention_backward_in_precision(in.Q[h], in.K[h], in.V[h], dO[h], o, t);
-                    const double a = reference::largest_logit_terms(in.Q[h], in.K[h], o);
-                    for (const auto& [got, want, plain] : {std::tuple{&run.dQ[h], &exact.dQ, &naive.dQ},
-                                                           std::tuple{&run.dK[h], &exact.dK, &naive.dK},
-                                                           std::tuple{&run.dV[h], &exact.dV, &naive.dV}}) {
-                        const auto c = reference::check_gradient(*got, *want, *plain, a, t);
-                        CAPTURE(c.error, c.bound, c.naive_error);
-                        CHECK(c.pass);
+                    const auto checks = reference::check_gradients({run.dQ[h], run.dK[h], run.dV[h]}, in.Q[h], in.K[h], in.V[h],
+                                                                   dO[h], o, t);
+                    for (const auto& [name, c] : {std::pair{"dQ", &checks.dQ}, std::pair{"dK", &checks.dK}, std::pair{"dV", &checks.dV}}) {
+                        CAPTURE(name, c->error, c->bound, c->naive_error);
+                        CHECK(c->pass);
                     }
                 }
             }
@@ -108,6 +105,22 @@ TEST_CASE("backward traffic equals each program's closed form, exactly, for tile
                 CHECK(r.hbm.write_bytes() == f.hbm->write);
                 CHECK(r.matmul_flops == *f.matmul_flops);
             }
+}
+
+TEST_CASE("standard attention's backward runs at every length: rows of P and dP that exceed shared memory are "
+          "read twice in chunks (closed form), also when a chunk could hold the row but not P*dP",
+          "[backward][closed-form]") {
+    for (std::int64_t N : {32768L, 40000L, 21000L}) {
+        CAPTURE(N);
+        const AttentionProblem p = problem(N, 64, 1, DType::fp16);
+        const AlgorithmResult r = simulate(algorithm("standard"), PassSelection::bwd, p, a100());
+        CHECK(r.tiles.softmax_chunk < N);
+        CHECK(r.algo->smem_bytes(p, r.tiles.Br, r.tiles.Bc, r.tiles) <= a100().smem_per_block_bytes);
+        const ClosedForm f = r.algo->closed_form(p, r.tiles);
+        CHECK(r.hbm.read_bytes() == f.hbm->read);
+        CHECK(r.hbm.write_bytes() == f.hbm->write);
+        CHECK(read_of(r.hbm, "P") == 2 * N * N * 2 + N * N * 2);  // twice in the row kernel, once for dV = P^T dO (d = 64 < tile)
+    }
 }
 
 TEST_CASE("FlashAttention's backward recomputes S: five products per tile pair (10·N·Nk·d, 2.5x the forward's), "
