@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/check.hpp"
 #include "kernels/launchers.hpp"
@@ -152,6 +153,39 @@ void set_fa1_state(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, s
     }
 }
 
+BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
+    const std::size_t e = elem_bytes(p.dtype), BH = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
+    const std::size_t q_elems = BH * static_cast<std::size_t>(p.N) * static_cast<std::size_t>(p.d);
+    const std::size_t kv_elems = BH * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d);
+    for (const auto& [buf, name] : {std::pair{&t.Q, "Q"}, {&t.O, "O"}, {&t.dO, "dO"}, {&t.dQ, "dQ"}})
+        check_buffer(*buf, q_elems * e, name, kernel);
+    for (const auto& [buf, name] : {std::pair{&t.K, "K"}, {&t.V, "V"}, {&t.dK, "dK"}, {&t.dV, "dV"}})
+        check_buffer(*buf, kv_elems * e, name, kernel);
+    check_buffer(t.LSE, row_bytes(p), "LSE", kernel);
+    check_buffer(t.D, row_bytes(p), "D", kernel);
+    check_buffer(t.dQ_acc, q_elems * sizeof(float), "dQ_acc", kernel);
+    BackwardArgs b;
+    b.dtype = p.dtype;
+    b.d = p.d;
+    b.Q = t.Q.get();
+    b.K = t.K.get();
+    b.V = t.V.get();
+    b.O = t.O.get();
+    b.dO = t.dO.get();
+    b.lse = t.LSE.as<float>();
+    b.dQ = t.dQ.get();
+    b.dK = t.dK.get();
+    b.dV = t.dV.get();
+    b.D = t.D.as<float>();
+    b.dq_acc = t.dQ_acc.as<float>();
+    b.BH = p.B * p.H;
+    b.N = p.N;
+    b.Nk = p.Nk;
+    b.causal = p.causal;
+    b.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.d)));
+    return b;
+}
+
 CudaLaunchInfo run_standard(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream, GemmLauncher gemm,
                             std::string_view kernel) {
     const std::size_t e = elem_bytes(p.dtype);
@@ -251,10 +285,26 @@ DeviceTensors allocate_tensors(const CudaProblem& p, const KernelVariant& kernel
         t.l = DeviceBuffer(rows * sizeof(float));
         if (p.dtype != DType::fp32) t.O_acc = DeviceBuffer(q_elems * sizeof(float));
     }
-    if (algo == "standard") {
-        const std::size_t s_elems = rows * static_cast<std::size_t>(p.Nk);
+    const std::size_t s_elems = rows * static_cast<std::size_t>(p.Nk);
+    if (algo == "standard" || algo == "standard_bwd") {
         t.S = DeviceBuffer(s_elems * e);
         t.P = DeviceBuffer(s_elems * e);
+    }
+    // The backward (sim/algorithms/*_backward.cpp): dO in, dQ, dK, dV out, and each program's own tensors.
+    if (algo == "standard_bwd" || algo == "fa2_bwd") {
+        t.dO = DeviceBuffer(q_elems * e);
+        t.dQ = DeviceBuffer(q_elems * e);
+        t.dK = DeviceBuffer(kv_elems * e);
+        t.dV = DeviceBuffer(kv_elems * e);
+    }
+    if (algo == "standard_bwd") {
+        t.dP = DeviceBuffer(s_elems * e);
+        t.dS = DeviceBuffer(s_elems * e);
+    }
+    if (algo == "fa2_bwd") {
+        t.LSE = DeviceBuffer(rows * sizeof(float));
+        t.D = DeviceBuffer(rows * sizeof(float));
+        t.dQ_acc = DeviceBuffer(q_elems * sizeof(float));
     }
     return t;
 }

@@ -1,4 +1,4 @@
-// One host API over the CUDA kernels of the attention algorithms (forward pass). The kernels are the
+// One host API over the CUDA kernels of the attention algorithms, forward and backward. The kernels are the
 // kernel catalog's rows of this repository (sim/kernels/kernel_catalog.hpp), named as there:
 //
 //   const KernelVariant& k = cuda_kernel("fa2_tc");
@@ -16,6 +16,8 @@
 //   standard (standard_*)        S, P, O         (no LSE)
 //   tiled, fa2 (tiled, fa2, fa2_tc)  O, LSE
 //   fa1 (fa1, fa1_tc)            O, m, l         (LSE = m + log(l), not written)
+//   standard_bwd (standard_cublas_bwd)  dQ, dK, dV from P (the forward's), dP, dS
+//   fa2_bwd (fa2_bwd, fa2_bwd_tc)       dQ, dK, dV from O and LSE (any fa2 kernel's), D, dQ_acc
 //
 // All arithmetic is fp32 on the CUDA cores (no tensor cores), except standard_cublas, whose two
 // GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there), and
@@ -87,14 +89,21 @@ struct DeviceTensors {
     DeviceBuffer m, l; // fa1, fa1_tc
     DeviceBuffer O_acc; // fa1 and fa1_tc with fp16/bf16 storage: the running O in fp32 (FlashAttention-1's o_tmp)
     DeviceBuffer S, P; // standard_*
+    // The backward pass: the output gradient dO (an input) and the gradients, in the storage dtype.
+    DeviceBuffer dO, dQ, dK, dV;
+    DeviceBuffer D, dQ_acc;  // fa2_bwd*: rowsum(dO * O) [B*H][N] and the fp32 dQ [B*H][N][d]
+    DeviceBuffer dP, dS;     // standard_*_bwd: [B*H][N][Nk] in the storage dtype
 };
 
 // Allocates what the kernel's algorithm reads and writes (S and P for standard attention, m, l (and
-// O_acc for 16-bit storage) for fa1, LSE for tiled and fa2). Contents are uninitialised.
+// O_acc for 16-bit storage) for fa1, LSE for tiled and fa2). A backward kernel's tensors include its
+// forward's (run the forward kernel, catalog field forward_kernel, on them first) and dO, dQ, dK, dV
+// and its own intermediates. Contents are uninitialised.
 DeviceTensors allocate_tensors(const CudaProblem& problem, const KernelVariant& kernel);
 
 // Launches the kernel on `stream` (asynchronous; nothing is synchronized unless FASIM_CUDA_SYNC=1).
-// Checks that every buffer it touches exists and is large enough, and every launch.
+// Checks that every buffer it touches exists and is large enough, and every launch. A backward kernel
+// reads Q, K, V, O, dO and what its forward kept (LSE, or P) and writes dQ, dK, dV.
 CudaLaunchInfo run_attention(const KernelVariant& kernel, const CudaProblem& problem, const DeviceTensors& tensors,
                              cudaStream_t stream = nullptr);
 

@@ -267,15 +267,16 @@ error = (predicted − measured) / measured.)",
                 }});
 
         L.step({"predicted", "What the simulator predicts for this problem",
-                R"(The simulator's predictions for the CUDA kernel families on the chosen GPU
-and problem (by default fa-validate's batch and head count, fp32), modelled
-as fa-validate models them. These are predictions, not measurements.)",
+                R"(The simulator's predictions for the CUDA kernel families of the forward pass
+on the chosen GPU and problem (by default fa-validate's batch and head count,
+fp32), modelled as fa-validate models them. These are predictions, not
+measurements. (The backward's kernels are lesson 10's subject.))",
                 [&](Ctx& c) {
                     c.out << p.describe() << " on " << gpu.name << "\n\n";
                     Table t({"kernel", "predicted", "bound by"}, "lrl");
                     Json rows = Json::array();
                     for (const KernelVariant& k : kernel_catalog()) {
-                        if (!k.in_repository) continue;
+                        if (!k.in_repository || !k.forward_kernel.empty()) continue;
                         const std::string f(k.name);
                         if (p.dtype == DType::fp32 && !k.fp32) {
                             t.row({f, "-", "no fp32 kernel (fp16/bf16 only)"});

@@ -33,16 +33,25 @@ AttentionGradients naive_attention_backward_in_precision(const Matrix& Q, const 
 
 // The rule for a gradient G_alg (dQ, dK or dV), as for the output (TOLERANCES.md): it passes when
 //   max|G_alg - G_exact| <= 2 * max|G_naive - G_exact| + floor,
-//   floor = machine_epsilon(dtype) * max|G_exact| + 16 * u32 * (1 + A_max) * max|G_exact|,
+//   floor = machine_epsilon(dtype) * max|G_exact| + 16 * u32 * (1 + A_max) * T,
 // with A_max = |scale| * max_ij sum_k |Q_ik| |K_jk| the size of the largest logit's terms: fp32
-// rounding of the logits moves P, and with it every gradient, by about u32 * A relative to their
-// size (u32 = 2^-24). NaN fails.
+// rounding of the logits moves P, and with it every gradient, by about u32 * A relative to the size of
+// what the gradient sums (u32 = 2^-24). T is that size, the largest entry of the gradient computed with
+// every term's absolute value (gradient_term_sizes; at least max|G_exact|): a gradient can be 0 where
+// its terms are not (with one key, dS = P (dP - D) = 0 and dQ = dK = 0, while an algorithm that forms D
+// from O differs from dP in the last fp32 bit). term_size 0: T = max|G_exact|. NaN fails.
 struct GradientCheck {
     double error = 0, naive_error = 0, floor = 0, bound = 0;
     bool pass = false;
 };
 GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const Matrix& G_naive, double logit_size,
-                             DType dtype);
+                             DType dtype, double term_size = 0);
+
+// The gradients with every term taken by its absolute value, in float64: dQ = scale |dS| |K|,
+// dK = scale |dS|^T |Q|, dV = P^T |dO| with |dS| = P o (|dP| + |D|). The sizes the rounding errors of
+// the sums scale with.
+AttentionGradients gradient_term_sizes(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                       const AttentionOptions& options = {});
 // A_max above.
 double largest_logit_terms(const Matrix& Q, const Matrix& K, const AttentionOptions& options);
 

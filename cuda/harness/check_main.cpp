@@ -1,7 +1,10 @@
 // cuda-check: runs every CUDA attention kernel on fresh random inputs and compares it with the
 // float64 reference, using the project's tolerance rule (reference/TOLERANCES.md: check_tolerance for
 // O, check_lse for LSE). fp32 must in addition have a relative error ||O - O_exact|| / ||O_exact||
-// of at most 1e-4.
+// of at most 1e-4. A backward kernel (standard_cublas_bwd, fa2_bwd, fa2_bwd_tc) runs after its forward
+// kernel on the same tensors, with a random output gradient dO; each of dQ, dK, dV is held to the
+// gradients' rule (reference/attention_backward.hpp: check_gradient, 2x a naive backward's error in
+// the same storage dtype) and, in fp32, to the same 1e-4 relative error.
 //
 //   cuda-check                     the full grid: N in {1, 37, 128, 300, 1024}, Nk = N and Nk != N,
 //                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm
@@ -29,8 +32,10 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "attention_backward.hpp"
 #include "attention_kernels.hpp"
 #include "attention_reference.hpp"
 #include "common/check.hpp"
@@ -55,6 +60,14 @@ struct AlgoRun {
     std::string tiles;         // "Br x Bc" of the main kernel
     std::vector<double> O;     // [BH][N][d]
     std::vector<double> lse;   // [BH][N], empty when the algorithm has none
+    std::vector<double> dQ, dK, dV;  // a backward kernel's gradients: [BH][N][d], [BH][Nk][d]
+    bool backward() const { return !kernel->forward_kernel.empty(); }
+};
+
+// What one case runs on: Q, K, V and the output gradient dO of every batch*head.
+struct CaseInputs {
+    std::vector<ref::QKV> heads;
+    std::vector<ref::Matrix> dO;
 };
 
 struct Row {
@@ -119,17 +132,27 @@ void poison(const fasim::DeviceBuffer& b) {
     if (b) CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes()));
 }
 
-std::vector<ref::QKV> make_inputs(const Case& c) {
+CaseInputs make_inputs(const Case& c) {
     const CudaProblem& p = c.problem;
-    std::vector<ref::QKV> heads;
+    CaseInputs in;
     for (int h = 0; h < p.B * p.H; ++h) {
-        heads.push_back(ref::random_qkv(p.N, p.Nk, p.d, mix(c.seed + static_cast<std::uint64_t>(h)), p.dtype));
+        const std::uint64_t s = mix(c.seed + static_cast<std::uint64_t>(h));
+        in.heads.push_back(ref::random_qkv(p.N, p.Nk, p.d, s, p.dtype));
+        in.dO.push_back(ref::round_matrix(ref::random_normal(p.N, p.d, mix(s ^ 0xd0d0d0d0ull)), p.dtype));
     }
-    return heads;
+    return in;
+}
+
+// The storage bits of a device tensor as doubles.
+std::vector<double> download(const fasim::DeviceBuffer& buf, DType dtype) {
+    std::vector<unsigned char> bytes(buf.bytes());
+    CUDA_CHECK(cudaMemcpy(bytes.data(), buf.get(), bytes.size(), cudaMemcpyDeviceToHost));
+    return from_storage(bytes, dtype);
 }
 
 AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std::vector<unsigned char>& q,
-                   const std::vector<unsigned char>& k, const std::vector<unsigned char>& v, cudaStream_t stream) {
+                   const std::vector<unsigned char>& k, const std::vector<unsigned char>& v,
+                   const std::vector<unsigned char>& dO, cudaStream_t stream) {
     AlgoRun r;
     r.kernel = &kernel;
     try {
@@ -142,9 +165,15 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
     CUDA_CHECK(cudaMemcpy(t.Q.get(), q.data(), q.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.K.get(), k.data(), k.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.V.get(), v.data(), v.size(), cudaMemcpyHostToDevice));
-    for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.m, &t.l, &t.S, &t.P}) poison(*b);
+    for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.m, &t.l, &t.S, &t.P, &t.dQ, &t.dK, &t.dV, &t.D, &t.dQ_acc,
+                                         &t.dP, &t.dS})
+        poison(*b);
     fasim::CudaLaunchInfo info;
     try {
+        if (r.backward()) {  // the forward kernel's O and LSE (or P), then the backward from dO
+            CUDA_CHECK(cudaMemcpy(t.dO.get(), dO.data(), dO.size(), cudaMemcpyHostToDevice));
+            (void)fasim::run_attention(fasim::cuda_kernel(kernel.forward_kernel), p, t, stream);
+        }
         info = fasim::run_attention(kernel, p, t, stream);
     } catch (const std::invalid_argument& e) {  // refused before launching (tile does not fit, ...)
         r.error = e.what();
@@ -154,12 +183,16 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
     CUDA_CHECK(cudaGetLastError());
     for (const auto& kl : info.kernels) {
         if (kl.name.rfind("fa", 0) == 0 || kl.name.rfind("tiled", 0) == 0) {
-            if (kl.Br > 0) r.tiles = std::to_string(kl.Br) + "x" + std::to_string(kl.Bc);
+            if (kl.Br > 0 && kl.Bc > 0) r.tiles = std::to_string(kl.Br) + "x" + std::to_string(kl.Bc);
         }
     }
-    std::vector<unsigned char> o_bytes(t.O.bytes());
-    CUDA_CHECK(cudaMemcpy(o_bytes.data(), t.O.get(), o_bytes.size(), cudaMemcpyDeviceToHost));
-    r.O = from_storage(o_bytes, p.dtype);
+    if (r.backward()) {
+        r.dQ = download(t.dQ, p.dtype);
+        r.dK = download(t.dK, p.dtype);
+        r.dV = download(t.dV, p.dtype);
+        return r;
+    }
+    r.O = download(t.O, p.dtype);
     const std::size_t rows = static_cast<std::size_t>(p.B) * p.H * p.N;
     if (t.LSE) {  // tiled and FA2 store the LSE
         const std::vector<float> lse = download_floats(t.LSE, rows);
@@ -177,8 +210,59 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
     return r;
 }
 
-std::vector<Row> check_case(const Case& c, const std::vector<ref::QKV>& heads, const std::vector<AlgoRun>& runs) {
+// Head h of a [BH][rows][cols] tensor.
+ref::Matrix head_matrix(const std::vector<double>& t, std::size_t h, int rows, int cols) {
+    ref::Matrix M(rows, cols);
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) M(i, j) = t[(h * static_cast<std::size_t>(rows) + i) * cols + j];
+    return M;
+}
+
+// A backward kernel's row: dQ, dK and dV of every head against the float64 backward (the worst of the
+// three by error / bound is reported); in fp32 also their relative error.
+Row check_gradients(const CudaProblem& p, const CaseInputs& in, const AlgoRun& run) {
+    ref::AttentionOptions opt;
+    opt.causal = p.causal;
+    Row row;
+    row.kernel = run.kernel;
+    row.tiles = run.tiles;
+    row.pass = true;
+    double worst = -1;
+    for (std::size_t h = 0; h < in.heads.size(); ++h) {
+        const ref::QKV& x = in.heads[h];
+        const ref::AttentionGradients got{head_matrix(run.dQ, h, p.N, p.d), head_matrix(run.dK, h, p.Nk, p.d),
+                                          head_matrix(run.dV, h, p.Nk, p.d)};
+        const ref::GradientChecks checks = ref::check_gradients(got, x.Q, x.K, x.V, in.dO[h], opt, p.dtype);
+        const ref::AttentionGradients exact = ref::exact_attention_backward(x.Q, x.K, x.V, in.dO[h], opt);
+        for (const auto& [name, c, g, e] : {std::tuple{"dQ", &checks.dQ, &got.dQ, &exact.dQ},
+                                            std::tuple{"dK", &checks.dK, &got.dK, &exact.dK},
+                                            std::tuple{"dV", &checks.dV, &got.dV, &exact.dV}}) {
+            double ratio = c->bound > 0 ? c->error / c->bound : (c->error > 0 ? INFINITY : 0.0);
+            if (std::isnan(ratio)) ratio = INFINITY;
+            if (ratio > worst) {
+                worst = ratio;
+                row.error = c->error;
+                row.bound = c->bound;
+                row.naive_error = c->naive_error;
+            }
+            const double norm = e->norm(), rel = norm > 0 ? (*g - *e).norm() / norm : (*g - *e).norm();
+            row.rel = std::max(row.rel, std::isnan(rel) ? INFINITY : rel);
+            if (!c->pass && row.pass) {
+                row.pass = false;
+                row.note = std::string(name) + " out of tolerance in head " + std::to_string(h);
+            }
+        }
+    }
+    if (p.dtype == DType::fp32 && !(row.rel <= 1e-4) && row.pass) {
+        row.pass = false;
+        row.note = "fp32 relative error of a gradient above 1e-4";
+    }
+    return row;
+}
+
+std::vector<Row> check_case(const Case& c, const CaseInputs& in, const std::vector<AlgoRun>& runs) {
     const CudaProblem& p = c.problem;
+    const std::vector<ref::QKV>& heads = in.heads;
     ref::AttentionOptions opt;
     opt.causal = p.causal;
     std::vector<ref::AttentionResult> exact;
@@ -199,15 +283,14 @@ std::vector<Row> check_case(const Case& c, const std::vector<ref::QKV>& heads, c
             rows.push_back(row);
             continue;
         }
+        if (run.backward()) {
+            rows.push_back(check_gradients(p, in, run));
+            continue;
+        }
         row.pass = true;
         double worst = -1, diff2 = 0, ref2 = 0;
         for (std::size_t h = 0; h < heads.size(); ++h) {
-            ref::Matrix O(p.N, p.d);
-            for (int i = 0; i < p.N; ++i) {
-                for (int j = 0; j < p.d; ++j) {
-                    O(i, j) = run.O[(h * static_cast<std::size_t>(p.N) + i) * p.d + j];
-                }
-            }
+            const ref::Matrix O = head_matrix(run.O, h, p.N, p.d);
             const ref::ToleranceCheck tc = ref::check_tolerance(O, exact[h].O, naive[h], es[h], p.dtype);
             double ratio = tc.bound > 0 ? tc.error / tc.bound : (tc.error > 0 ? INFINITY : 0.0);
             if (std::isnan(ratio)) ratio = INFINITY;
@@ -373,7 +456,10 @@ int main(int argc, char** argv) {
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
                        std::string(a->algorithm);
             }
-            return fasim::cuda_kernel_unsupported(*a, p);
+            if (std::string why = fasim::cuda_kernel_unsupported(*a, p); !why.empty()) return why;
+            if (!a->forward_kernel.empty())  // a backward kernel runs after its forward kernel
+                return fasim::cuda_kernel_unsupported(fasim::cuda_kernel(a->forward_kernel), p);
+            return {};
         };
         int skipped = 0;
         {
@@ -408,21 +494,22 @@ int main(int argc, char** argv) {
         const std::size_t batch = std::max(1u, std::thread::hardware_concurrency());
         for (std::size_t c0 = 0; c0 < cases.size(); c0 += batch) {
             const std::size_t c1 = std::min(cases.size(), c0 + batch);
-            std::vector<std::vector<ref::QKV>> inputs(c1 - c0);
+            std::vector<CaseInputs> inputs(c1 - c0);
             std::vector<std::vector<AlgoRun>> runs(c1 - c0);
             // GPU work on this thread, in order.
             for (std::size_t ci = c0; ci < c1; ++ci) {
                 const Case& c = cases[ci];
                 inputs[ci - c0] = make_inputs(c);
-                std::vector<unsigned char> q, k, v;
-                for (const ref::QKV& x : inputs[ci - c0]) {
+                std::vector<unsigned char> q, k, v, dO;
+                for (const ref::QKV& x : inputs[ci - c0].heads) {
                     append_storage(x.Q, c.problem.dtype, q);
                     append_storage(x.K, c.problem.dtype, k);
                     append_storage(x.V, c.problem.dtype, v);
                 }
+                for (const ref::Matrix& g : inputs[ci - c0].dO) append_storage(g, c.problem.dtype, dO);
                 for (const KernelVariant* a : algos) {
                     if (skip_reason(a, c.problem).empty()) {
-                        runs[ci - c0].push_back(run_on_gpu(*a, c.problem, q, k, v, stream));
+                        runs[ci - c0].push_back(run_on_gpu(*a, c.problem, q, k, v, dO, stream));
                     }
                 }
             }

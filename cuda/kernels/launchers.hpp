@@ -48,8 +48,9 @@ std::size_t device_smem_per_block();
 // Throws std::invalid_argument unless `buf` holds at least `need` bytes.
 void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, std::string_view kernel);
 
-// Batched row-major GEMM: C[b] = alpha * A[b] * op(B[b]), A [M][K], C [M][N];
-// op(B) = B^T with B [N][K] when trans_b, else B with B [K][N]. C stored rounded to the dtype.
+// Batched row-major GEMM: C[b] = alpha * op(A[b]) * op(B[b]), C [M][N]; op(A) = A^T with A [K][M] when
+// trans_a (cuBLAS only), else A with A [M][K]; op(B) = B^T with B [N][K] when trans_b, else B with B [K][N].
+// C stored rounded to the dtype.
 struct GemmArgs {
     DType dtype = DType::fp32;
     const void* A = nullptr;
@@ -60,6 +61,7 @@ struct GemmArgs {
     long long strideA = 0, strideB = 0, strideC = 0;  // elements between batches
     int batch = 1;
     bool trans_b = false;
+    bool trans_a = false;  // launch_gemm_cublas only (the backward's dV = P^T dO and dK = dS^T Q)
 };
 CudaKernelLaunch launch_gemm_naive(const GemmArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_gemm_tiled(const GemmArgs& args, cudaStream_t stream);
@@ -114,6 +116,50 @@ CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_fa2_tc(const FlashArgs& args, cudaStream_t stream);
 // Empty when fa2_tc has a kernel for (dtype, d); otherwise what is wrong, the allowed values and the fix.
 std::string fa2_tc_unsupported_reason(DType dtype, int d);
+
+// ---- The backward pass ----
+// What every backward kernel reads and writes. Layouts as the forward's (attention_kernels.hpp): dO, dQ
+// [B*H][N][d], dK, dV [B*H][Nk][d] in the storage dtype; LSE, D [B*H][N] fp32; dq_acc [B*H][N][d] fp32.
+struct BackwardArgs {
+    DType dtype = DType::fp32;
+    int d = 64;
+    const void* Q = nullptr;
+    const void* K = nullptr;
+    const void* V = nullptr;
+    const void* O = nullptr;
+    const void* dO = nullptr;
+    const float* lse = nullptr;  // the forward's logsumexp (natural log; -inf for a row that sees no key)
+    void* dQ = nullptr;
+    void* dK = nullptr;
+    void* dV = nullptr;
+    float* D = nullptr;       // rowsum(dO * O), written by the preprocessing kernel
+    float* dq_acc = nullptr;  // fp32 dQ, zeroed by the preprocessing kernel, added to atomically
+    int BH = 1, N = 1, Nk = 1;
+    int Br = 0, Bc = 0;  // Q rows per inner step, K/V rows per block
+    bool causal = false;
+    float scale = 1.f;
+};
+// Q, K, V, O, dO, LSE, dQ, dK, dV, D and dQ_acc checked and set, the problem's shape, scale 1/sqrt(d).
+BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel);
+
+// FlashAttention-2 backward's first and last kernels, shared by fa2_bwd and fa2_bwd_tc
+// (fa2_backward_common.cu): D = rowsum(dO * O) in fp32 and dq_acc = 0, one block per `rows` query rows;
+// then dQ = dq_acc in the storage dtype.
+CudaKernelLaunch launch_fa2_bwd_preprocess(const BackwardArgs& args, int rows, cudaStream_t stream);
+CudaKernelLaunch launch_fa2_bwd_convert_dq(const BackwardArgs& args, int rows, cudaStream_t stream);
+
+// Standard attention's backward row kernel (standard_softmax_backward.cu): per row of P and dP [rows][Nk],
+// D = rowsum(P * dP) (fp32) and dS = P * (dP - D), stored in the dtype.
+struct SoftmaxBackwardArgs {
+    DType dtype = DType::fp32;
+    const void* P = nullptr;
+    const void* dP = nullptr;
+    void* dS = nullptr;
+    long long rows = 0;
+    int Nk = 0;
+    std::size_t smem_per_block = 0;  // device opt-in limit: a row of P and dP is staged if it fits
+};
+CudaKernelLaunch launch_softmax_backward(const SoftmaxBackwardArgs& args, cudaStream_t stream);
 
 // The flash kernels' arguments: Q, K, V, O checked and set, the problem's shape, scale 1/sqrt(d).
 FlashArgs flash_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel);

@@ -63,15 +63,17 @@ cudaDataType_t cuda_type(DType t) {
 
 CudaKernelLaunch launch_gemm_cublas(const GemmArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
-    info.name = a.trans_b ? "cublasGemmStridedBatchedEx_nt" : "cublasGemmStridedBatchedEx_nn";
+    info.name = std::string("cublasGemmStridedBatchedEx_") + (a.trans_a ? "t" : "n") + (a.trans_b ? "t" : "n");
     cublasHandle_t h = cublas_handle();
     CUBLAS_CHECK(cublasSetStream(h, stream));
     const cudaDataType_t t = cuda_type(a.dtype);
     const float alpha = a.alpha;
     const float beta = 0.f;
-    // column-major: C^T (N x M, ld N) = op(B)^T (N x K) * A^T (K x M, ld K)
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, a.N, a.M, a.K,
-                                            &alpha, a.B, t, a.trans_b ? a.K : a.N, a.strideB, a.A, t, a.K, a.strideA,
+    // column-major: C^T (N x M, ld N) = op(B)^T (N x K) * op(A)^T (K x M); row-major A [M][K] is the
+    // column-major K x M (ld K), and with trans_a row-major A [K][M] is the column-major M x K (ld M), transposed.
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            a.N, a.M, a.K, &alpha, a.B, t, a.trans_b ? a.K : a.N, a.strideB, a.A, t,
+                                            a.trans_a ? a.M : a.K, a.strideA,
                                             &beta, a.C, t, a.N, a.strideC, a.batch, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT));
     CUDA_CHECK_LAUNCH(info.name.c_str(), stream);

@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(kNaiveTile* kNaiveTile) gemm_naive_kernel(Naiv
 
 CudaKernelLaunch launch_gemm_naive(const GemmArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
+    if (a.trans_a) throw std::invalid_argument("gemm_naive: a transposed first operand is cuBLAS's only (launch_gemm_cublas)");
     info.name = a.trans_b ? "gemm_naive_nt" : "gemm_naive_nn";
     info.block_threads = kNaiveTile * kNaiveTile;
     info.Br = kNaiveTile;

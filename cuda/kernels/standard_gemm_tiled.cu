@@ -168,6 +168,7 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_tiled_kernel(TiledGemmParam
 
 CudaKernelLaunch launch_gemm_tiled(const GemmArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
+    if (a.trans_a) throw std::invalid_argument("gemm_tiled: a transposed first operand is cuBLAS's only (launch_gemm_cublas)");
     info.name = a.trans_b ? "gemm_tiled_nt" : "gemm_tiled_nn";
     info.block_threads = kGemmThreads;
     info.Br = kBM;

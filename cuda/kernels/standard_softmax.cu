@@ -18,6 +18,7 @@
 // Run:  build/cuda/cuda-check --algo standard_tiled      (or standard_naive, standard_cublas)
 #include <cmath>
 
+#include "common/block_reduce.cuh"
 #include "common/dispatch.hpp"
 #include "common/dtype_traits.cuh"
 #include "common/fast_math.cuh"
@@ -30,34 +31,6 @@ namespace {
 
 constexpr int kSoftmaxThreads = 128;
 constexpr float kLog2eS = 1.4426950408889634f;
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-// Block-wide reductions over 4 warps; scratch holds 4 floats. Every thread gets the result.
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-    v = warp_max(v);
-    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = fmaxf(fmaxf(scratch[0], scratch[1]), fmaxf(scratch[2], scratch[3]));
-    __syncthreads();
-    return v;
-}
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-    v = warp_sum(v);
-    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = (scratch[0] + scratch[1]) + (scratch[2] + scratch[3]);
-    __syncthreads();
-    return v;
-}
 
 // x with the elements at column c + k >= limit replaced by `fill` (x holds columns c .. c+3).
 __device__ __forceinline__ float4 visible4(float4 x, int c, int limit, float fill) {

@@ -2,12 +2,14 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch ...]
+#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward ...]
 #   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
 # cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
 # paper's benchmark setting (16k tokens per batch, hidden 2048); peaks = peak-rates (arithmetic and L2
-# request ceilings), with Nsight Compute's L2 counters on its L2 probe.
+# request ceilings), with Nsight Compute's L2 counters on its L2 probe; backward = the backward kernels:
+# cuda-check, fa-validate --pass bwd (fp16/bf16, and fp32 with ncu on the CUDA-core kernel) and PyTorch's
+# backward (torch_sdpa.py --pass bwd) on the same problems.
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -15,7 +17,7 @@ out=$PWD/gpu-session
 rm -rf "$out"
 mkdir -p "$out" "$final"
 trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session; cp "$out/session.log" "$final/" 2>/dev/null' EXIT
-steps=${*:-build check sanitize validate half paper ncu peaks torch}
+steps=${*:-build check sanitize validate half paper ncu peaks torch backward}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 build=$PWD/build-gpu
@@ -42,8 +44,9 @@ kernels() {
 }
 # Every kernel, but the naive GEMM's standard attention (the "first CUDA attempt"): it runs separately, up to
 # N=4096; beyond, one run takes seconds.
-not_naive='k["matmul"] != "naive"'
-naive='k["matmul"] == "naive"'
+# Forward kernels only (a backward kernel names the forward kernel it reads): the backward step times those.
+not_naive='not k["forward_kernel"] and k["matmul"] != "naive"'
+naive='not k["forward_kernel"] and k["matmul"] == "naive"'
 
 if has check; then
   log "cuda-check"
@@ -53,6 +56,7 @@ fi
 
 if has sanitize; then
   log "compute-sanitizer"
+  # SANITIZE_ALGOS=a,b limits it to those kernels (cuda/scripts/sanitize.sh)
   bash cuda/scripts/sanitize.sh "$build" "$out/sanitizer" > "$out/sanitizer.txt" 2>&1
   tail -8 "$out/sanitizer.txt"
 fi
@@ -86,7 +90,7 @@ if has paper; then
   # FlashAttention-2 paper, section 4.1: batch x sequence = 16k tokens, hidden dimension 2048
   # (32 heads of 64 or 16 heads of 128), fp16. Standard attention here is cuBLAS GEMMs + softmax; then
   # every FA1 and FA2 kernel.
-  paper_kernels=$(kernels "k['products'] == 'library_gemm' or k['algorithm'] in ('fa1', 'fa2')")
+  paper_kernels=$(kernels "not k['forward_kernel'] and (k['products'] == 'library_gemm' or k['algorithm'] in ('fa1', 'fa2'))")
   log "fa-validate, the FA2 paper's setting"
   for d in 64 128; do
     for N in 2048 4096 8192 16384; do
@@ -136,5 +140,34 @@ if has torch; then
   log "torch sdpa"
   python3 cuda/scripts/torch_sdpa.py --out "$out/torch_sdpa.json" > "$out/torch.txt" 2>&1
   tail -3 "$out/torch.txt"
+fi
+if has backward; then
+  # BWD_N: the sequence lengths of the backward's timings.
+  bwd_n=${BWD_N:-1024,2048,4096,8192,16384}
+  backward_kernels=$(kernels "k['forward_kernel']")
+  if ! has check; then  # the check step checks every kernel, backward ones too
+    log "backward: cuda-check ($backward_kernels)"
+    "$build/cuda/cuda-check" --quiet --algo $(echo "$backward_kernels" | sed 's/,/ --algo /g') > "$out/bwd_check.txt" 2>&1
+    echo "exit $?" >> "$out/bwd_check.txt"
+    tail -3 "$out/bwd_check.txt"
+  fi
+  log "backward: fa-validate --pass bwd fp16/bf16"
+  "$build/cuda/validate/fa-validate" --pass bwd --dtype fp16,bf16 --N "$bwd_n" --algo "$backward_kernels" --runs 5 --warmup 1 \
+      --sample-rows 4 --out "$out/validate_bwd_half.json" > "$out/validate_bwd.txt" 2>&1
+  tail -3 "$out/validate_bwd.txt"
+  log "backward: fa-validate --pass bwd fp32 (ncu on the CUDA-core kernel at d=64)"
+  "$build/cuda/validate/fa-validate" --pass bwd --dtype fp32 --N 2048,4096 --algo "$(kernels "k['forward_kernel'] and 'fp32' in k['dtypes']")" \
+      --runs 3 --warmup 1 --sample-rows 4 --ncu --out "$out/validate_bwd_fp32.json" >> "$out/validate_bwd.txt" 2>&1
+  tail -3 "$out/validate_bwd.txt"
+  log "backward: fa-validate --pass fwd+bwd (a training step's attention) at N=4096"
+  "$build/cuda/validate/fa-validate" --pass fwd+bwd --dtype fp16 --N 4096 --algo "$(kernels "k['forward_kernel'] and k['products'] != 'cuda_cores'")" \
+      --runs 5 --warmup 1 --sample-rows 4 --out "$out/validate_fwd_bwd.json" >> "$out/validate_bwd.txt" 2>&1
+  tail -3 "$out/validate_bwd.txt"
+  log "backward: torch sdpa --pass bwd and fwd+bwd"
+  python3 cuda/scripts/torch_sdpa.py --pass bwd --N "$bwd_n" --dtype fp16,bf16 --runs 10 --out "$out/torch_bwd.json" \
+      > "$out/torch_bwd.txt" 2>&1
+  python3 cuda/scripts/torch_sdpa.py --pass fwd+bwd --N 4096 --dtype fp16 --runs 10 --out "$out/torch_fwd_bwd.json" \
+      >> "$out/torch_bwd.txt" 2>&1
+  tail -3 "$out/torch_bwd.txt"
 fi
 log "done"

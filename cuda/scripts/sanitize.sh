@@ -4,6 +4,7 @@
 # and writes one log per tool into LOG_DIR.
 #
 #   cuda/scripts/sanitize.sh [BUILD_DIR] [LOG_DIR]        (defaults: build, sanitize-logs)
+#   SANITIZE_ALGOS=fa2_bwd,fa2_bwd_tc cuda/scripts/sanitize.sh ...   only these kernels
 #
 # Exit status: 0 when every tool reports no error and cuda-check passes, 77 when there is no CUDA
 # device, 1 otherwise. FASIM_CUDA_SYNC=1 makes each launch synchronize, so a fault is blamed on the
@@ -18,8 +19,10 @@ if [[ ! -x "$exe" ]]; then
   exit 2
 fi
 mkdir -p "$log_dir"
+algo_args=()
+for a in ${SANITIZE_ALGOS//,/ }; do algo_args+=(--algo "$a"); done
 
-"$exe" --small --quiet >/dev/null 2>&1
+"$exe" --small --quiet "${algo_args[@]}" >/dev/null 2>&1
 rc=$?
 if [[ $rc -eq 77 ]]; then
   echo "SKIPPED: no CUDA device"
@@ -38,7 +41,7 @@ for tool in memcheck racecheck synccheck; do
   extra=()  # no --leak-check: the cuBLAS handle is deliberately kept until exit (standard_cublas.cu)
   [[ $tool == racecheck ]] && extra=(--racecheck-report all)
   FASIM_CUDA_SYNC=1 "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-    --log-file "$log_dir/$tool.log" "$exe" --small --seed 1 >"$log_dir/$tool.stdout" 2>&1
+    --log-file "$log_dir/$tool.log" "$exe" --small --seed 1 "${algo_args[@]}" >"$log_dir/$tool.stdout" 2>&1
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log_dir/$tool.log" | tail -n 1)
   passed=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$log_dir/$tool.stdout" | tail -n 1)

@@ -22,9 +22,27 @@ def catalog(fa_sim):
     return {k["name"]: k for k in doc["kernels"]}, {al["id"]: al for al in doc["algorithms"]}
 
 
+def main_launch(launches):
+    """The attention kernel of a run's launches, as sim/model/kernel_setup.cpp picks it: the last with a
+    K/V tile (fa1's init kernel comes first, FA2 backward's dQ conversion last), else the last."""
+    with_tile = [l for l in launches if l.get("Bc")]
+    return with_tile[-1] if with_tile else (launches[-1] if launches else {})
+
+
 def predict(fa_sim, gpu, r):
     """fa-sim's prediction for a measured run, as fa-validate makes it (sim/model/kernel_setup.hpp): the
-    kernel as its catalog row describes it (fa-sim --kernel), with what the run recorded of its launch."""
+    kernel as its catalog row describes it (fa-sim --kernel), with what the run recorded of its launch.
+    A forward and backward timed together ("pass": "fwd+bwd") is predicted as the two kernels one after
+    the other, the forward as its catalog row describes it."""
+    if r.get("pass") == "fwd+bwd":
+        fwd, err = predict(fa_sim, gpu, {**r, "algo": r["forward_algo"], "launches": [], "pass": "fwd"})
+        bwd, err2 = predict(fa_sim, gpu, {**r, "pass": "bwd"})
+        if fwd is None or bwd is None:
+            return None, err or err2
+        both = dict(bwd)
+        both["time"] = {"predicted_s": fwd["time"]["predicted_s"] + bwd["time"]["predicted_s"]}
+        both["flops"] = {**bwd["flops"], "ideal_matmul": fwd["flops"]["ideal_matmul"] + bwd["flops"]["ideal_matmul"]}
+        return both, None
     kernels, algorithms = catalog(fa_sim)
     if r["algo"] not in kernels:
         return None, f"{r['algo']} is not in the kernel catalog"
@@ -32,8 +50,7 @@ def predict(fa_sim, gpu, r):
             "--batch", str(r["batch"]), "--heads", str(r["heads"]), "--dtype", r["dtype"]]
     if r.get("causal"):
         args.append("--causal")
-    launches = r.get("launches", [])
-    main = launches[-1] if launches else {}  # the attention kernel (fa1's init comes first)
+    main = main_launch(r.get("launches", []))
     if algorithms[kernels[r["algo"]]["algorithm"]]["tunable_tiles"] and main.get("Br") and main.get("Bc"):
         args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
     if (main.get("q_splits") or 1) > 1:
@@ -157,10 +174,11 @@ def main():
             if tf is None and p:  # torch results: matmul FLOPs of the problem over the measured time
                 tf = p["flops"]["ideal_matmul"] / r["measured_s"] * 1e-12
             timing = f"{pred * 1e3:.3f} ms | {pct(pred, r['measured_s'])}" if pred else f"- | {err[:60]}"
-            lines.append(f"| {r['algo']} N={r['N']} d={r['d']} {r['dtype']}{' causal' if r['causal'] else ''} | "
+            name = f"{r['forward_algo']}+{r['algo']}" if r.get("pass") == "fwd+bwd" else r["algo"]
+            lines.append(f"| {name} N={r['N']} d={r['d']} {r['dtype']}{' causal' if r['causal'] else ''} | "
                          f"{r['measured_s'] * 1e3:.3f} ms | {timing} | " + (f"{tf:.2f}" if tf is not None else "-") +
                          " | " + ("ok" if acc else ("FAIL" if acc is False else "-")) + " |")
-            by_key[(r["N"], r["d"], r["dtype"], r["causal"])][r["algo"]] = (r["measured_s"], pred)
+            by_key[(r["N"], r["d"], r["dtype"], r["causal"])][name] = (r["measured_s"], pred)
         lines.append("")
         algos = sorted({al for v in by_key.values() for al in v})
         if len(algos) > 1:

@@ -7,6 +7,8 @@
 //   build/cuda/fa-validate                       the default grid (N 512..16384, d 64/128, causal or not, fp32)
 //   build/cuda/fa-validate --ncu --out r.json    plus hardware counters, results to JSON
 //   build/cuda/fa-validate --algo fa2,fa2_tc --dtype fp16,bf16   CUDA cores vs tensor cores
+//   build/cuda/fa-validate --algo fa2_tc --dtype fp16 --pass bwd  the backward kernel of each (fa2_bwd_tc),
+//                                                timed after one untimed forward; --pass fwd+bwd times both
 //
 // fa1_tc and fa2_tc (tensor cores) have no fp32 variant and need compute capability 8.0+: the
 // configurations they cannot run are skipped with one note each (not counted as failures).
@@ -24,6 +26,7 @@
 #include <set>
 #include <sstream>
 
+#include "attention_backward.hpp"
 #include "attention_kernels.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "harness/host_io.hpp"
@@ -40,15 +43,47 @@ using namespace fasim;
 using nlohmann::json;
 
 struct Config {
-    const KernelVariant* kernel = nullptr;
+    const KernelVariant* kernel = nullptr;  // a forward kernel, or a backward one (catalog forward_kernel set)
     int N = 0, d = 0;
     bool causal = false;
     DType dtype = DType::fp32;
+    bool with_forward = false;  // a backward kernel timed together with its forward kernel (--pass fwd+bwd)
 };
 
+bool is_backward(const KernelVariant& k) { return !k.forward_kernel.empty(); }
+const KernelVariant& forward_of(const KernelVariant& k) { return cuda_kernel(k.forward_kernel); }
+
 std::string describe(const Config& c) {
-    return std::string(c.kernel->name) + " N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) + " " +
-           dtype_name(c.dtype) + (c.causal ? " causal" : "");
+    const std::string name = c.with_forward ? std::string(c.kernel->forward_kernel) + "+" + std::string(c.kernel->name)
+                                            : std::string(c.kernel->name);
+    return name + " N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) + " " + dtype_name(c.dtype) +
+           (c.causal ? " causal" : "");
+}
+
+// The attention kernel of a launch (what a run records of it for the model): the last launch with a K/V
+// tile (fa1's init kernel comes first, FA2 backward's dQ conversion last), else the last (library GEMMs).
+const CudaKernelLaunch* main_launch(const CudaLaunchInfo& launch) {
+    for (auto it = launch.kernels.rbegin(); it != launch.kernels.rend(); ++it)
+        if (it->Bc > 0) return &*it;
+    return launch.kernels.empty() ? nullptr : &launch.kernels.back();
+}
+
+// Two passes as one prediction: the kernels one after the other (fwd+bwd; each pass simulated with its
+// own kernel's tiles, so the L2 starts cold for the backward, where the GPU may still hold the forward's O).
+AlgorithmResult one_after_the_other(const AlgorithmResult& a, const AlgorithmResult& b) {
+    AlgorithmResult r = b;
+    r.kernels.insert(r.kernels.begin(), a.kernels.begin(), a.kernels.end());
+    r.timing.insert(r.timing.begin(), a.timing.begin(), a.timing.end());
+    r.hbm += a.hbm;
+    r.l2 += a.l2;
+    r.dram += a.dram;
+    r.smem_read += a.smem_read;
+    r.smem_write += a.smem_write;
+    r.matmul_flops += a.matmul_flops;
+    r.nonmatmul_flops += a.nonmatmul_flops;
+    r.ideal_matmul_flops += a.ideal_matmul_flops;
+    r.time_s += a.time_s;
+    return r;
 }
 
 // How the simulator models a kernel (sim/kernels/kernel_catalog.hpp, sim/model/kernel_setup.hpp: one table for
@@ -68,14 +103,14 @@ AttentionProblem sim_problem(const Config& c, int B, int H) {
     return p;
 }
 
-AlgorithmResult predict(const Config& c, int B, int H, const CudaLaunchInfo& launch, const GpuSpec& gpu) {
+AlgorithmResult predict(const KernelVariant& k, const Config& c, int B, int H, const CudaLaunchInfo& launch,
+                        const GpuSpec& gpu) {
     MeasuredLaunch recorded;
-    if (!launch.kernels.empty()) {
-        const CudaKernelLaunch& main = launch.kernels.back();  // the attention kernel (fa1's init comes first)
-        recorded = {main.Br, main.Bc, main.q_splits, main.registers_per_thread};
-    }
+    if (const CudaKernelLaunch* main = main_launch(launch))
+        recorded = {main->Br,         main->Bc, main->q_splits, main->registers_per_thread, main->block_threads / 32,
+                    static_cast<std::int64_t>(main->dynamic_smem_bytes)};
     const AttentionProblem p = sim_problem(c, B, H);
-    const KernelSetup s = kernel_setup(catalog_row(c), p, gpu, recorded);
+    const KernelSetup s = kernel_setup(k, p, gpu, recorded);
     return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
 }
 
@@ -139,6 +174,49 @@ Accuracy check_rows(const Config& c, const std::vector<reference::QKV>& in, cons
     return a;
 }
 
+// A backward kernel: dQ of the sampled rows against the float64 backward of those rows (dQ_i depends on
+// row i alone: dQ_i = scale sum_j P_ij (dP_ij - D_i) K_j) with the gradients' rule, and every element of
+// dK and dV finite (the outputs were poisoned with NaN). dK and dV of a key need every row's softmax:
+// cuda-check compares them whole at smaller N.
+Accuracy check_gradient_rows(const Config& c, const std::vector<reference::QKV>& in, const std::vector<reference::Matrix>& dO,
+                             const DeviceTensors& t, int heads, int samples) {
+    Accuracy a;
+    a.pass = true;
+    double worst = -1;
+    for (int h : {0, heads - 1})
+        for (int s = 0; s < samples; ++s) {
+            const int i = static_cast<int>((static_cast<long>(s) * (c.N - 1)) / std::max(1, samples - 1));
+            const auto& qkv = in[static_cast<std::size_t>(h)];
+            const long keys = c.causal ? i + 1 : c.N;  // Nk = N here
+            const reference::Matrix q = qkv.Q.row(i), K = qkv.K.topRows(keys), V = qkv.V.topRows(keys);
+            const reference::Matrix g = dO[static_cast<std::size_t>(h)].row(i);
+            const auto exact = reference::exact_attention_backward(q, K, V, g, {});
+            const auto naive = reference::naive_attention_backward_in_precision(q, K, V, g, {}, c.dtype);
+            const auto got = download_storage(t.dQ, (static_cast<std::size_t>(h) * c.N + static_cast<std::size_t>(i)) * c.d,
+                                              static_cast<std::size_t>(c.d), c.dtype);
+            reference::Matrix alg(1, c.d);
+            for (int j = 0; j < c.d; ++j) alg(0, j) = got[static_cast<std::size_t>(j)];
+            const double terms = reference::gradient_term_sizes(q, K, V, g, {}).dQ.maxCoeff();
+            const auto chk =
+                reference::check_gradient(alg, exact.dQ, naive.dQ, reference::largest_logit_terms(q, K, {}), c.dtype, terms);
+            ++a.rows;
+            a.pass = a.pass && chk.pass && alg.allFinite();
+            const double ratio = chk.bound > 0 ? chk.error / chk.bound : 0;
+            if (ratio > worst) {
+                worst = ratio;
+                a.error = chk.error;
+                a.bound = chk.bound;
+                a.naive_error = chk.naive_error;
+                a.relative = chk.error / std::max(1e-300, exact.dQ.cwiseAbs().maxCoeff());
+            }
+        }
+    const std::size_t kv = static_cast<std::size_t>(heads) * static_cast<std::size_t>(c.N) * static_cast<std::size_t>(c.d);
+    for (const DeviceBuffer* b : {&t.dK, &t.dV})
+        for (double x : download_storage(*b, 0, kv, c.dtype)) a.pass = a.pass && std::isfinite(x);
+    if (c.dtype == DType::fp32 && a.relative > 1e-4) a.pass = false;
+    return a;
+}
+
 // ---- one configuration ----------------------------------------------------------------
 
 struct Outcome {
@@ -150,8 +228,8 @@ struct Outcome {
     std::string error;
 };
 
-Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B, int H, const GpuSpec& gpu,
-                   const TimingOptions& topt, int samples) {
+Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, const std::vector<reference::Matrix>& dO,
+                   int B, int H, const GpuSpec& gpu, const TimingOptions& topt, int samples) {
     Outcome o;
     o.config = c;
     CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
@@ -167,13 +245,32 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, int B
         upload(t.Q, to_storage(Q, c.dtype));
         upload(t.K, to_storage(K, c.dtype));
         upload(t.V, to_storage(V, c.dtype));
-        poison(t.O);
-        poison(t.LSE);
-        o.launch = run_attention(*c.kernel, p, t, nullptr);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        o.accuracy = check_rows(c, in, t, B * H, samples);
-        o.timing = time_gpu([&](cudaStream_t s) { run_attention(*c.kernel, p, t, s); }, nullptr, topt);
-        o.predicted = predict(c, B, H, o.launch, gpu);
+        for (const DeviceBuffer* b : {&t.O, &t.LSE, &t.dQ, &t.dK, &t.dV}) poison(*b);
+        if (!is_backward(*c.kernel)) {
+            o.launch = run_attention(*c.kernel, p, t, nullptr);
+            CUDA_CHECK(cudaDeviceSynchronize());
+            o.accuracy = check_rows(c, in, t, B * H, samples);
+            o.timing = time_gpu([&](cudaStream_t s) { run_attention(*c.kernel, p, t, s); }, nullptr, topt);
+            o.predicted = predict(*c.kernel, c, B, H, o.launch, gpu);
+        } else {  // the forward kernel once (its O and LSE, or P), then the backward, checked, then timed
+            const KernelVariant& fwd = forward_of(*c.kernel);
+            upload(t.dO, to_storage(dO, c.dtype));
+            const CudaLaunchInfo fwd_launch = run_attention(fwd, p, t, nullptr);
+            o.launch = run_attention(*c.kernel, p, t, nullptr);
+            CUDA_CHECK(cudaDeviceSynchronize());
+            o.accuracy = check_gradient_rows(c, in, dO, t, B * H, samples);
+            o.timing = time_gpu(
+                [&](cudaStream_t s) {
+                    if (c.with_forward) run_attention(fwd, p, t, s);
+                    run_attention(*c.kernel, p, t, s);
+                },
+                nullptr, topt);
+            o.predicted = predict(*c.kernel, c, B, H, o.launch, gpu);
+            if (c.with_forward) {
+                o.predicted = one_after_the_other(predict(fwd, c, B, H, fwd_launch, gpu), o.predicted);
+                o.launch.kernels.insert(o.launch.kernels.begin(), fwd_launch.kernels.begin(), fwd_launch.kernels.end());
+            }
+        }
     } catch (const std::exception& e) {
         o.error = e.what();
         (void)cudaGetLastError();
@@ -185,6 +282,8 @@ json outcome_json(const Outcome& o, int B, int H) {
     const Config& c = o.config;
     json j = {{"algo", std::string(c.kernel->name)}, {"sim_algo", std::string(sim_algo(c).id)}, {"N", c.N}, {"Nk", c.N},
               {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", c.causal}, {"batch", B}, {"heads", H}};
+    if (is_backward(*c.kernel)) j["pass"] = c.with_forward ? "fwd+bwd" : "bwd";
+    if (c.with_forward) j["forward_algo"] = std::string(c.kernel->forward_kernel);
     if (!o.error.empty()) {
         j["error"] = o.error;
         return j;
@@ -202,6 +301,7 @@ json outcome_json(const Outcome& o, int B, int H) {
     j["accuracy"] = {{"pass", o.accuracy.pass}, {"max_abs_error", o.accuracy.error}, {"allowed", o.accuracy.bound},
                      {"naive_error", o.accuracy.naive_error}, {"relative_error", o.accuracy.relative},
                      {"rows_checked", o.accuracy.rows}};
+    if (is_backward(*c.kernel)) j["accuracy"]["checked"] = "dQ of the rows checked; every dK and dV element finite";
     json kernels = json::array();
     for (std::size_t k = 0; k < o.predicted.kernels.size(); ++k) {
         const auto& kr = o.predicted.kernels[k];
@@ -229,6 +329,14 @@ std::vector<reference::QKV> make_inputs(int heads, int N, int d, DType dtype, st
     return in;
 }
 
+// The output gradient dO of every head, N(0, 1) in the storage dtype.
+std::vector<reference::Matrix> make_output_gradients(int heads, int N, int d, DType dtype, std::uint64_t seed) {
+    std::vector<reference::Matrix> dO;
+    for (int h = 0; h < heads; ++h)
+        dO.push_back(reference::round_matrix(reference::random_normal(N, d, mix_seed(~(seed + static_cast<std::uint64_t>(h)))), dtype));
+    return dO;
+}
+
 // Child mode for Nsight Compute: one launch of one configuration, nothing else on the GPU.
 int profile_one(const Config& c, int B, int H) {
     CudaProblem p{B, H, c.N, c.N, c.d, c.dtype, c.causal};
@@ -247,6 +355,12 @@ int profile_one(const Config& c, int B, int H) {
     fill(t.Q, c.N);
     fill(t.K, c.N);
     fill(t.V, c.N);
+    // A backward kernel reads what its forward kernel wrote: the forward runs first, before the first flush
+    // (ncu_counters.cpp counts only the kernels after it).
+    if (is_backward(*c.kernel)) {
+        fill(t.dO, c.N);
+        run_attention(forward_of(*c.kernel), p, t, nullptr);
+    }
     // Read-only L2 flushes around the kernels (ncu runs with --cache-control none): the first evicts
     // the uploaded inputs, so the kernels start with a cold, clean L2; the second evicts the lines the
     // kernels left dirty, and its DRAM writes are their write-back (ncu_counters.cpp adds them).
@@ -272,7 +386,7 @@ std::vector<int> parse_ints(const std::string& s) {
 int main(int argc, char** argv) {
     CLI::App app{"fa-validate: the CUDA kernels against the float64 reference, and the simulator against the GPU"};
     std::string ns = "512,1024,2048,4096,8192,16384", ds = "64,128", causal = "both", dtypes = "fp32", algos = "all";
-    std::string out_path, gpu_name, profile;
+    std::string out_path, gpu_name, profile, pass = "fwd";
     int B = 2, H = 8, runs = 10, warmup = 2, samples = 16;
     std::uint64_t seed = std::random_device{}();
     bool ncu = false;
@@ -282,6 +396,9 @@ int main(int argc, char** argv) {
     app.add_option("--causal", causal, "off, on or both (default both)");
     app.add_option("--dtype", dtypes, "storage dtypes, comma separated (default fp32)");
     app.add_option("--algo", algos, "kernels by their kernel-catalog names, comma separated: " + cuda_kernel_names() + "; or all");
+    app.add_option("--pass", pass, "fwd (default), bwd (each kernel's backward kernel, timed after one untimed forward) "
+                   "or fwd+bwd (forward and backward kernels timed together)")
+        ->check(CLI::IsMember({"fwd", "bwd", "fwd+bwd"}));
     app.add_option("--batch", B, "batch (default 2)");
     app.add_option("--heads", H, "heads (default 8)");
     app.add_option("--runs", runs, "timed runs per configuration (median reported; default 10)");
@@ -301,10 +418,29 @@ int main(int argc, char** argv) {
         return 77;
     }
     try {
-        std::vector<const KernelVariant*> algo_list;
-        if (algos == "all") algo_list = cuda_kernels();
-        else
-            for (std::stringstream ss(algos); std::getline(ss, algos, ',');) algo_list.push_back(&cuda_kernel(algos));
+        // The kernels of the pass: --algo names forward kernels, backward kernels or both; with --pass bwd or
+        // fwd+bwd a forward kernel stands for its backward kernel(s) (catalog forward_kernel), and one with
+        // none is noted and dropped; "all" is every kernel of the pass.
+        std::vector<const KernelVariant*> asked, algo_list;
+        if (algos == "all") {
+            for (const KernelVariant* k : cuda_kernels())
+                if (is_backward(*k) == (pass != "fwd")) asked.push_back(k);
+        } else {
+            for (std::stringstream ss(algos); std::getline(ss, algos, ',');) asked.push_back(&cuda_kernel(algos));
+        }
+        for (const KernelVariant* k : asked) {
+            if (pass == "fwd" || is_backward(*k)) {
+                algo_list.push_back(k);
+                continue;
+            }
+            bool found = false;
+            for (const KernelVariant* b : cuda_kernels())
+                if (b->forward_kernel == k->name) {
+                    algo_list.push_back(b);
+                    found = true;
+                }
+            if (!found) std::printf("skipped: %s has no backward kernel in cuda/kernels/\n", std::string(k->name).c_str());
+        }
         std::vector<DType> dtype_list;
         for (std::stringstream ss(dtypes); std::getline(ss, dtypes, ',');) {
             auto t = parse_dtype(dtypes);
@@ -318,7 +454,7 @@ int main(int argc, char** argv) {
         if (!profile.empty()) {  // "algo,N,d,dtype,causal"
             std::vector<std::string> f;
             for (std::stringstream ss(profile); std::getline(ss, profile, ',');) f.push_back(profile);
-            Config c{&cuda_kernel(f.at(0)), std::stoi(f.at(1)), std::stoi(f.at(2)), f.at(4) == "1", *parse_dtype(f.at(3))};
+            Config c{&cuda_kernel(f.at(0)), std::stoi(f.at(1)), std::stoi(f.at(2)), f.at(4) == "1", *parse_dtype(f.at(3)), false};
             return profile_one(c, B, H);
         }
 
@@ -347,7 +483,8 @@ int main(int argc, char** argv) {
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; use --algo " +
                        std::string(a->algorithm);
             }
-            return cuda_kernel_unsupported(*a, p);
+            if (std::string why = cuda_kernel_unsupported(*a, p); !why.empty()) return why;
+            return is_backward(*a) ? cuda_kernel_unsupported(forward_of(*a), p) : std::string();
         };
         std::set<std::string> noted;
 
@@ -359,16 +496,21 @@ int main(int argc, char** argv) {
         for (int d : parse_ints(ds))
             for (int N : parse_ints(ns))
                 for (DType t : dtype_list) {
-                    const auto inputs = make_inputs(B * H, N, d, t, seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d));
+                    const std::uint64_t config_seed = seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d);
+                    const auto inputs = make_inputs(B * H, N, d, t, config_seed);
+                    const bool backward = std::any_of(algo_list.begin(), algo_list.end(),
+                                                      [](const KernelVariant* k) { return is_backward(*k); });
+                    const auto output_gradients =
+                        backward ? make_output_gradients(B * H, N, d, t, config_seed) : std::vector<reference::Matrix>{};
                     for (bool cz : causal_list)
                         for (const KernelVariant* a : algo_list) {
-                            const Config c{a, N, d, cz, t};
+                            const Config c{a, N, d, cz, t, pass == "fwd+bwd"};
                             if (const std::string why = skip_reason(a, CudaProblem{B, H, N, N, d, t, cz});
                                 !why.empty()) {
                                 if (noted.insert(why).second) std::printf("skipped: %s\n", why.c_str());
                                 continue;
                             }
-                            const Outcome o = run_config(c, inputs, B, H, gpu, topt, samples);
+                            const Outcome o = run_config(c, inputs, output_gradients, B, H, gpu, topt, samples);
                             json j = outcome_json(o, B, H);
                             if (!o.error.empty()) {
                                 std::printf("%-32s  error: %s\n", describe(c).c_str(), o.error.c_str());
@@ -382,7 +524,7 @@ int main(int argc, char** argv) {
                                             o.predicted.longest_kernel().bound.c_str());
                             }
                             if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a->products != Products::library_gemm &&
-                                o.error.empty()) {
+                                o.error.empty() && !c.with_forward) {
                                 const std::string child = std::string(argv[0]) + " --batch " + std::to_string(B) +
                                                           " --heads " + std::to_string(H) + " --profile-one " +
                                                           std::string(a->name) + "," + std::to_string(N) + "," +

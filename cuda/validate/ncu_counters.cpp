@@ -110,7 +110,7 @@ nlohmann::json ncu_json(const NcuMeasurement& m, const AlgorithmResult& p) {
     NcuKernel total;
     total.smem = 0;
     double write_back = 0;  // DRAM writes of the flush after the kernels: their dirty lines
-    bool seen_kernel = false;
+    bool seen_kernel = false, seen_flush = false;
     nlohmann::json kernels = nlohmann::json::array();
     for (const auto& k : m.kernels) {
         kernels.push_back({{"name", k.name}, {"flush", k.flush}, {"dram_read_bytes", k.dram_read},
@@ -119,6 +119,11 @@ nlohmann::json ncu_json(const NcuMeasurement& m, const AlgorithmResult& p) {
                            {"smem_bytes", k.smem}});
         if (k.flush) {
             if (seen_kernel) write_back += k.dram_write;
+            seen_flush = true;
+            continue;
+        }
+        if (!seen_flush) {  // set-up before the first flush (a backward's forward kernel): not measured
+            kernels.back()["setup"] = true;
             continue;
         }
         seen_kernel = true;

@@ -32,7 +32,8 @@ struct NcuMeasurement {
 };
 
 // Runs `ncu --cache-control none --replay-mode application` on the child (fa-validate --profile-one),
-// which flushes L2 by reading before and after the kernels. The attention kernels' bytes are summed;
+// which flushes L2 by reading before and after the kernels (kernels before the first flush are set-up,
+// e.g. the forward a backward kernel reads, and are not counted). The attention kernels' bytes are summed;
 // the DRAM writes of the flush that follows them are their write-back of dirty lines, added to their
 // DRAM writes (a write-back L2 holds up to its size in dirty data when a kernel ends).
 // Metrics: dram__bytes_read/write.sum, l1tex__m_xbar2l1tex_read_sectors.sum,

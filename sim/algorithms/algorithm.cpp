@@ -67,6 +67,15 @@ TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const 
                             (req.registers_source.empty() ? std::string("given") : req.registers_source) +
                             "): occupancy uses the compiled kernel's count, not the estimate from the tiles");
     }
+    if (req.launched_smem_bytes != 0) {
+        if (req.launched_smem_bytes < 0 || req.launched_smem_bytes > gpu.smem_per_block_bytes)
+            throw usage_error("a launch with " + std::to_string(req.launched_smem_bytes) + " B of shared memory per block",
+                              gpu.name + " allows 0.." + std::to_string(gpu.smem_per_block_bytes) + " B per block",
+                              "model the run on the GPU it was measured on (--gpu)");
+        c.launched_smem_bytes = req.launched_smem_bytes;
+        c.reasons.push_back("shared memory per block = " + bytes_text(c.launched_smem_bytes) + " (" + req.smem_source +
+                            "): occupancy uses what the kernel launches with, not the program's count");
+    }
     return c;
 }
 

@@ -44,6 +44,15 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // says so. Empty: the user's --Br/--Bc.
     std::string tile_source{};
     std::string registers_source{};  // likewise for registers_per_thread; empty: --registers
+    // Warps per block of the kernel being modelled (a run's record, or the kernel catalog's); 0: the
+    // algorithm's own. Only FA2's backward has a choice (the official kernels run 8; fa-sim's 4 or 8).
+    int warps = 0;
+    // Shared memory per block the kernel being modelled launches with (a run's record, or its launcher's
+    // rule); 0: the program's own count. Like registers_per_thread it sets the occupancy of the kernels
+    // that multiply matrices: a kernel's buffers (fp32 accumulators, padding, double buffers) are not
+    // all in the tile program.
+    std::int64_t launched_smem_bytes = 0;
+    std::string smem_source{};  // where launched_smem_bytes comes from
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -62,6 +71,7 @@ struct TileConfig {
     // block each leaves SMs idle, so Q tiles are dealt round-robin to q_splits blocks.
     std::int64_t q_splits = 1;
     int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
+    std::int64_t launched_smem_bytes = 0;  // TileRequest::launched_smem_bytes, checked against the GPU
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

@@ -110,13 +110,13 @@ std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t Br, std::int64_t
 TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     TileConfig c;
     c.matmul = req.matmul;
-    c.warps = 8;  // the official backward kernels run 8 warps per block
+    c.warps = req.warps > 0 ? req.warps : 8;  // the official backward kernels run 8 warps per block
     const std::int64_t d = p.d, limit = gpu.smem_per_block_bytes;
     auto fits = [&](std::int64_t Br, std::int64_t Bc) { return smem_bytes(p, Br, Bc, c) <= limit; };
     std::int64_t Br = d <= 64 ? 128 : 64;
     std::int64_t Bc = d <= 128 ? 128 : 64;
     c.reasons.push_back("flash-attention 2 backward defaults for d=" + std::to_string(d) + ": Br = " + std::to_string(Br) +
-                        ", Bc = " + std::to_string(Bc) + ", 8 warps");
+                        ", Bc = " + std::to_string(Bc) + ", " + std::to_string(c.warps) + " warps");
     if (req.Br || req.Bc) {
         Br = req.Br.value_or(Br);
         Bc = req.Bc.value_or(Bc);

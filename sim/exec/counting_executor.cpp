@@ -348,8 +348,13 @@ private:
 
 }  // namespace
 
-CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread, ExecutionModel execution)
-    : gpu_(gpu), registers_per_thread_(registers_per_thread), execution_(std::move(execution)), l2_(gpu.l2_bytes) {}
+CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread, ExecutionModel execution,
+                                   std::int64_t launched_smem_bytes)
+    : gpu_(gpu),
+      registers_per_thread_(registers_per_thread),
+      execution_(std::move(execution)),
+      launched_smem_bytes_(launched_smem_bytes),
+      l2_(gpu.l2_bytes) {}
 CountingExecutor::~CountingExecutor() = default;
 
 void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -400,6 +405,8 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             rec.registers_given = true;
             rec.register_spill = false;
         }
+        if (launched_smem_bytes_ > 0 && block.work.matmul_flops > 0)  // what the kernel launches with
+            rec.smem_bytes_per_block = launched_smem_bytes_;
         rec.occupancy = compute_occupancy(gpu_, kernel.warps, rec.smem_bytes_per_block, rec.registers_per_thread);
         if (rec.occupancy.blocks_per_sm < 1)
             throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,

@@ -19,10 +19,12 @@ namespace fasim {
 class CountingExecutor final : public Executor {
 public:
     // registers_per_thread > 0: the compiled kernel's register count (ptxas -v, ncu), used for the
-    // occupancy of every kernel that multiplies matrices instead of the estimate from its tiles.
+    // occupancy of every kernel that multiplies matrices instead of the estimate from its tiles;
+    // launched_smem_bytes > 0 likewise the shared memory per block it launches with.
     // execution: how each kernel runs (kernels/kernel_execution.hpp); empty: mma.sync products and
     // the default lane grid for every kernel.
-    explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0, ExecutionModel execution = {});
+    explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0, ExecutionModel execution = {},
+                              std::int64_t launched_smem_bytes = 0);
     ~CountingExecutor() override;
 
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
@@ -33,6 +35,7 @@ private:
     GpuSpec gpu_;
     int registers_per_thread_ = 0;
     ExecutionModel execution_;
+    std::int64_t launched_smem_bytes_ = 0;
     L2Model l2_;
     std::vector<KernelRecord> kernels_;
 };

@@ -1,6 +1,8 @@
 #include "kernels/kernel_catalog.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace fasim {
 
@@ -13,6 +15,8 @@ namespace {
 constexpr std::array<int, 2> kFa2TcRegisters{158, 168};
 constexpr std::array<int, 2> kFa1TcRegisters{96, 140};
 constexpr std::array<int, 2> kTorchFlashRegisters{255, 255};
+// fa2_bwd_tc (fp16; bf16 takes 230 at d = 64), ptxas for sm_90 (nvcc 13.0).
+constexpr std::array<int, 2> kFa2BwdTcRegisters{232, 255};
 
 constexpr std::array<int, 3> kTensorCoreHeadDims{64, 128, 0};
 constexpr std::array<int, 3> kTorchHeadDims{64, 128, 0};  // the head dims this repository has timed it at
@@ -73,6 +77,38 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .registers = kFa2TcRegisters,
      .calibration = Calibration::mma_sync_warp},
+    {.name = "standard_cublas_bwd",
+     .algorithm = "standard_bwd",
+     .what = "standard attention's backward: four cuBLAS GEMMs (dV = P^T dO, dP = dO V^T, dQ, dK) and fa-sim's "
+             "row kernel dS = P o (dP - rowsum(P o dP))",
+     .source = "cuda/kernels/standard_cublas_backward.cu, standard_softmax_backward.cu",
+     .products = Products::library_gemm,
+     .fp32_on_cuda_cores = true,
+     .matmul = MatmulMode::library,
+     .calibration = Calibration::library_rate,
+     .forward_kernel = "standard_cublas"},
+    {.name = "fa2_bwd",
+     .algorithm = "fa2_bwd",
+     .what = "FlashAttention-2 backward on the CUDA cores: one block per K/V tile, S and P recomputed, dK and dV "
+             "kept in the block, dQ added with fp32 atomics",
+     .source = "cuda/kernels/fa2_backward.cu, fa2_backward_common.cu",
+     .tiles = TileRule::fa2_bwd,
+     .warps = 4,
+     .forward_kernel = "fa2"},
+    {.name = "fa2_bwd_tc",
+     .algorithm = "fa2_bwd",
+     .what = "FlashAttention-2 backward on the tensor cores (mma.sync): one block per K/V tile, five products per "
+             "tile pair, dQ added with fp32 atomics",
+     .source = "cuda/kernels/fa2_backward_tensor_core.cu, fa2_backward_common.cu",
+     .products = Products::mma_sync,
+     .tiles = TileRule::fa2_bwd_tc,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 80,
+     .registers = kFa2BwdTcRegisters,
+     .calibration = Calibration::mma_sync_warp,
+     .warps = 8,
+     .forward_kernel = "fa2_tc"},
     {.name = "torch_math",
      .algorithm = "standard",
      .what = "PyTorch's math SDPA backend: cuBLAS GEMMs and PyTorch's softmax",
@@ -93,6 +129,28 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .registers = kTorchFlashRegisters,
      .calibration = Calibration::mma_sync_warp},
+    {.name = "torch_math_bwd",
+     .algorithm = "standard_bwd",
+     .what = "PyTorch's math SDPA backend, backward: autograd through cuBLAS GEMMs and PyTorch's softmax backward",
+     .source = "PyTorch (cuda/scripts/torch_sdpa.py --backends math --pass bwd)",
+     .in_repository = false,
+     .products = Products::library_gemm,
+     .fp32_on_cuda_cores = true,
+     .matmul = MatmulMode::library,
+     .calibration = Calibration::library_rate,
+     .forward_kernel = "torch_math"},
+    {.name = "torch_flash_bwd",
+     .algorithm = "fa2_bwd",
+     .what = "PyTorch's flash SDPA backend, backward (FlashAttention-2's own kernels: dot(dO, O), the K/V-parallel "
+             "main kernel with atomic dQ, the dQ conversion)",
+     .source = "PyTorch (cuda/scripts/torch_sdpa.py --backends flash --pass bwd)",
+     .in_repository = false,
+     .products = Products::mma_sync,
+     .fp32 = false,
+     .head_dims = kTorchHeadDims,
+     .min_compute_capability = 80,
+     .calibration = Calibration::mma_sync_warp,
+     .forward_kernel = "torch_flash"},
 };
 
 }  // namespace
@@ -113,6 +171,8 @@ const char* tile_rule_name(TileRule r) {
         case TileRule::fa1: return "fa1_tiles";
         case TileRule::fa2_tc: return "fixed 64x64";
         case TileRule::fa1_tc: return "fixed 16x256 (d=64), 16x128 (d=128)";
+        case TileRule::fa2_bwd: return "fa2_bwd_tiles";
+        case TileRule::fa2_bwd_tc: return "fixed 64x128 (tile_rules::kFa2BwdTcBr x kFa2BwdTcBc)";
     }
     return "?";
 }
@@ -179,6 +239,15 @@ TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t 
         case TileRule::fa1: return fa1_tiles(d, dtype, smem_per_block);
         case TileRule::fa2_tc: return {tile_rules::kFa2TcBr, tile_rules::kFa2TcBc, 0};
         case TileRule::fa1_tc: return {tile_rules::kFa1TcBr, tile_rules::fa1_tc_bc(d), 0};
+        case TileRule::fa2_bwd: return fa2_bwd_tiles(d, dtype, smem_per_block);
+        case TileRule::fa2_bwd_tc: {
+            const std::size_t need = tile_rules::fa2_bwd_tc_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
+            if (need > smem_per_block)
+                throw std::invalid_argument("fa2_bwd_tc: its " + std::to_string(need) + " B of shared memory at d = " +
+                                            std::to_string(d) + " do not fit " + std::to_string(smem_per_block) +
+                                            " B per block");
+            return {tile_rules::kFa2BwdTcBr, tile_rules::kFa2BwdTcBc, need};
+        }
     }
     return {};
 }

@@ -35,6 +35,8 @@ enum class TileRule : std::uint8_t {
     fa1,        // fa1_tiles() of kernels/tile_rules.hpp
     fa2_tc,     // fixed in the kernel: tile_rules::kFa2TcBr x kFa2TcBc
     fa1_tc,     // fixed in the kernel: tile_rules::kFa1TcBr x fa1_tc_bc(d)
+    fa2_bwd,    // fa2_bwd_tiles() of kernels/tile_rules.hpp, what the CUDA-core FA2 backward's launcher calls
+    fa2_bwd_tc, // fixed in the kernel: tile_rules::kFa2BwdTcBr x kFa2BwdTcBc
 };
 const char* tile_rule_name(TileRule r);
 
@@ -63,6 +65,10 @@ struct KernelVariant {
     // 0: the runs record them, or the model estimates them from the tiles.
     std::array<int, 2> registers{0, 0};
     Calibration calibration = Calibration::lone_warp_cuda_core;
+    int warps = 0;  // warps per block where the algorithm leaves it open (FA2's backward); 0: the algorithm's
+    // A backward kernel: the forward kernel whose outputs it reads (O and LSE, or P); cuda-check and
+    // fa-validate run that one first. Empty for a forward kernel.
+    std::string_view forward_kernel{};
 
     bool tensor_cores(DType dtype) const { return products != Products::cuda_cores && !(dtype == DType::fp32 && fp32_on_cuda_cores); }
     bool has_head_dim(int d) const;

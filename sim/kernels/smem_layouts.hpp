@@ -104,4 +104,40 @@ FASIM_HD inline Fa1SmemLayout fa1_smem_layout(int Br, int Bc, int d, int elem_by
     return L;
 }
 
+// fa2_bwd (CUDA cores, fa2_backward.cu): one block per K/V tile of Bc keys, stepping over Q tiles of
+// Br rows; Br and Bc are 16, 32 or 64 (the kernel's lane layouts cover 64 x 64 at most).
+// (Owned by fa2_backward.cu: its kernel carves its dynamic shared memory by this layout.)
+struct Fa2BwdSmemLayout {
+    int ldq, ldk, lds;                       // row strides: elements (Q, dO; K, V), floats (P / dS)
+    std::size_t k, v, q, dO, pds, lse, D;    // byte offsets
+    std::size_t dk, dv;                      // fp32 dK_j, dV_j accumulators, row stride d floats
+    std::size_t total;                       // bytes of dynamic shared memory
+};
+
+//   K_j, V_j   Bc x ldk (storage dtype)    loaded once per block
+//   Q_i, dO_i  Br x ldq (storage dtype)    reloaded for every Q tile
+//   P / dS     Br x lds float              P_ij, then dS_ij in its place (each warp its Bc/4 key columns);
+//                                          the values are already rounded to the storage dtype
+//   lse, D     Br floats each              LSE_i in log2 units (+inf for a row that gets P = 0), D_i
+//   dK, dV     Bc x d float each           the block's accumulators (each warp its Bc/4 key rows)
+FASIM_HD inline Fa2BwdSmemLayout fa2_bwd_smem_layout(int Br, int Bc, int d, int elem_bytes) {
+    Fa2BwdSmemLayout L{};
+    L.ldq = qk_stride(d, elem_bytes);
+    L.ldk = L.ldq;
+    L.lds = score_stride(Bc);
+    const std::size_t e = static_cast<std::size_t>(elem_bytes);
+    std::size_t off = 0;
+    L.k = off; off = align16(off + static_cast<std::size_t>(Bc) * L.ldk * e);
+    L.v = off; off = align16(off + static_cast<std::size_t>(Bc) * L.ldk * e);
+    L.q = off; off = align16(off + static_cast<std::size_t>(Br) * L.ldq * e);
+    L.dO = off; off = align16(off + static_cast<std::size_t>(Br) * L.ldq * e);
+    L.pds = off; off = align16(off + static_cast<std::size_t>(Br) * L.lds * 4u);
+    L.lse = off; off = align16(off + static_cast<std::size_t>(Br) * 4u);
+    L.D = off; off = align16(off + static_cast<std::size_t>(Br) * 4u);
+    L.dk = off; off = align16(off + static_cast<std::size_t>(Bc) * d * 4u);
+    L.dv = off; off = align16(off + static_cast<std::size_t>(Bc) * d * 4u);
+    L.total = off;
+    return L;
+}
+
 }  // namespace fasim::cuda_detail

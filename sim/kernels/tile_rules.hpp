@@ -31,6 +31,20 @@ inline constexpr int kFa2TcBc = 64;
 inline constexpr int kFa1TcBr = 16;
 FASIM_HD constexpr int fa1_tc_bc(int d) { return d <= 64 ? 256 : 128; }
 
+// fa2_bwd_tc (cuda/kernels/fa2_backward_tensor_core.cu): one block (8 warps x 16 keys) per K/V tile of
+// kFa2BwdTcBc = 128 keys, stepping over Q tiles of kFa2BwdTcBr = 64 rows, at every head dim.
+inline constexpr int kFa2BwdTcBr = 64;
+inline constexpr int kFa2BwdTcBc = 128;
+inline constexpr int kFa2BwdTcPad = 8;  // elements per shared-memory row (16 bytes: conflict-free ldmatrix)
+// Its dynamic shared memory, as the kernel carves it: K_j, V_j [Bc][d + 8], Q and dO [2][Br][d + 8]
+// (double-buffered) and dS^T [Bc][Br + 8] in the storage dtype, then LSE and D [2][Br] in fp32.
+FASIM_HD constexpr std::size_t fa2_bwd_tc_smem_bytes(int d, int elem_bytes) {
+    const std::size_t elems = static_cast<std::size_t>(2 * kFa2BwdTcBc + 4 * kFa2BwdTcBr) *
+                                  static_cast<std::size_t>(d + kFa2BwdTcPad) +
+                              static_cast<std::size_t>(kFa2BwdTcBc) * (kFa2BwdTcBr + kFa2BwdTcPad);
+    return elems * static_cast<std::size_t>(elem_bytes) + 4u * kFa2BwdTcBr * sizeof(float);
+}
+
 }  // namespace tile_rules
 
 // fa2 and tiled on the CUDA cores (cuda/kernels/fa2.cu, tiled_two_pass.cu), for a device with
@@ -81,6 +95,26 @@ inline TileChoice fa1_tiles(int d, DType dtype, std::size_t smem_per_block) {
         throw std::invalid_argument("fa1: no tile fits in " + std::to_string(smem_per_block) +
                                     " bytes of shared memory per block (d = " + std::to_string(d) + ")");
     t.smem_bytes = cuda_detail::fa1_smem_layout(t.Br, t.Bc, d, e).total;
+    return t;
+}
+
+// fa2_bwd on the CUDA cores (cuda/kernels/fa2_backward.cu): start at Br = Bc = 64 (the kernel's lane
+// layouts cover 64 x 64 exactly; on H100/H200 every dtype and d <= 128 fits) and, while the kernel's
+// shared memory (fa2_bwd_smem_layout) does not fit, halve Bc, then Br, then Bc ... down to 16 x 16.
+// Bc first: it halves the K, V tiles and the fp32 dK, dV accumulators, the largest buffers.
+inline TileChoice fa2_bwd_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const int e = static_cast<int>(dtype_bytes(dtype));
+    TileChoice t{64, 64, 0};
+    bool halve_bc = true;
+    while (cuda_detail::fa2_bwd_smem_layout(t.Br, t.Bc, d, e).total > smem_per_block) {
+        if (t.Br <= 16 && t.Bc <= 16)
+            throw std::invalid_argument("fa2_bwd: no tile fits in " + std::to_string(smem_per_block) +
+                                        " bytes of shared memory per block (d = " + std::to_string(d) + ")");
+        if ((halve_bc && t.Bc > 16) || t.Br <= 16) t.Bc /= 2;
+        else t.Br /= 2;
+        halve_bc = !halve_bc;
+    }
+    t.smem_bytes = cuda_detail::fa2_bwd_smem_layout(t.Br, t.Bc, d, e).total;
     return t;
 }
 

@@ -10,7 +10,13 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
     MeasuredLaunch l;
     const auto launches = result.find("launches");
     if (launches == result.end() || !launches->is_array() || launches->empty() || !launches->back().is_object()) return l;
-    const nlohmann::json& main = launches->back();
+    const nlohmann::json* chosen = &launches->back();
+    for (auto it = launches->rbegin(); it != launches->rend(); ++it)
+        if (it->is_object() && it->value("Bc", 0) > 0) {
+            chosen = &*it;
+            break;
+        }
+    const nlohmann::json& main = *chosen;
     auto integer = [&](const char* key) -> std::int64_t {
         const auto it = main.find(key);
         return it != main.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
@@ -19,6 +25,8 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
     l.Bc = integer("Bc");
     l.q_splits = integer("q_splits");
     l.registers_per_thread = static_cast<int>(integer("registers_per_thread"));
+    l.warps = static_cast<int>(integer("threads") / 32);
+    l.smem_bytes = integer("dynamic_smem_bytes");
     return l;
 }
 
@@ -38,6 +46,10 @@ void apply_rule(const KernelVariant& k, const AttentionProblem& p, const GpuSpec
     req.Br = t.Br;
     req.Bc = t.Bc;
     req.tile_source = std::string(k.name) + "'s launcher rule (" + tile_rule_name(k.tiles) + ", kernels/tile_rules.hpp)";
+    if (t.smem_bytes > 0) {
+        req.launched_smem_bytes = static_cast<std::int64_t>(t.smem_bytes);
+        req.smem_source = std::string(k.name) + "'s launcher rule";
+    }
 }
 
 }  // namespace
@@ -57,6 +69,11 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
         apply_rule(k, p, gpu, req);
     }
     if (s.algorithm->q_splits && recorded.q_splits > 1) req.q_splits = recorded.q_splits;
+    req.warps = recorded.warps > 0 ? recorded.warps : k.warps;
+    if (recorded.smem_bytes > 0) {
+        req.launched_smem_bytes = recorded.smem_bytes;
+        req.smem_source = "as the measured run recorded it";
+    }
     if (recorded.registers_per_thread > 0) {
         req.registers_per_thread = recorded.registers_per_thread;
         req.registers_source = "as the measured run recorded them";

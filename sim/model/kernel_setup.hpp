@@ -15,12 +15,15 @@
 
 namespace fasim {
 
-// What a measurement recorded of the attention kernel it timed (fa-validate's "launches", the last
-// one: fa1's init kernel comes first). 0 = not recorded.
+// What a measurement recorded of the attention kernel it timed (fa-validate's "launches": the last one
+// with a K/V tile, Bc > 0, else the last; fa1's init kernel comes first, FA2 backward's dQ conversion
+// last). 0 = not recorded.
 struct MeasuredLaunch {
     std::int64_t Br = 0, Bc = 0;
     std::int64_t q_splits = 0;     // fa1_tc: blocks per batch*head
     int registers_per_thread = 0;  // what ptxas allocated
+    int warps = 0;                 // threads per block / 32
+    std::int64_t smem_bytes = 0;   // dynamic shared memory per block it launched with
     bool recorded() const { return Br > 0 || Bc > 0 || q_splits > 0 || registers_per_thread > 0; }
 };
 

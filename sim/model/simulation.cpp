@@ -62,7 +62,7 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
     r.problem = p;
     r.gpu_name = gpu.name;
     r.tiles = programs.back().second;
-    CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles));
+    CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles), r.tiles.launched_smem_bytes);
     for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
     r.kernels = counter.kernels();
     for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;

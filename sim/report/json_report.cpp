@@ -186,7 +186,9 @@ json catalog_json() {
                            {"head_dims", dims},
                            {"min_compute_capability", k.min_compute_capability},
                            {"registers", {{"d64", k.registers[0]}, {"d128", k.registers[1]}}},
-                           {"calibration", calibration_text(k.calibration)}});
+                           {"calibration", calibration_text(k.calibration)},
+                           {"forward_kernel", std::string(k.forward_kernel)},
+                           {"warps", k.warps}});
     }
     return {{"schema_version", kSchemaVersion}, {"algorithms", algos}, {"kernels", kernels}};
 }

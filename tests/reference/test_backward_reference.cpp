@@ -74,3 +74,29 @@ TEST_CASE("a naive backward in fp16 is off by about fp16's rounding, in fp32 by 
         CHECK_FALSE(check_gradient(1.1 * exact.dV, exact.dV, naive.dV, a, t).pass);
     }
 }
+
+TEST_CASE("with one key dQ and dK are exactly zero: the rule's floor follows the size of their terms, so an fp32 "
+          "last-bit difference passes and a real error does not",
+          "[reference][backward]") {
+    const QKV in = random_qkv(3, 1, 16, 11, DType::fp16);
+    const Matrix dO = round_matrix(random_normal(3, 16, 12), DType::fp16);
+    const AttentionGradients exact = exact_attention_backward(in.Q, in.K, in.V, dO);
+    CHECK(exact.dQ.cwiseAbs().maxCoeff() == 0);  // softmax over one key: P = 1 whatever the score
+    const AttentionGradients terms = gradient_term_sizes(in.Q, in.K, in.V, dO);
+    const double t = terms.dQ.maxCoeff();
+    CHECK(t > 0.1);  // |dP| + |D| times |K|: far from zero
+    const double a = largest_logit_terms(in.Q, in.K, {});
+    const Matrix last_bit = Matrix::Constant(3, 16, 4 * t / (1 << 24));  // D formed from O, not from P * dP
+    const AttentionGradients naive = naive_attention_backward_in_precision(in.Q, in.K, in.V, dO, {}, DType::fp16);
+    CHECK(check_gradient(last_bit, exact.dQ, naive.dQ, a, DType::fp16, t).pass);
+    CHECK_FALSE(check_gradient(last_bit, exact.dQ, naive.dQ, a, DType::fp16).pass);  // the floor without the terms: 0
+    CHECK_FALSE(check_gradient(Matrix::Constant(3, 16, 1e-2 * t), exact.dQ, naive.dQ, a, DType::fp16, t).pass);
+    // The term sizes bound the gradients themselves.
+    const QKV many = random_qkv(20, 30, 8, 13, DType::fp32);
+    const Matrix g = random_normal(20, 8, 14);
+    const AttentionGradients e = exact_attention_backward(many.Q, many.K, many.V, g);
+    const AttentionGradients s = gradient_term_sizes(many.Q, many.K, many.V, g);
+    CHECK((s.dQ - e.dQ.cwiseAbs()).minCoeff() >= -1e-12);
+    CHECK((s.dK - e.dK.cwiseAbs()).minCoeff() >= -1e-12);
+    CHECK((s.dV - e.dV.cwiseAbs()).minCoeff() >= -1e-12);
+}

@@ -24,6 +24,29 @@ TEST_CASE("every catalog kernel implements a registered algorithm, once", "[cata
     CHECK(find_kernel("fa3") == nullptr);
 }
 
+TEST_CASE("a backward kernel implements a backward program and names a forward kernel of the same family that "
+          "writes what it reads, on the same dtypes, head dims and devices",
+          "[catalog][backward]") {
+    int backward_kernels = 0;
+    for (const KernelVariant& k : kernel_catalog()) {
+        CAPTURE(k.name);
+        const Algorithm& a = algorithm(k.algorithm);
+        CHECK(k.forward_kernel.empty() == (a.pass == Pass::forward));
+        if (k.forward_kernel.empty()) continue;
+        ++backward_kernels;
+        const KernelVariant* f = find_kernel(k.forward_kernel);
+        REQUIRE(f != nullptr);
+        CHECK(f->forward_kernel.empty());
+        CHECK(f->in_repository == k.in_repository);
+        CHECK(backward_of(algorithm(f->algorithm)) == &a);
+        for (DType t : {DType::fp32, DType::fp16, DType::bf16})
+            for (int d : {32, 64, 128})
+                if (k.unsupported(t, d).empty()) CHECK(f->unsupported(t, d).empty());
+        CHECK(f->min_compute_capability <= k.min_compute_capability);
+    }
+    CHECK(backward_kernels == 5);  // cuBLAS standard, CUDA-core and tensor-core FA2, PyTorch's math and flash
+}
+
 TEST_CASE("fa-sim --cuda-cores means each algorithm's CUDA-core kernel of this repository", "[catalog]") {
     CHECK(cuda_core_kernel(algorithm("fa2"), MatmulMode::tiled)->name == "fa2");
     CHECK(cuda_core_kernel(algorithm("fa1"), MatmulMode::tiled)->name == "fa1");
@@ -32,6 +55,9 @@ TEST_CASE("fa-sim --cuda-cores means each algorithm's CUDA-core kernel of this r
     CHECK(cuda_core_kernel(algorithm("standard"), MatmulMode::naive)->name == "standard_naive");
     // A library GEMM computes fp32 on the CUDA cores: cuBLAS's SGEMM.
     CHECK(cuda_core_kernel(algorithm("standard"), MatmulMode::library)->name == "standard_cublas");
+    CHECK(cuda_core_kernel(algorithm("fa2_bwd"), MatmulMode::tiled)->name == "fa2_bwd");
+    CHECK(cuda_core_kernel(algorithm("standard_bwd"), MatmulMode::library)->name == "standard_cublas_bwd");
+    CHECK(cuda_core_kernel(algorithm("fa1_bwd"), MatmulMode::tiled) == nullptr);  // no CUDA kernel of it yet
 }
 
 TEST_CASE("a kernel is modelled with what its run recorded, else with its own rule and registers", "[catalog]") {
