@@ -1,5 +1,6 @@
 #include "exec/kernel_record.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace fasim {
@@ -25,6 +26,16 @@ LevelTraffic& LevelTraffic::operator+=(const LevelTraffic& o) {
             throw std::logic_error("LevelTraffic: adding counts of tensor " + o.tensors[i].name + " to " + tensors[i].name);
         tensors[i].read += o.tensors[i].read;
         tensors[i].write += o.tensors[i].write;
+    }
+    return *this;
+}
+
+LevelTraffic& LevelTraffic::add_by_name(const LevelTraffic& o) {
+    for (const TensorBytes& b : o.tensors) {
+        auto it = std::find_if(tensors.begin(), tensors.end(), [&](const TensorBytes& t) { return t.name == b.name; });
+        if (it == tensors.end()) it = tensors.insert(tensors.end(), {b.name});
+        it->read += b.read;
+        it->write += b.write;
     }
     return *this;
 }

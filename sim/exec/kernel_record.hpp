@@ -34,6 +34,9 @@ struct LevelTraffic {
     std::int64_t total() const { return read_bytes() + write_bytes(); }
     // Adds another count of the same run's tensors (it may know tensors declared later).
     LevelTraffic& operator+=(const LevelTraffic& o);
+    // Adds the counts of another run (two passes simulated apart), its tensors matched by name; one this
+    // count does not know is appended.
+    LevelTraffic& add_by_name(const LevelTraffic& o);
     LevelTraffic scaled(std::int64_t factor) const;
     // The entry of a tensor, by id; entries exist for every tensor declared before the kernel ran.
     TensorBytes& operator[](TensorId id) { return tensors[static_cast<std::size_t>(id)]; }
