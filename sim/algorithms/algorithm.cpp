@@ -57,6 +57,22 @@ TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const 
                           "only " + takes + " splits its Q tiles over several blocks per batch*head",
                           "use --algo " + takes + ", or drop --q-splits");
     }
+    if (p.grouped() && !algo.grouped_kv) {
+        std::string takes;
+        for (const Algorithm* a : algorithms())
+            if (a->grouped_kv) takes += (takes.empty() ? "" : ", ") + std::string(a->id);
+        throw usage_error("--kv-heads " + std::to_string(p.kv_head_count()) + " (grouped-query attention) is not modelled for " +
+                              std::string(algo.id),
+                          "the algorithms with grouped K/V heads are " + takes,
+                          "use --algo " + takes.substr(0, takes.find(',')) + ", or omit --kv-heads");
+    }
+    if (req.kv_splits != 0 && !algo.kv_splits) {
+        std::string takes;
+        for (const Algorithm* a : algorithms())
+            if (a->kv_splits) takes += (takes.empty() ? "" : ", ") + std::string(a->id);
+        throw usage_error("--kv-splits " + std::to_string(req.kv_splits) + " does not apply to " + std::string(algo.id),
+                          "only " + takes + " splits the keys over several blocks", "use --algo " + takes + ", or drop --kv-splits");
+    }
     if (req.registers_per_thread != 0) {
         if (req.registers_per_thread < 1 || req.registers_per_thread > gpu.max_registers_per_thread)
             throw usage_error("--registers " + std::to_string(req.registers_per_thread) + " is out of range for " + gpu.name,

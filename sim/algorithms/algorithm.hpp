@@ -37,6 +37,9 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // FA1 only (--q-splits): blocks per batch·head, each taking every q_splits-th Q tile.
     // 0 or 1 = one block per batch·head, Algorithm 1 as written.
     std::int64_t q_splits = 0;
+    // FlashDecoding only (--kv-splits): blocks the keys of each (batch, head) are split over; 0 = its
+    // heuristic (fill the SMs).
+    std::int64_t kv_splits = 0;
     // Registers per thread of the compiled kernel (--registers; ptxas -v or ncu report it); 0 = estimate
     // them from the register-resident tiles. Used for occupancy of the kernels that multiply matrices.
     int registers_per_thread = 0;
@@ -70,6 +73,7 @@ struct TileConfig {
     // FA1's blocks per batch·head (FlashAttention-1's num_splits): with few batch·heads one
     // block each leaves SMs idle, so Q tiles are dealt round-robin to q_splits blocks.
     std::int64_t q_splits = 1;
+    std::int64_t kv_splits = 1;          // FlashDecoding: blocks the keys of each row group are split over
     int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
     std::int64_t launched_smem_bytes = 0;  // TileRequest::launched_smem_bytes, checked against the GPU
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
@@ -113,6 +117,11 @@ struct Algorithm {
     bool tunable_tiles = false;  // --Br/--Bc choose its tiles
     bool q_splits = false;       // --q-splits (FlashAttention-1's num_splits)
     bool matmul_modes = false;   // --matmul (how its GEMMs are written)
+    bool grouped_kv = false;     // --kv-heads: reads the K/V head of a group of query heads (GQA, MQA)
+    bool kv_splits = false;      // --kv-splits (FlashDecoding's split of the keys over blocks)
+    // Built for generation (few query rows against a long K/V cache): --algo all lists it only when
+    // N < Nk, and the training figures (N = Nk) leave it out.
+    bool decoding = false;
     bool baseline = false;       // the algorithm the others are compared with ("vs standard")
     TileSweep tile_sweep = TileSweep::none;  // the block-size figure sweeps its tiles
     bool timeline_figure = false;            // the figures draw its blocks on the SMs over time
@@ -140,6 +149,8 @@ struct Algorithm {
 std::span<const Algorithm* const> algorithms();
 // The registered algorithms of one pass, in registry order.
 std::vector<const Algorithm*> algorithms(Pass pass);
+// The forward passes compared on training shapes (N = Nk): all but the decoding ones.
+std::vector<const Algorithm*> training_algorithms();
 // The algorithm --algo names an entry by: its family, else its own id.
 inline std::string_view family_of(const Algorithm& a) { return a.family.empty() ? a.id : a.family; }
 // The backward pass of a forward algorithm; nullptr when it has none.

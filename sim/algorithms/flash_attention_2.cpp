@@ -33,8 +33,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
-            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");
+            Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
 
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
 
@@ -85,6 +85,7 @@ const Algorithm& flash_attention_2_algorithm() {
         .name = "FlashAttention-2",
         .label = "FA2",
         .tunable_tiles = true,
+        .grouped_kv = true,
         .tile_sweep = TileSweep::square,
         .timeline_figure = true,
         .choose_tiles = [](const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {

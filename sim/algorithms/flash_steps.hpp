@@ -24,9 +24,10 @@ struct FusedTensors {
 
 inline FusedTensors fused_tensors(Executor& x, const AttentionProblem& p, std::int64_t Br, std::int64_t Bc) {
     const std::int64_t BH = p.batch_heads(), e = p.elem_bytes();
+    const std::int64_t BKV = p.batch_kv_heads();  // BH, or fewer with grouped-query attention
     return {x.declare({"Q", BH, p.N, p.d, e, Br, p.d}),
-            x.declare({"K", BH, p.Nk, p.d, e, Bc, p.d}),
-            x.declare({"V", BH, p.Nk, p.d, e, Bc, p.d}),
+            x.declare({"K", BKV, p.Nk, p.d, e, Bc, p.d}),
+            x.declare({"V", BKV, p.Nk, p.d, e, Bc, p.d}),
             x.declare({"O", BH, p.N, p.d, e, Br, p.d}),
             x.declare({"LSE", BH, 1, p.N, 4, 1, Br, true})};
 }

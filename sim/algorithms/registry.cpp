@@ -2,6 +2,7 @@
 // own file (this folder); to add one, declare its function here and list it
 // (docs/adding-an-algorithm.md).
 #include <stdexcept>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
 
@@ -11,6 +12,7 @@ const Algorithm& standard_attention_algorithm();
 const Algorithm& tiled_attention_algorithm();
 const Algorithm& flash_attention_1_algorithm();
 const Algorithm& flash_attention_2_algorithm();
+const Algorithm& flash_decoding_algorithm();
 const Algorithm& standard_attention_backward_algorithm();
 const Algorithm& flash_attention_1_backward_algorithm();
 const Algorithm& flash_attention_2_backward_algorithm();
@@ -21,6 +23,7 @@ std::span<const Algorithm* const> algorithms() {
         &tiled_attention_algorithm(),
         &flash_attention_1_algorithm(),
         &flash_attention_2_algorithm(),
+        &flash_decoding_algorithm(),
         &standard_attention_backward_algorithm(),
         &flash_attention_1_backward_algorithm(),
         &flash_attention_2_backward_algorithm(),
@@ -32,6 +35,12 @@ std::vector<const Algorithm*> algorithms(Pass pass) {
     std::vector<const Algorithm*> out;
     for (const Algorithm* a : algorithms())
         if (a->pass == pass) out.push_back(a);
+    return out;
+}
+
+std::vector<const Algorithm*> training_algorithms() {
+    std::vector<const Algorithm*> out = algorithms(Pass::forward);
+    std::erase_if(out, [](const Algorithm* a) { return a->decoding; });
     return out;
 }
 

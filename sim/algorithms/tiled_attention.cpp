@@ -32,7 +32,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 1)");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j (pass 1)");
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
             Tile m_new = b.row_max(S, scale, "m_new");
             b.map(m_new, Fn::max, {m_new, mi});
@@ -47,8 +47,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
         for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 2: final P, then P·V
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j (pass 2)");
-            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j (pass 2)");
+            Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
             b.map(S, Fn::exp_shifted, {S, scale, per_row(mi)});
             b.map(S, Fn::div, {S, per_row(li)});   // P is final: no later rescaling
@@ -85,6 +85,7 @@ const Algorithm& tiled_attention_algorithm() {
         .name = "tiled",
         .label = "tiled",
         .tunable_tiles = true,
+        .grouped_kv = true,
         .choose_tiles = [](const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
             return choose_q_tiles("tiled", p, gpu, req);
         },

@@ -49,22 +49,25 @@ std::int64_t parse_integer(const std::string& flag, const std::string& text, std
     return v;
 }
 
-std::vector<std::int64_t> parse_sweep(const std::string& spec) {
-    const std::string fix = "write it as --sweep N=512:65536 (powers of two, smallest first)";
+Sweep parse_sweep(const std::string& spec) {
+    const std::string fix = "write it as --sweep N=512:65536 or --sweep Nk=1024:262144 (powers of two, smallest first)";
     const auto eq = spec.find('='), colon = spec.find(':');
     if (eq == std::string::npos || colon == std::string::npos || colon < eq)
-        throw usage_error("--sweep '" + spec + "' is not of the form N=FROM:TO", "the sweep parameter is N", fix);
-    if (trim(spec.substr(0, eq)) != "N")
-        throw usage_error("--sweep parameter '" + spec.substr(0, eq) + "' is not supported", "only N can be swept", fix);
+        throw usage_error("--sweep '" + spec + "' is not of the form N=FROM:TO", "the sweep parameter is N or Nk", fix);
+    const std::string name = trim(spec.substr(0, eq));
+    if (name != "N" && name != "Nk")
+        throw usage_error("--sweep parameter '" + spec.substr(0, eq) + "' is not supported",
+                          "N (the query length, and the key length with it) or Nk (the key length alone) can be swept", fix);
     const std::int64_t lo = parse_integer("--sweep FROM", spec.substr(eq + 1, colon - eq - 1), 1, ProblemLimits::max_seq, fix);
     const std::int64_t hi = parse_integer("--sweep TO", spec.substr(colon + 1), 1, ProblemLimits::max_seq, fix);
     auto pow2 = [](std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
     if (!pow2(lo) || !pow2(hi))
         throw usage_error("--sweep " + spec + " has an end that is not a power of two", "FROM and TO must be powers of two", fix);
     if (lo > hi) throw usage_error("--sweep " + spec + " runs backwards", "FROM must be at most TO", fix);
-    std::vector<std::int64_t> ns;
-    for (std::int64_t n = lo; n <= hi; n *= 2) ns.push_back(n);
-    return ns;
+    Sweep s;
+    s.parameter = name == "Nk" ? SweepParameter::Nk : SweepParameter::N;
+    for (std::int64_t n = lo; n <= hi; n *= 2) s.values.push_back(n);
+    return s;
 }
 
 namespace {
@@ -120,6 +123,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
     std::string gpu_name, gpu_file, br, bc, q_splits, registers, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
+    std::string kv_heads, kv_splits;
     // Which algorithms take an option, from the registry: "tiled/fa1/fa2".
     auto ids_with = [](bool Algorithm::*capability, const char* separator) {
         std::string s;
@@ -136,6 +140,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)");
     app.add_option("--heads", heads, "attention heads, 1..1024 (default 16)");
     app.add_option("--batch", batch, "batch size, 1..1024; batch*heads <= 1024 (default 1)");
+    app.add_option("--kv-heads", kv_heads,
+                   "K/V heads, a divisor of --heads: grouped-query attention (1: multi-query); default: --heads. For " +
+                       ids_with(&Algorithm::grouped_kv, ", "));
     app.add_option("--dtype", dtype, "storage precision: fp32, fp16 or bf16 (default fp16)");
     app.add_flag("--causal", o.problem.causal, "causal mask (bottom-right aligned)");
     app.add_option("--gpu", gpu_name, "GPU preset (default " + default_gpu_name() + "; see --list-gpus)");
@@ -145,6 +152,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--q-splits", q_splits,
                    ids_with(&Algorithm::q_splits, ", ") + " only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
                    "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
+    app.add_option("--kv-splits", kv_splits,
+                   ids_with(&Algorithm::kv_splits, ", ") + " only: blocks the keys of each row group are split over, 1..ceil(Nk/Bc) "
+                   "(default: flash-attention's heuristic, which fills the SMs)");
     app.add_option("--registers", registers,
                    "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
                    "instead of the estimate from the register-resident tiles");
@@ -221,6 +231,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (o.trace && app.count("--heads") == 0) heads = "1";  // documented in --help
     p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
     p.batch = parse_integer("--batch", batch, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
+    if (!kv_heads.empty())
+        p.kv_heads = parse_integer("--kv-heads", kv_heads, 1, ProblemLimits::max_heads,
+                                   "pass a divisor of --heads, e.g. --kv-heads 8 for 32 heads (1: multi-query attention)");
+    if (o.all && p.kv_heads > 0 && p.kv_heads != p.heads)  // --algo all: those that model grouped K/V heads
+        std::erase_if(o.algos, [](const Algorithm* a) { return !a->grouped_kv; });
     if (auto t = parse_dtype(dtype)) p.dtype = *t;
     else throw usage_error("--dtype '" + dtype + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
     validate(p);
@@ -237,6 +252,9 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         o.tiles.q_splits = parse_integer("--q-splits", q_splits, 1, ProblemLimits::max_seq,
                                          "pass 1 (one block per batch*head, the default) up to ceil(N/Br), the number of "
                                          "fa1's Q tiles, e.g. --q-splits 2");
+    if (!kv_splits.empty())
+        o.tiles.kv_splits = parse_integer("--kv-splits", kv_splits, 1, ProblemLimits::max_seq,
+                                          "pass 1 (no split) up to ceil(Nk/Bc), e.g. --kv-splits 8, or omit it for the heuristic");
     if (!registers.empty())
         o.tiles.registers_per_thread = static_cast<int>(parse_integer(
             "--registers", registers, 1, 255, "pass the count ptxas -v prints for the kernel, e.g. --registers 128"));
@@ -248,7 +266,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
 
     if (!kernel.empty()) apply_kernel(o, kernel, app.count("--algo") ? &algo : nullptr, cuda_cores, app.count("--matmul") > 0);
 
-    if (!sweep.empty()) o.sweep_n = parse_sweep(sweep);
+    if (!sweep.empty()) {
+        const Sweep s = parse_sweep(sweep);
+        o.sweep_n = s.values;
+        o.sweep_parameter = s.parameter;
+    }
+    // --algo all: the decoding algorithms join on decode shapes (fewer queries than keys, or a sweep of Nk).
+    if (o.all && (p.N >= p.Nk || o.plot_dir) && o.sweep_parameter != SweepParameter::Nk)
+        std::erase_if(o.algos, [](const Algorithm* a) { return a->decoding; });
     o.seed = static_cast<std::uint64_t>(parse_integer("--seed", seed, 0, std::numeric_limits<std::int64_t>::max(), "pass a whole number"));
     if (o.trace) {
         if (o.all || o.algos.size() != 1 || !o.sweep_n.empty() || o.json || o.csv || o.plot_dir)
@@ -263,13 +288,19 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         throw usage_error("--pass " + pass + " was combined with --plot", "the figures show the forward pass",
                           "drop --pass, or use --json/--csv for the backward");
     if (o.pass != PassSelection::fwd && o.kernel)
-        throw usage_error("--pass " + pass + " was combined with --kernel", "the kernel catalog has forward kernels only",
-                          "drop --kernel");
+        throw usage_error("--pass " + pass + " was combined with --kernel", "a kernel of the catalog is one pass",
+                          "name the backward kernel itself (e.g. --kernel fa2_bwd_tc; --list-kernels) and drop --pass");
     if (o.pass != PassSelection::fwd && !o.all)
         for (const Algorithm* a : o.algos) (void)backward_program(*a);  // no backward: said now, on one line
     if (o.tiles.q_splits > 1 && o.plot_dir)
         throw usage_error("--q-splits " + std::to_string(o.tiles.q_splits) + " was combined with --plot",
                           "the figures follow the papers' grids (fa1: one block per batch*head)", "drop --q-splits");
+    if (o.sweep_parameter == SweepParameter::Nk && o.plot_dir)
+        throw usage_error("--sweep " + sweep + " was combined with --plot", "the figures sweep N (and Nk with it)",
+                          "use --sweep N=FROM:TO with --plot, or drop --plot");
+    if (o.tiles.kv_splits > 0 && o.plot_dir)
+        throw usage_error("--kv-splits " + std::to_string(o.tiles.kv_splits) + " was combined with --plot",
+                          "the figures use each algorithm's own grid", "drop --kv-splits");
     if (o.json && o.csv) throw usage_error("--json and --csv were both given", "one output format per run", "pass only one");
     return o;
 }

@@ -12,6 +12,7 @@
 #include "kernels/kernel_catalog.hpp"
 #include "model/runtime_model.hpp"
 #include "model/simulation.hpp"
+#include "model/sweep.hpp"
 #include "problem/attention_problem.hpp"
 
 namespace fasim {
@@ -26,7 +27,8 @@ struct CliOptions {
     ModelOptions model;
     bool json = false, csv = false, list_gpus = false, list_algos = false, list_kernels = false;
     const KernelVariant* kernel = nullptr;  // --kernel: a row of the kernel catalog
-    std::vector<std::int64_t> sweep_n;       // --sweep N=a:b (powers of two)
+    std::vector<std::int64_t> sweep_n;       // --sweep N=a:b or Nk=a:b (powers of two): the values
+    SweepParameter sweep_parameter = SweepParameter::N;
     std::optional<std::string> plot_dir;     // --plot [DIR]: write the figures there
     std::optional<std::string> measured;     // --measured FILE: fa-validate results for the figures
     bool trace = false;                      // run functionally, print every step
@@ -42,6 +44,10 @@ CliOptions parse_cli(int argc, const char* const* argv);
 // "--N" "4096" -> 4096, with the range in the error message.
 std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
                            const std::string& fix);
-std::vector<std::int64_t> parse_sweep(const std::string& spec);
+struct Sweep {
+    SweepParameter parameter = SweepParameter::N;
+    std::vector<std::int64_t> values;
+};
+Sweep parse_sweep(const std::string& spec);
 
 }  // namespace fasim

@@ -184,18 +184,18 @@ int run(int argc, char** argv) {
     };
 
     if (!o.sweep_n.empty()) {
-        SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0, o.pass};
+        SweepRequest req{o.algos, o.problem, o.sweep_n, o.tiles, o.model, 0, o.pass, o.sweep_parameter};
         // A bar on stderr, only on a terminal and only once the sweep has run for a second.
         figures::Progress progress("sweep", static_cast<std::int64_t>(o.sweep_n.size() * o.algos.size()),
                                    isatty(fileno(stderr)) != 0);
         const auto by_n = run_sweep(req, o.gpu, [&] { progress.tick(); });
         progress.finish();
-        if (o.json) std::cout << sweep_json(by_n, o.gpu).dump(2) << '\n';
+        if (o.json) std::cout << sweep_json(by_n, o.gpu, o.sweep_parameter).dump(2) << '\n';
         else if (o.csv) {
             std::cout << csv_header() << '\n';
             for (const auto& rs : by_n)
                 for (const auto& r : rs) std::cout << csv_row(r) << '\n';
-        } else print_sweep(std::cout, by_n, o.gpu, style);
+        } else print_sweep(std::cout, by_n, o.gpu, style, o.sweep_parameter);
         return 0;
     }
 

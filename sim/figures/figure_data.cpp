@@ -19,7 +19,7 @@ std::vector<std::int64_t> default_sweep_n() {
 
 FigureRequest::FigureRequest()
     : gpu(find_gpu_preset(default_gpu_name())),
-      algos(algorithms(Pass::forward)),
+      algos(training_algorithms()),
       sweep_n(default_sweep_n()) {}
 
 AttentionProblem problem_at(const AttentionProblem& p, std::int64_t n) {

@@ -92,6 +92,10 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.grid = k.desc.grid();
     const int bps = std::max(1, k.occupancy.blocks_per_sm);
     t.concurrent_blocks = static_cast<std::int64_t>(gpu.sm_count) * bps;
+    // The block scheduler deals blocks to the SMs round-robin: a grid smaller than the SMs times the
+    // occupancy leaves ⌈grid/SMs⌉ blocks on an SM, not as many as would fit (32 decode blocks on 132
+    // SMs run alone, each with its SM's whole bandwidth and its schedulers).
+    const int resident = static_cast<int>(std::min<std::int64_t>(bps, (t.grid + gpu.sm_count - 1) / gpu.sm_count));
     t.waves = static_cast<double>(t.grid) / static_cast<double>(t.concurrent_blocks);
     t.idle_sms = static_cast<int>(std::max<std::int64_t>(0, gpu.sm_count - t.grid));
 
@@ -100,7 +104,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
-    const double warps_per_scheduler = static_cast<double>(bps * k.desc.warps) / kSchedulersPerSm;
+    const double warps_per_scheduler = static_cast<double>(resident * k.desc.warps) / kSchedulersPerSm;
     // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
     // Kernels without products (FA1's init, standard's softmax) are not: the cost table describes the
     // operations of flash kernels only.
@@ -129,10 +133,10 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     if (k.block_work.size() == 1) {
         // All blocks alike: whole waves.
         const BlockTerms bt = terms(k.block_work.front().first, r);
-        const double dur = bt.duration(bps);
+        const double dur = bt.duration(resident);
         const std::int64_t waves = (t.grid + slots - 1) / slots;
         makespan = static_cast<double>(waves) * dur;
-        busy = static_cast<double>(t.grid) * dur / bps;
+        busy = static_cast<double>(t.grid) * dur / resident;
         const double per_sm = static_cast<double>((t.grid + gpu.sm_count - 1) / gpu.sm_count);
         busiest = bt.scaled(per_sm);
         for (std::int64_t b = 0; b < std::min<std::int64_t>(t.grid, static_cast<std::int64_t>(timeline_blocks)); ++b) {
@@ -149,13 +153,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         for (std::int64_t h = 0; h < k.desc.heads; ++h) {
             for (const auto& [work, count] : k.block_work) {
                 const BlockTerms bt = terms(work, r);
-                const double dur = bt.duration(bps);
+                const double dur = bt.duration(resident);
                 for (std::int64_t c = 0; c < count; ++c, ++position) {
                     auto [at, s] = free_slots.top();
                     free_slots.pop();
                     const double end = at + dur;
                     makespan = std::max(makespan, end);
-                    busy += dur / bps;
+                    busy += dur / resident;
                     sm_terms[static_cast<std::size_t>(s % gpu.sm_count)] += bt;
                     if (t.timeline.size() < timeline_blocks)
                         t.timeline.push_back({position, static_cast<int>(s % gpu.sm_count),

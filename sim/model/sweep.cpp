@@ -8,6 +8,9 @@
 
 namespace fasim {
 
+const char* sweep_parameter_name(SweepParameter s) { return s == SweepParameter::Nk ? "Nk" : "N"; }
+std::int64_t sweep_value(const AttentionProblem& p, SweepParameter s) { return s == SweepParameter::Nk ? p.Nk : p.N; }
+
 std::vector<std::vector<AlgorithmResult>> run_sweep(const SweepRequest& req, const GpuSpec& gpu,
                                                     const std::function<void()>& on_done) {
     const std::size_t n_algos = req.algos.size(), total = req.ns.size() * n_algos;
@@ -20,8 +23,12 @@ std::vector<std::vector<AlgorithmResult>> run_sweep(const SweepRequest& req, con
         for (std::size_t job = next++; job < total; job = next++) {
             const std::size_t i = job / n_algos, k = job % n_algos;
             AttentionProblem p = req.base;
-            if (p.Nk == p.N) p.Nk = req.ns[i];
-            p.N = req.ns[i];
+            if (req.parameter == SweepParameter::Nk) {
+                p.Nk = req.ns[i];
+            } else {
+                if (p.Nk == p.N) p.Nk = req.ns[i];
+                p.N = req.ns[i];
+            }
             try {
                 results[i][k] = simulate(*req.algos[k], req.pass, p, gpu, req.tiles, req.model);
             } catch (...) {

@@ -16,8 +16,9 @@ double AttentionProblem::softmax_scale() const { return 1.0 / std::sqrt(static_c
 
 std::string AttentionProblem::describe() const {
     std::ostringstream s;
-    s << "B=" << batch << " H=" << heads << " N=" << N << " Nk=" << Nk << " d=" << d << " "
-      << dtype_name(dtype) << (causal ? " causal" : " non-causal");
+    s << "B=" << batch << " H=" << heads;
+    if (grouped()) s << " KV=" << kv_head_count();
+    s << " N=" << N << " Nk=" << Nk << " d=" << d << " " << dtype_name(dtype) << (causal ? " causal" : " non-causal");
     return s.str();
 }
 
@@ -48,6 +49,11 @@ void validate(const AttentionProblem& p) {
                               std::to_string(p.batch_heads()) + " is too many",
                           "batch*heads must be at most 1024",
                           "lower --batch or --heads (traffic scales linearly with batch*heads)");
+    if (p.kv_heads != 0 && (p.kv_heads < 1 || p.kv_heads > p.heads || p.heads % p.kv_heads != 0))
+        throw usage_error("--kv-heads " + std::to_string(p.kv_heads) + " does not divide --heads " + std::to_string(p.heads),
+                          "kv-heads must be a divisor of heads (1 = multi-query attention, heads = multi-head attention)",
+                          "pass e.g. --kv-heads " + std::to_string(p.heads % 8 == 0 ? p.heads / 8 : 1) +
+                              ", or omit --kv-heads");
     if (!supported_head_dim(p.d))
         throw usage_error("--d " + std::to_string(p.d) + " is not a supported head dimension",
                           "d must be one of " + supported_head_dims_text(),

@@ -16,8 +16,17 @@ struct AttentionProblem {
     std::int64_t d = 64;     // head dimension
     DType dtype = DType::fp16;
     bool causal = false;
+    // Grouped-query attention: K and V have kv_heads heads, each read by heads / kv_heads query heads
+    // (multi-query attention: 1). 0: as many as the query heads (multi-head attention).
+    std::int64_t kv_heads = 0;
 
     std::int64_t batch_heads() const { return batch * heads; }
+    std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+    std::int64_t group_size() const { return heads / kv_head_count(); }  // query heads per K/V head
+    std::int64_t batch_kv_heads() const { return batch * kv_head_count(); }
+    bool grouped() const { return kv_head_count() != heads; }
+    // The K/V head (an index over batch·kv_heads) that query head bh (over batch·heads) reads.
+    std::int64_t kv_head_of(std::int64_t bh) const { return (bh / heads) * kv_head_count() + (bh % heads) / group_size(); }
     std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
     double softmax_scale() const;  // 1/sqrt(d)
     std::string describe() const;  // "B=1 H=16 N=4096 Nk=4096 d=64 fp16 non-causal"

@@ -143,11 +143,11 @@ json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu) {
             {"algorithms", algos}};
 }
 
-json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu) {
+json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu, SweepParameter parameter) {
     json values = json::array(), runs = json::array();
     for (const auto& rs : by_n) {
         if (rs.empty()) continue;
-        values.push_back(rs.front().problem.N);
+        values.push_back(sweep_value(rs.front().problem, parameter));
         json run = report_json(rs, gpu);
         run.erase("gpu");
         run.erase("schema_version");
@@ -155,7 +155,7 @@ json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const Gpu
     }
     return {{"schema_version", kSchemaVersion},
             {"gpu", gpu_json(gpu)},
-            {"sweep", {{"parameter", "N"}, {"values", values}}},
+            {"sweep", {{"parameter", sweep_parameter_name(parameter)}, {"values", values}}},
             {"runs", runs}};
 }
 

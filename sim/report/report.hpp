@@ -10,6 +10,7 @@
 #include "gpu/gpu_spec.hpp"
 #include "kernels/kernel_catalog.hpp"
 #include "model/simulation.hpp"
+#include "model/sweep.hpp"
 
 namespace fasim {
 
@@ -24,7 +25,7 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
 void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu,
                       const ReportStyle& style);
 void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu,
-                 const ReportStyle& style);
+                 const ReportStyle& style, SweepParameter parameter = SweepParameter::N);
 
 nlohmann::json gpu_json(const GpuSpec& gpu);
 nlohmann::json problem_json(const AttentionProblem& p);
@@ -32,7 +33,8 @@ nlohmann::json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* s
 // One document: {"schema_version", "gpu", "problem", "algorithms": [...]}.
 nlohmann::json report_json(const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu);
 // {"schema_version", "gpu", "sweep": {"parameter": "N", "values": [...]}, "runs": [report per N]}
-nlohmann::json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu);
+nlohmann::json sweep_json(const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu,
+                          SweepParameter parameter = SweepParameter::N);
 
 // {"schema_version", "algorithms": [{"id", "title"}], "kernels": [one object per catalog row]}
 // (fa-sim --list-kernels --json; cuda/scripts read it).

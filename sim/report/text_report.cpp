@@ -85,14 +85,16 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
 }
 
 void time_table(std::ostream& out, const AlgorithmResult& r) {
-    out << "  " << pad("kernel (ms)", 15) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
+    std::size_t name_w = 15;  // wider for long kernel names
+    for (const auto& t : r.timing) name_w = std::max(name_w, t.name.size() + 1);
+    out << "  " << pad("kernel (ms)", name_w) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
         << rpad("L2/SM", 7) << rpad("issue", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
     auto ms = [](double s) { return units::fixed(s * 1e3, s * 1e3 >= 10 ? 1 : 3); };
     for (const auto& t : r.timing) {
-        out << "  " << pad(t.name, 15) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
+        out << "  " << pad(t.name, name_w) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
             << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.issue_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
             << rpad(ms(t.l2_s), 7) << rpad(ms(t.total_s), 8) << '\n';
-        out << "  " << std::string(15, ' ') << "bound: " << t.bound << '\n';
+        out << "  " << std::string(name_w, ' ') << "bound: " << t.bound << '\n';
     }
 }
 
@@ -175,7 +177,9 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     for (const auto& r : rs)
         if (r.algo->baseline) standard = &r;
 
-    const std::size_t label_w = 22, col_w = 13;
+    std::size_t name_w = 8;  // the longest algorithm id
+    for (const auto& r : rs) name_w = std::max(name_w, family_of(*r.algo).size());
+    const std::size_t label_w = 22, col_w = std::max<std::size_t>(13, name_w + 2);
     auto header = [&] {
         out << pad("", label_w);
         for (const auto& r : rs) out << rpad(std::string(family_of(*r.algo)), col_w);
@@ -213,7 +217,7 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
     row("predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
     vs_standard("  speedup vs ", [](const AlgorithmResult& r) { return 1.0 / r.time_s; });
     out << "\nWhat bounds each (its longest kernel):\n";
-    for (const auto& r : rs) out << "  " << pad(std::string(family_of(*r.algo)), 10) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
+    for (const auto& r : rs) out << "  " << pad(std::string(family_of(*r.algo)), name_w + 2) << r.longest_kernel().name << ": " << r.longest_kernel().bound << '\n';
     for (const auto& r : rs)
         if (!r.fits_in_hbm)
             out << "Warning: " << std::string(family_of(*r.algo)) << " needs " << units::capacity(static_cast<double>(r.global_bytes))
@@ -221,17 +225,20 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
 }
 
 void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResult>>& by_n, const GpuSpec& gpu,
-                 const ReportStyle& st) {
+                 const ReportStyle& st, SweepParameter parameter) {
     if (by_n.empty() || by_n.front().empty()) return;
     const AttentionProblem& p = by_n.front().front().problem;
-    out << "fa-sim" << dot(st) << "sweep over N" << dot(st) << gpu.name << dot(st) << "B=" << p.batch << " H=" << p.heads
-        << " d=" << p.d << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
+    const std::string name = sweep_parameter_name(parameter);
+    out << "fa-sim" << dot(st) << "sweep over " << name << dot(st) << gpu.name << dot(st) << "B=" << p.batch << " H=" << p.heads
+        << (p.grouped() ? " KV=" + std::to_string(p.kv_head_count()) : std::string())
+        << (parameter == SweepParameter::Nk ? " N=" + std::to_string(p.N) : std::string()) << " d=" << p.d << " "
+        << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
     auto table = [&](const std::string& title, auto&& cell) {
-        out << title << '\n' << rpad("N", 8);
+        out << title << '\n' << rpad(name, 8);
         for (const auto& r : by_n.front()) out << rpad(std::string(family_of(*r.algo)), 12);
         out << '\n';
         for (const auto& rs : by_n) {
-            out << rpad(std::to_string(rs.front().problem.N), 8);
+            out << rpad(std::to_string(sweep_value(rs.front().problem, parameter)), 8);
             for (const auto& r : rs) out << rpad(cell(r) + (r.fits_in_hbm ? "" : "*"), 12);
             out << '\n';
         }

@@ -175,7 +175,7 @@ TEST_CASE("traffic_vs_n: one point per N, closed forms, HBM limit marker", "[fig
     check_marks_inside(d);
 
     // Every simulated series has exactly one point per N of the sweep.
-    for (const Algorithm* a : algorithms(Pass::forward)) {
+    for (const Algorithm* a : training_algorithms()) {
         for (const char* level : {" HBM", " DRAM"}) {
             const std::string name = std::string(a->id == "fa1" ? "FA1" : a->id == "fa2" ? "FA2" : std::string(a->id)) + level;
             const SeriesData* s = find_series(f, name);
@@ -255,7 +255,7 @@ TEST_CASE("traffic_vs_n leaves out points over the work budget and says so", "[f
     REQUIRE(f.notes.size() == 1);
     // The defaults at N=65536 stay within the budget.
     const FigureRequest def;
-    for (const Algorithm* a : algorithms(Pass::forward)) {
+    for (const Algorithm* a : training_algorithms()) {
         const AttentionProblem p = problem_at(def.problem, 65536);
         CHECK_FALSE(over_budget(*a, p, choose_tiles(*a, p, def.gpu, def.tiles)));
     }
