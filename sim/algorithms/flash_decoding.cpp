@@ -15,12 +15,12 @@
 #include "algorithms/flash_steps.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <vector>
 
 #include "common/errors.hpp"
 #include "gpu/gpu_spec.hpp"
+#include "kernels/tile_rules.hpp"
 
 namespace fasim {
 
@@ -37,27 +37,6 @@ struct RowLayout {
 RowLayout row_layout(const AttentionProblem& p) {
     if (p.N == 1 && p.grouped()) return {true, p.batch_kv_heads(), p.group_size()};
     return {false, p.batch_heads(), p.N};
-}
-
-// flash-attention's num_splits_heuristic (flash_api.cpp): one split when the blocks almost fill the
-// GPU (80% of `slots`); otherwise the fewest splits whose last wave is at least 85% as full as the
-// best choice's, among the counts that change the tiles per split. `slots` is 2 blocks per SM (its
-// 128-thread blocks), at most 128 splits.
-std::int64_t splits_heuristic(std::int64_t blocks, std::int64_t slots, std::int64_t kv_tiles) {
-    if (static_cast<double>(blocks) >= 0.8 * static_cast<double>(slots)) return 1;
-    const std::int64_t max_splits = std::min({std::int64_t{128}, slots, kv_tiles});
-    auto eligible = [&](std::int64_t s) { return s == 1 || ceil_div(kv_tiles, s) != ceil_div(kv_tiles, s - 1); };
-    std::vector<double> efficiency(static_cast<std::size_t>(max_splits + 1), 0.0);
-    double best = 0;
-    for (std::int64_t s = 1; s <= max_splits; ++s) {
-        if (!eligible(s)) continue;
-        const double waves = static_cast<double>(blocks * s) / static_cast<double>(slots);
-        efficiency[static_cast<std::size_t>(s)] = waves / std::ceil(waves);
-        best = std::max(best, efficiency[static_cast<std::size_t>(s)]);
-    }
-    for (std::int64_t s = 1; s <= max_splits; ++s)
-        if (eligible(s) && efficiency[static_cast<std::size_t>(s)] >= 0.85 * best) return s;
-    return 1;
 }
 
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
@@ -162,15 +141,15 @@ std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t Br, std::int64_t
     return (Br + 2 * Bc) * p.d * p.elem_bytes();
 }
 
-// flash-attention's split-KV kernel tiles: 64 query rows, 256 keys at d <= 64, 128 at d <= 128, else
-// 64; 4 warps. Then the splits: --kv-splits, or the heuristic; either way rounded to the count whose
+// flash-attention's split-KV kernel tiles (kernels/tile_rules.hpp, which fa-sim's CUDA kernel launches
+// with too). Then the splits: --kv-splits, or the heuristic; either way rounded to the count whose
 // splits all hold K/V tiles (10 tiles in 4 splits are 3 + 3 + 3 + 1; in 6, 2 + 2 + 2 + 2 + 2 and an
 // empty sixth: 5 splits).
 TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     TileConfig c;
     c.matmul = req.matmul;
     const std::int64_t d = p.d;
-    std::int64_t Br = 64, Bc = d <= 64 ? 256 : d <= 128 ? 128 : 64;
+    std::int64_t Br = tile_rules::kFlashDecodingBr, Bc = tile_rules::flash_decoding_bc(static_cast<int>(d));
     c.reasons.push_back("flash-attention's split-KV kernel for d=" + std::to_string(d) + ": Br = 64, Bc = " + std::to_string(Bc) +
                         ", 4 warps");
     if (req.Br || req.Bc) {
@@ -195,7 +174,7 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
                           "a split needs at least one K/V tile of " + std::to_string(Bc) + " keys: 1.." + std::to_string(Tc),
                           "pass --kv-splits between 1 and " + std::to_string(Tc) + ", or omit it for the heuristic");
     if (S == 0) {
-        S = splits_heuristic(blocks, 2 * gpu.sm_count, Tc);
+        S = tile_rules::flash_decoding_splits(blocks, 2 * gpu.sm_count, Tc);
         c.reasons.push_back(std::to_string(blocks) + " blocks without a split, " + std::to_string(2 * gpu.sm_count) +
                             " slots (2 blocks of 4 warps per SM): flash-attention's heuristic picks " + std::to_string(S) +
                             (S == 1 ? " split" : " splits"));

@@ -4,9 +4,13 @@
 // kernel). Host C++, no CUDA; the constants are also read by the kernels' device code.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/smem_layouts.hpp"
 #include "problem/dtype.hpp"
@@ -43,6 +47,35 @@ FASIM_HD constexpr std::size_t fa2_bwd_tc_smem_bytes(int d, int elem_bytes) {
                                   static_cast<std::size_t>(d + kFa2BwdTcPad) +
                               static_cast<std::size_t>(kFa2BwdTcBc) * (kFa2BwdTcBr + kFa2BwdTcPad);
     return elems * static_cast<std::size_t>(elem_bytes) + 4u * kFa2BwdTcBr * sizeof(float);
+}
+
+// flash_decoding (cuda/kernels/flash_decoding.cu, and the simulator's default for the algorithm):
+// flash-attention's split-KV kernel tiles, 64 query rows by 256 keys at d <= 64, 128 at d <= 128,
+// else 64; 4 warps.
+inline constexpr int kFlashDecodingBr = 64;
+inline constexpr int kFlashDecodingWarps = 4;
+FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 256 : d <= 128 ? 128 : 64; }
+
+// How many splits of the keys FlashDecoding runs: flash-attention's num_splits_heuristic
+// (flash_api.cpp). One split when the unsplit blocks nearly fill the GPU (80% of `slots`, flash-attention
+// counts 2 blocks of 4 warps per SM); otherwise the fewest splits whose last wave is at least 85% as full
+// as the best choice's, among the counts that change the K/V tiles per split; at most 128 splits.
+inline std::int64_t flash_decoding_splits(std::int64_t blocks, std::int64_t slots, std::int64_t kv_tiles) {
+    if (static_cast<double>(blocks) >= 0.8 * static_cast<double>(slots)) return 1;
+    const std::int64_t max_splits = std::min({std::int64_t{128}, slots, kv_tiles});
+    auto tiles_per_split = [&](std::int64_t s) { return (kv_tiles + s - 1) / s; };
+    auto eligible = [&](std::int64_t s) { return s == 1 || tiles_per_split(s) != tiles_per_split(s - 1); };
+    std::vector<double> efficiency(static_cast<std::size_t>(std::max<std::int64_t>(max_splits, 0) + 1), 0.0);
+    double best = 0;
+    for (std::int64_t s = 1; s <= max_splits; ++s) {
+        if (!eligible(s)) continue;
+        const double waves = static_cast<double>(blocks * s) / static_cast<double>(slots);
+        efficiency[static_cast<std::size_t>(s)] = waves / std::ceil(waves);
+        best = std::max(best, efficiency[static_cast<std::size_t>(s)]);
+    }
+    for (std::int64_t s = 1; s <= max_splits; ++s)
+        if (eligible(s) && efficiency[static_cast<std::size_t>(s)] >= 0.85 * best) return s;
+    return 1;
 }
 
 }  // namespace tile_rules
