@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/text.hpp"
+#include "exec/problem_inputs.hpp"
 #include "exec/trace_printer.hpp"
 #include "inputs.hpp"
 #include "model/simulation.hpp"
@@ -97,12 +98,10 @@ GpuSpec with_shared_memory(const GpuSpec& gpu, double factor) {
 TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
                      std::uint64_t seed) {
     TracedRun t;
-    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        auto in = reference::random_qkv(p.N, p.Nk, p.d, seed + static_cast<std::uint64_t>(h), p.dtype);
-        t.Q.push_back(in.Q);
-        t.K.push_back(in.K);
-        t.V.push_back(in.V);
-    }
+    ProblemInputs in = random_inputs(p, seed);
+    t.Q = std::move(in.Q);
+    t.K = std::move(in.K);  // per batch·K/V head
+    t.V = std::move(in.V);
     std::ostringstream text;
     TracePrinter printer(text, 4, 4);
     t.run = run_functional(algo, p, gpu, cfg, t.Q, t.K, t.V, &printer);

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/errors.hpp"
@@ -113,22 +114,22 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, R - q0);
         std::vector<Tile> lse_s;
         for (std::int64_t s = 0; s < S; ++s)
-            lse_s.push_back(b.load(view(*LSE_part, bh * S + s).tile(0, 1, q0, rows), Space::Registers, "LSE_s"));
+            lse_s.push_back(b.load(view(*LSE_part, bh * S + s).tile(0, 1, q0, rows), Space::Registers, "LSE_" + std::to_string(s)));
         Tile m = b.alloc_statistic(rows, Space::Registers, Fill::NegInf, "LSE_max");
         for (const Tile& t : lse_s) b.map(m, Fn::max, {m, t});
         Tile sum = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "sum");
-        for (const Tile& t : lse_s) {
-            Tile w = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "exp(LSE_s - max)");
-            b.map(w, Fn::exp_diff, {t, m});
+        for (std::int64_t s = 0; s < S; ++s) {
+            Tile w = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "exp(LSE_" + std::to_string(s) + " - max)");
+            b.map(w, Fn::exp_diff, {lse_s[static_cast<std::size_t>(s)], m});
             b.map(sum, Fn::add, {sum, w});
         }
         Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");
         b.map(lse, Fn::lse, {m, sum});
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
         for (std::int64_t s = 0; s < S; ++s) {
-            Tile w = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "exp(LSE_s - LSE)");
+            Tile w = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "exp(LSE_" + std::to_string(s) + " - LSE)");
             b.map(w, Fn::exp_diff, {lse_s[static_cast<std::size_t>(s)], lse});
-            Tile Os = b.load(view(*O_part, bh * S + s).rows(q0, rows), Space::Registers, "O_s");
+            Tile Os = b.load(view(*O_part, bh * S + s).rows(q0, rows), Space::Registers, "O_" + std::to_string(s));
             b.map(Oi, Fn::fma, {per_row(w), Os, Oi});  // O += exp(LSE_s − LSE) · O_s
         }
         b.store(Oi, view(O, bh).rows(q0, rows));
@@ -141,17 +142,21 @@ std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t Br, std::int64_t
     return (Br + 2 * Bc) * p.d * p.elem_bytes();
 }
 
-// flash-attention's split-KV kernel tiles (kernels/tile_rules.hpp, which fa-sim's CUDA kernel launches
-// with too). Then the splits: --kv-splits, or the heuristic; either way rounded to the count whose
+// fa-sim's decode kernel tiles (kernels/tile_rules.hpp: what cuda/kernels/flash_decoding.cu launches).
+// Then the splits: --kv-splits, or the heuristic; either way rounded to the count whose
 // splits all hold K/V tiles (10 tiles in 4 splits are 3 + 3 + 3 + 1; in 6, 2 + 2 + 2 + 2 + 2 and an
 // empty sixth: 5 splits).
 TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+    if (p.causal && p.N > p.Nk)
+        throw usage_error("flash_decoding with --causal and N = " + std::to_string(p.N) + " > Nk = " + std::to_string(p.Nk),
+                          "a decode step's query rows are the newest tokens, after the cached keys: N <= Nk",
+                          "pass --Nk of at least " + std::to_string(p.N) + " (the cache includes the new tokens), or drop --causal");
     TileConfig c;
     c.matmul = req.matmul;
     const std::int64_t d = p.d;
     std::int64_t Br = tile_rules::kFlashDecodingBr, Bc = tile_rules::flash_decoding_bc(static_cast<int>(d));
-    c.reasons.push_back("flash-attention's split-KV kernel for d=" + std::to_string(d) + ": Br = 64, Bc = " + std::to_string(Bc) +
-                        ", 4 warps");
+    c.reasons.push_back("fa-sim's decode kernel for d=" + std::to_string(d) + ": Br = " + std::to_string(Br) + ", Bc = " +
+                        std::to_string(Bc) + ", " + std::to_string(tile_rules::kFlashDecodingWarps) + " warps");
     if (req.Br || req.Bc) {
         Br = req.Br.value_or(Br);
         Bc = req.Bc.value_or(Bc);

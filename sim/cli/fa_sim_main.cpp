@@ -7,6 +7,7 @@
 #include "cli/cli_options.hpp"
 #include "common/errors.hpp"
 #include "exec/functional_executor.hpp"
+#include "exec/problem_inputs.hpp"
 #include "exec/trace_printer.hpp"
 #include "figures/figures.hpp"
 #include "figures/progress.hpp"
@@ -68,26 +69,21 @@ int trace(const CliOptions& o) {
     const bool default_tiles = !request.Br && !request.Bc && algo.tunable_tiles;
     if (default_tiles) request.Br = request.Bc = std::max<std::int64_t>(1, (std::max(p.N, p.Nk) + 1) / 2);
     const TileConfig tiles = choose_tiles(algo, p, o.gpu, request);
-    std::vector<reference::Matrix> Q, K, V;
-    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        auto in = reference::random_qkv(p.N, p.Nk, p.d, o.seed + static_cast<std::uint64_t>(h), p.dtype);
-        Q.push_back(in.Q);
-        K.push_back(in.K);
-        V.push_back(in.V);
-    }
+    const ProblemInputs in = random_inputs(p, o.seed);
     std::cout << "fa-sim trace: " << algo.title << "\n" << p.describe() << ", Br=" << tiles.Br << ", Bc=" << tiles.Bc
               << (tiles.q_splits > 1 ? ", q_splits=" + std::to_string(tiles.q_splits) : "")
+              << (tiles.kv_splits > 1 ? ", kv_splits=" + std::to_string(tiles.kv_splits) : "")
               << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
               << "\nQ, K, V ~ N(0,1), seed " << o.seed << "; values shown for the first 4 rows\n\n";
     TracePrinter printer(std::cout);
-    const FunctionalRun run = run_functional(algo, p, o.gpu, tiles, Q, K, V, &printer);
+    const FunctionalRun run = run_functional(algo, p, o.gpu, tiles, in.Q, in.K, in.V, &printer);
     reference::AttentionOptions options;
     options.causal = p.causal;
     std::cout << '\n';
     bool all_pass = true;
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
         const auto hh = static_cast<std::size_t>(h);
-        const auto check = reference::check_tolerance(run.O[hh], Q[hh], K[hh], V[hh], options, p.dtype);
+        const auto check = reference::check_tolerance(run.O[hh], in.Q[hh], in.K_of(p, h), in.V_of(p, h), options, p.dtype);
         all_pass &= check.pass;
         std::cout << "head " << h << ": max |O - O_exact| = " << check.error << " (allowed " << check.bound << ", naive "
                   << dtype_name(p.dtype) << " attention: " << check.naive_error << ") -> "

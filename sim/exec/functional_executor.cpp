@@ -237,12 +237,7 @@ private:
 
 FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs,
                                        ExecutionModel execution)
-    : problem_(problem), counter_(gpu, 0, std::move(execution)), inputs_(std::move(inputs)) {
-    for (const auto& [name, per_head] : inputs_)
-        if (static_cast<std::int64_t>(per_head.size()) != problem.batch_heads())
-            throw std::invalid_argument("functional executor: input " + name + " has " + std::to_string(per_head.size()) +
-                                        " matrices; it needs one per batch*head (" + std::to_string(problem.batch_heads()) + ")");
-}
+    : problem_(problem), counter_(gpu, 0, std::move(execution)), inputs_(std::move(inputs)) {}
 
 FunctionalExecutor::~FunctionalExecutor() = default;
 
@@ -255,6 +250,9 @@ void FunctionalExecutor::on_declare(const GlobalTensor& t) {
         g.assign(static_cast<std::size_t>(t.heads), MatrixF::Constant(t.rows, t.cols, std::numeric_limits<float>::quiet_NaN()));
         return;
     }
+    // Global memory is flat: the inputs' rows, head after head, are laid out as the program declares the
+    // tensor (FlashDecoding declares one-row Q heads of a group as the rows of one head).
+    std::int64_t input_rows = 0;
     for (std::size_t h = 0; h < input->second.size(); ++h) {
         const reference::Matrix& m = input->second[h];
         for (Eigen::Index i = 0; i < m.rows(); ++i)  // NaN and inf would spread through every product: refused
@@ -263,12 +261,20 @@ void FunctionalExecutor::on_declare(const GlobalTensor& t) {
                     throw std::invalid_argument("functional executor: input " + t.name + " of head " + std::to_string(h) +
                                                 " holds " + std::to_string(m(i, j)) + " at (" + std::to_string(i) + ", " +
                                                 std::to_string(j) + "); inputs must be finite numbers");
-        if (m.rows() != t.rows || m.cols() != t.cols)
-            throw std::invalid_argument("functional executor: input " + t.name + " is " + std::to_string(m.rows()) + "x" +
-                                        std::to_string(m.cols()) + "; the program declares it " + std::to_string(t.rows) +
-                                        "x" + std::to_string(t.cols));
-        g.push_back(m.cast<float>());
+        if (m.cols() != t.cols)
+            throw std::invalid_argument("functional executor: input " + t.name + " has " + std::to_string(m.cols()) +
+                                        " columns; the program declares " + std::to_string(t.cols));
+        input_rows += m.rows();
     }
+    if (input_rows != t.heads * t.rows)
+        throw std::invalid_argument("functional executor: input " + t.name + " holds " + std::to_string(input_rows) +
+                                    " rows in " + std::to_string(input->second.size()) + " matrices; the program declares " +
+                                    std::to_string(t.heads) + " heads of " + std::to_string(t.rows) + " rows");
+    g.assign(static_cast<std::size_t>(t.heads), MatrixF(t.rows, t.cols));
+    std::int64_t row = 0;
+    for (const reference::Matrix& m : input->second)
+        for (Eigen::Index i = 0; i < m.rows(); ++i, ++row)
+            g[static_cast<std::size_t>(row / t.rows)].row(row % t.rows) = m.row(i).cast<float>();
 }
 
 void FunctionalExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -295,6 +301,26 @@ bool FunctionalExecutor::has_tensor(std::string_view name) const {
 const MatrixF& FunctionalExecutor::tensor(std::string_view name, std::int64_t head) const {
     for (const GlobalTensor& t : tensors())
         if (t.name == name) return global_[static_cast<std::size_t>(t.id)].at(static_cast<std::size_t>(head));
+    throw std::invalid_argument("functional executor: the program declared no tensor " + std::string(name));
+}
+
+std::vector<MatrixF> FunctionalExecutor::tensor_as(std::string_view name, std::int64_t heads, std::int64_t rows,
+                                                    std::int64_t cols) const {
+    for (const GlobalTensor& t : tensors()) {
+        if (t.name != name) continue;
+        if (t.heads * t.rows * t.cols != heads * rows * cols)
+            throw std::invalid_argument("functional executor: " + std::string(name) + " holds " +
+                                        std::to_string(t.heads * t.rows * t.cols) + " elements, not " +
+                                        std::to_string(heads) + "x" + std::to_string(rows) + "x" + std::to_string(cols));
+        std::vector<MatrixF> out(static_cast<std::size_t>(heads), MatrixF(rows, cols));
+        const std::vector<MatrixF>& stored = global_[static_cast<std::size_t>(t.id)];
+        for (std::int64_t k = 0; k < heads * rows * cols; ++k) {  // row-major, head after head, in both layouts
+            const std::int64_t from = k / t.cols, to = k / cols;
+            out[static_cast<std::size_t>(to / rows)](to % rows, k % cols) =
+                stored[static_cast<std::size_t>(from / t.rows)](from % t.rows, k % t.cols);
+        }
+        return out;
+    }
     throw std::invalid_argument("functional executor: the program declared no tensor " + std::string(name));
 }
 
@@ -325,10 +351,14 @@ FunctionalRun run_functional(const Algorithm& algo, const AttentionProblem& p, c
     x.set_observer(observer);
     run_algorithm(algo, x, p, tiles);
     FunctionalRun r;
+    // O and LSE per query head, whatever rows the program's kernels gave them (FlashDecoding packs a group).
+    const std::vector<MatrixF> O = x.tensor_as("O", p.batch_heads(), p.N, p.d);
+    const std::vector<MatrixF> LSE = x.has_tensor("LSE") ? x.tensor_as("LSE", p.batch_heads(), 1, p.N) : std::vector<MatrixF>{};
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        r.O.push_back(x.tensor("O", h).cast<double>());
-        if (x.has_tensor("LSE")) {
-            r.lse.push_back(x.tensor("LSE", h).row(0).transpose().cast<double>());
+        const auto hh = static_cast<std::size_t>(h);
+        r.O.push_back(O[hh].cast<double>());
+        if (!LSE.empty()) {
+            r.lse.push_back(LSE[hh].row(0).transpose().cast<double>());
         } else if (x.has_tensor("m")) {  // FA1 keeps m and ℓ; LSE = m + log ℓ
             const reference::Vector m = x.tensor("m", h).row(0).transpose().cast<double>();
             const reference::Vector l = x.tensor("l", h).row(0).transpose().cast<double>();

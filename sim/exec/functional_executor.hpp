@@ -22,8 +22,9 @@
 
 namespace fasim {
 
-// Input tensors by name ("Q", "K", "V", ...), one matrix per batch·head, already representable in
-// the problem's dtype. A declared tensor with an input of its name starts with those values; every
+// Input tensors by name ("Q", "K", "V", ...), one matrix per batch·head (K and V: per batch·K/V head),
+// already representable in the problem's dtype; their rows, head after head, fill the declared tensor
+// in memory order, as on a GPU. A declared tensor with an input of its name starts with those values; every
 // other declared tensor starts as NaN, so an element the program forgets to write shows up in
 // every check.
 using FunctionalInputs = std::map<std::string, std::vector<reference::Matrix>, std::less<>>;
@@ -41,6 +42,10 @@ public:
 
     // A global tensor of one head after the run (row statistics as a 1×N row).
     const reference::MatrixF& tensor(std::string_view name, std::int64_t head) const;
+    // The same memory read as `heads` matrices of rows x cols (FlashDecoding's O of packed query heads
+    // read back per query head).
+    std::vector<reference::MatrixF> tensor_as(std::string_view name, std::int64_t heads, std::int64_t rows,
+                                              std::int64_t cols) const;
     bool has_tensor(std::string_view name) const;
     const std::vector<KernelRecord>& kernels() const { return counter_.kernels(); }
 
@@ -68,7 +73,8 @@ BackwardRun run_functional_backward(const Algorithm& forward, const Algorithm& b
                                     const std::vector<reference::Matrix>& V, const std::vector<reference::Matrix>& dO,
                                     Observer* observer = nullptr);
 
-// Runs an algorithm functionally on the given inputs (one matrix per batch·head).
+// Runs an algorithm functionally on the given inputs: Q one matrix per batch·head, K and V one per
+// batch·K/V head.
 struct FunctionalRun {
     std::vector<reference::Matrix> O;  // per head, float64 copies of the stored output
     std::vector<reference::Vector> lse;  // per head; empty for standard attention (it keeps none)

@@ -83,7 +83,7 @@ json gpu_json(const GpuSpec& g) {
 
 json problem_json(const AttentionProblem& p) {
     return {{"batch", p.batch}, {"heads", p.heads}, {"N", p.N},       {"Nk", p.Nk},
-            {"d", p.d},         {"dtype", dtype_name(p.dtype)}, {"causal", p.causal}};
+            {"d", p.d},         {"dtype", dtype_name(p.dtype)}, {"causal", p.causal}, {"kv_heads", p.kv_head_count()}};
 }
 
 json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
@@ -113,6 +113,7 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
               {"time", {{"predicted_s", r.time_s}, {"matmul_flops_per_s", r.achieved_flops()}}},
               {"kernels", kernels}};
     if (r.tiles.q_splits > 1) j["tiles"]["q_splits"] = r.tiles.q_splits;  // absent when 1: that output is unchanged
+    if (r.algo->kv_splits) j["tiles"]["kv_splits"] = r.tiles.kv_splits;
     if (r.pass != PassSelection::fwd) {  // keys of the backward; a forward's output is unchanged
         j["pass"] = pass_name(r.pass);
         j["programs"] = r.forward ? json{std::string(r.forward->id), std::string(r.algo->id)} : json{std::string(r.algo->id)};
@@ -166,7 +167,10 @@ json catalog_json() {
                          {"title", std::string(a->title)},
                          {"tunable_tiles", a->tunable_tiles},
                          {"q_splits", a->q_splits},
-                         {"matmul_modes", a->matmul_modes}});
+                         {"matmul_modes", a->matmul_modes},
+                         {"grouped_kv", a->grouped_kv},
+                         {"kv_splits", a->kv_splits},
+                         {"decoding", a->decoding}});
     json kernels = json::array();
     for (const KernelVariant& k : kernel_catalog()) {
         json dtypes = k.fp32 ? json{"fp32", "fp16", "bf16"} : json{"fp16", "bf16"};
@@ -196,7 +200,7 @@ json catalog_json() {
 std::string csv_header() {
     return "schema_version,gpu,algo,batch,heads,N,Nk,d,dtype,causal,Br,Bc,hbm_read_bytes,hbm_write_bytes,"
            "l2_read_bytes,l2_write_bytes,dram_read_bytes,dram_write_bytes,smem_read_bytes,smem_write_bytes,"
-           "matmul_flops,nonmatmul_flops,sfu_ops,predicted_s,bound";
+           "matmul_flops,nonmatmul_flops,sfu_ops,predicted_s,bound,kv_heads";
 }
 
 std::string csv_row(const AlgorithmResult& r) {
@@ -212,7 +216,7 @@ std::string csv_row(const AlgorithmResult& r) {
       << r.tiles.Br << ',' << r.tiles.Bc << ',' << r.hbm.read_bytes() << ',' << r.hbm.write_bytes() << ','
       << r.l2.read_bytes() << ',' << r.l2.write_bytes() << ',' << r.dram.read_bytes() << ',' << r.dram.write_bytes()
       << ',' << r.smem_read << ',' << r.smem_write << ',' << r.matmul_flops << ',' << r.nonmatmul_flops << ','
-      << r.sfu_ops << ',' << r.time_s << ",\"" << bound << '"';
+      << r.sfu_ops << ',' << r.time_s << ",\"" << bound << "\"," << p.kv_head_count();
     return s.str();
 }
 

@@ -233,13 +233,15 @@ void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResul
         << (p.grouped() ? " KV=" + std::to_string(p.kv_head_count()) : std::string())
         << (parameter == SweepParameter::Nk ? " N=" + std::to_string(p.N) : std::string()) << " d=" << p.d << " "
         << dtype_name(p.dtype) << (p.causal ? " causal" : " non-causal") << "\n\n";
+    std::size_t col = 12;  // wide enough for the longest algorithm id and a space
+    for (const auto& r : by_n.front()) col = std::max(col, family_of(*r.algo).size() + 2);
     auto table = [&](const std::string& title, auto&& cell) {
         out << title << '\n' << rpad(name, 8);
-        for (const auto& r : by_n.front()) out << rpad(std::string(family_of(*r.algo)), 12);
+        for (const auto& r : by_n.front()) out << rpad(std::string(family_of(*r.algo)), col);
         out << '\n';
         for (const auto& rs : by_n) {
             out << rpad(std::to_string(sweep_value(rs.front().problem, parameter)), 8);
-            for (const auto& r : rs) out << rpad(cell(r) + (r.fits_in_hbm ? "" : "*"), 12);
+            for (const auto& r : rs) out << rpad(cell(r) + (r.fits_in_hbm ? "" : "*"), col);
             out << '\n';
         }
         out << '\n';

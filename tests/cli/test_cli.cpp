@@ -243,3 +243,50 @@ TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the grad
     CHECK(r.out.find("max |dK - dK_exact|") != std::string::npos);
     CHECK(r.out.find("DIFFERS") == std::string::npos);
 }
+
+// ---- Decoding: FlashDecoding, grouped-query attention, sweeps over the cache length ----
+
+TEST_CASE("a decode step with grouped-query attention: the issue's command runs split and combine kernels", "[cli][decode]") {
+    const auto r = run_command(fa_sim("--algo flash_decoding --N 1 --Nk 65536 --batch 1 --heads 32 --kv-heads 8 --d 128"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("B=1 H=32 KV=8 N=1 Nk=65536 d=128") != std::string::npos);
+    CHECK(r.out.find("Kernel flash_decoding_split") != std::string::npos);
+    CHECK(r.out.find("Kernel flash_decoding_combine") != std::string::npos);
+    CHECK(r.out.find("4 query heads per K/V head") != std::string::npos);
+    CHECK(r.out.find("heuristic picks") != std::string::npos);
+    CHECK(r.out.find("O_partial") != std::string::npos);
+}
+
+TEST_CASE("algo all on a decode shape lists FlashDecoding beside FA2, and only algorithms that share K/V heads", "[cli][decode]") {
+    const auto gqa = run_command(fa_sim("--algo all --N 1 --Nk 65536 --heads 32 --kv-heads 8 --d 128 --json"));
+    REQUIRE(gqa.exit_code == 0);
+    const nlohmann::json doc = nlohmann::json::parse(gqa.out);
+    std::set<std::string> algos;
+    for (const auto& r : doc.at("algorithms")) algos.insert(r.at("algo").get<std::string>());
+    CHECK(algos == std::set<std::string>{"tiled", "fa2", "flash_decoding"});
+    // Training shapes (N = Nk) keep the forward comparison of the papers.
+    const auto training = run_command(fa_sim("--algo all --N 1024 --json"));
+    REQUIRE(training.exit_code == 0);
+    CHECK(training.out.find("flash_decoding") == std::string::npos);
+}
+
+TEST_CASE("sweep over Nk: one row per cache length, N fixed, FlashDecoding's time growing with the cache", "[cli][decode][sweep]") {
+    const auto r = run_command(fa_sim("--algo all --sweep Nk=1024:262144 --N 1 --heads 32 --kv-heads 8 --d 128 --csv"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 9 * 3);  // header, 9 lengths x 3 algorithms
+    const auto text = run_command(fa_sim("--algo all --sweep Nk=1024:4096 --N 1 --heads 32 --kv-heads 8 --d 128"));
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("sweep over Nk") != std::string::npos);
+    CHECK(text.out.find("fa2  flash_decoding") != std::string::npos);  // columns as wide as their names
+}
+
+TEST_CASE("bad decode options are refused on one line with a fix", "[cli][decode][errors]") {
+    expect_usage_error("--kv-heads 5 --heads 32", "--kv-heads 5 does not divide --heads 32");
+    expect_usage_error("--algo fa1 --kv-heads 8 --heads 32", "not modelled for fa1");
+    expect_usage_error("--algo flash_decoding --causal --N 8 --Nk 4", "N = 8 > Nk = 4");
+    expect_usage_error("--algo flash_decoding --kv-splits 0", "--kv-splits 0");
+    expect_usage_error("--algo flash_decoding --N 1 --Nk 1024 --d 128 --kv-splits 100", "--kv-splits 100 is out of range");
+    expect_usage_error("--algo fa2 --kv-splits 3", "does not apply to fa2");
+    expect_usage_error("--algo all --sweep Nk=1024:4096 --N 1 --plot /tmp/fa-sim-never-written", "--sweep Nk=1024:4096 was combined with --plot");
+    expect_usage_error("--sweep K=1:4", "--sweep parameter 'K'");
+}

@@ -1,0 +1,164 @@
+// FlashDecoding (split-KV) and grouped-query attention: the combine is exact, the traffic of a decode
+// step is K and V read once plus the partials' round trip, GQA divides it by the group size, and the
+// split count follows flash-attention's heuristic.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "algorithms/algorithm.hpp"
+#include "attention_reference.hpp"
+#include "exec/functional_executor.hpp"
+#include "exec/problem_inputs.hpp"
+#include "kernels/tile_rules.hpp"
+#include "precision.hpp"
+#include "test_helpers.hpp"
+
+using namespace fasim;
+using namespace fasim::test;
+
+namespace {
+
+std::uint64_t test_seed() {
+    if (const char* s = std::getenv("FASIM_TEST_SEED")) return std::strtoull(s, nullptr, 10);
+    static const std::uint64_t seed = std::random_device{}();
+    return seed;
+}
+
+AttentionProblem decode(std::int64_t N, std::int64_t Nk, std::int64_t heads, std::int64_t kv_heads, std::int64_t batch = 1,
+                        std::int64_t d = 128, DType t = DType::fp16, bool causal = false) {
+    AttentionProblem p = problem(N, d, heads, t, causal, Nk);
+    p.batch = batch;
+    p.kv_heads = kv_heads;
+    return p;
+}
+
+const GpuSpec& h100() {
+    static const GpuSpec g = find_gpu_preset("H100-SXM");
+    return g;
+}
+
+const Algorithm& flash_decoding() { return algorithm("flash_decoding"); }
+
+}  // namespace
+
+TEST_CASE("FlashDecoding equals exact attention: any split count, GQA and MQA, causal query blocks", "[flash-decoding][functional]") {
+    const std::uint64_t seed = test_seed();
+    INFO("seed " << seed << " (rerun with FASIM_TEST_SEED=" << seed << ")");
+    for (auto [N, Nk] : {std::pair{1L, 1L}, {1L, 77L}, {1L, 300L}, {3L, 77L}, {17L, 300L}})
+        for (std::int64_t kv : {4L, 2L, 1L})
+            for (DType t : {DType::fp32, DType::fp16, DType::bf16})
+                for (bool causal : {false, true})
+                    for (std::int64_t splits : {0L, 1L, 2L, 3L, 7L}) {
+                        const AttentionProblem p = decode(N, Nk, 4, kv, 2, 16, t, causal);
+                        TileRequest req;
+                        req.Br = 8;
+                        req.Bc = 16;  // several K/V tiles, so the splits hold different keys
+                        if (splits > ceil_div(Nk, *req.Bc)) continue;
+                        req.kv_splits = splits;
+                        CAPTURE(N, Nk, kv, dtype_name(t), causal, splits);
+                        const TileConfig tiles = choose_tiles(flash_decoding(), p, a100(), req);
+                        const ProblemInputs in = random_inputs(p, seed);
+                        const FunctionalRun run = run_functional(flash_decoding(), p, a100(), tiles, in.Q, in.K, in.V);
+                        reference::AttentionOptions opt;
+                        opt.causal = causal;
+                        for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
+                            const auto hh = static_cast<std::size_t>(h);
+                            const auto check = reference::check_tolerance(run.O[hh], in.Q[hh], in.K_of(p, h), in.V_of(p, h), opt, t);
+                            CAPTURE(h, check.error, check.bound);
+                            CHECK(check.pass);
+                            const auto exact = reference::exact_attention(in.Q[hh], in.K_of(p, h), in.V_of(p, h), opt);
+                            if (t == DType::fp32) CHECK(reference::check_lse(run.lse[hh], in.Q[hh], in.K_of(p, h), opt, exact).pass);
+                        }
+                    }
+}
+
+TEST_CASE("a decode step's HBM traffic: K and V once per K/V head, Q, O, and the partials' round trip", "[flash-decoding][closed-form]") {
+    // Llama-style decode on an H100: 32 query heads sharing 8 K/V heads, one new token, 64k cached keys.
+    for (std::int64_t kv : {32L, 8L, 1L})
+        for (std::int64_t batch : {1L, 4L}) {
+            const AttentionProblem p = decode(1, 65536, 32, kv, batch);
+            const AlgorithmResult r = simulate(flash_decoding(), p, h100());
+            CAPTURE(kv, batch, r.tiles.kv_splits);
+            const std::int64_t e = 2, d = 128, S = r.tiles.kv_splits, rows = batch * 32;
+            const std::int64_t kv_bytes = 2 * batch * kv * 65536 * d * e;         // K and V, each read once
+            const std::int64_t q = S * rows * d * e;                               // each split reads the new token's Q
+            const std::int64_t o = rows * (d * e + 4);                             // O and its LSE, written once
+            const std::int64_t partials = S > 1 ? S * rows * (d + 1) * 4 : 0;      // fp32 O_s and LSE_s
+            CHECK(r.hbm.read_bytes() == kv_bytes + q + partials);
+            CHECK(r.hbm.write_bytes() == o + partials);
+            // The split kernel reads Q once per split; with 8 or more K/V heads everything but K and V is under
+            // 1% at this size. With one (MQA) K and V shrink 32-fold, and the partials' round trip shows.
+            if (kv >= 8) CHECK(static_cast<double>(r.hbm.total()) < 1.01 * static_cast<double>(kv_bytes));
+            const ClosedForm f = flash_decoding().closed_form(p, r.tiles);
+            REQUIRE(f.hbm);
+            CHECK(r.hbm.read_bytes() == f.hbm->read);
+            CHECK(r.hbm.write_bytes() == f.hbm->write);
+            CHECK(read_of(r.hbm, "O_partial") == write_of(r.hbm, "O_partial"));
+            CHECK(read_of(r.hbm, "LSE_partial") == (S > 1 ? S * batch * 32 * 4 : 0));
+        }
+}
+
+TEST_CASE("GQA: FlashDecoding reads each K/V head once for its whole group, FA2 once per query head", "[flash-decoding][gqa]") {
+    const AttentionProblem mha = decode(1, 16384, 32, 32), gqa = decode(1, 16384, 32, 8), mqa = decode(1, 16384, 32, 1);
+    auto kv_read = [](const AlgorithmResult& r) { return read_of(r.hbm, "K") + read_of(r.hbm, "V"); };
+    const std::int64_t mha_bytes = kv_read(simulate(flash_decoding(), mha, h100()));
+    CHECK(mha_bytes == 2 * 32 * 16384 * 128 * 2);
+    CHECK(kv_read(simulate(flash_decoding(), gqa, h100())) * 4 == mha_bytes);
+    CHECK(kv_read(simulate(flash_decoding(), mqa, h100())) * 32 == mha_bytes);
+    // FA2 gives every query head its own blocks: the group's K/V head is requested once per query head
+    // (the L2 may serve the repeats; the papers' HBM count does not).
+    CHECK(kv_read(simulate(algorithm("fa2"), gqa, h100())) == mha_bytes);
+}
+
+TEST_CASE("flash-attention's split heuristic: fill the SMs' slots, fewest splits within 85% of the best", "[flash-decoding][splits]") {
+    // 8 K/V heads of one sequence on an H100 (264 slots, 2 per SM), 128 K/V tiles: 32 splits of 4 tiles
+    // make 256 blocks (97% of a wave, the best); 26 to 31 splits all need 5 tiles each, so only 26 counts
+    // among them, and its 208 blocks (79%) fall short of 85% of the best.
+    CHECK(tile_rules::flash_decoding_splits(8, 264, 128) == 32);
+    // Enough blocks already (80% of the slots): no split.
+    CHECK(tile_rules::flash_decoding_splits(212, 264, 1000) == 1);
+    CHECK(tile_rules::flash_decoding_splits(211, 264, 1000) > 1);
+    // Never more splits than K/V tiles, nor than 128.
+    CHECK(tile_rules::flash_decoding_splits(1, 264, 3) == 3);
+    CHECK(tile_rules::flash_decoding_splits(1, 1000, 100000) == 109);  // 128 is the best; 109 the fewest within 85%
+    // The simulator picks the same: batch 1, 32 heads over 8 K/V heads, 16k keys.
+    const AlgorithmResult r = simulate(flash_decoding(), decode(1, 16384, 32, 8), h100());
+    CHECK(r.tiles.Bc == tile_rules::flash_decoding_bc(128));
+    CHECK(r.tiles.kv_splits == tile_rules::flash_decoding_splits(8, 2 * 132, ceil_div(16384, r.tiles.Bc)));
+    CHECK(r.kernels.front().desc.grid() == 8 * r.tiles.kv_splits);
+}
+
+TEST_CASE("splits are rounded to the count whose splits all hold keys", "[flash-decoding][splits]") {
+    // 10 K/V tiles in 6 splits of 2 leave the sixth empty: 5 splits run.
+    TileRequest req;
+    req.kv_splits = 6;
+    const TileConfig t = choose_tiles(flash_decoding(), decode(1, 10 * tile_rules::flash_decoding_bc(128), 32, 32), h100(), req);
+    CHECK(t.kv_splits == 5);
+}
+
+TEST_CASE("one query row leaves FA2 SMs idle, FlashDecoding fills them and is predicted several times faster", "[flash-decoding][model]") {
+    const AttentionProblem p = decode(1, 65536, 32, 8);
+    const AlgorithmResult fa2 = simulate(algorithm("fa2"), p, h100()), fd = simulate(flash_decoding(), p, h100());
+    CHECK(fa2.kernels.front().desc.grid() == 32);
+    CHECK(fa2.timing.front().idle_sms == 100);
+    CHECK(fd.timing.front().idle_sms == 0);
+    CHECK(fd.time_s * 4 < fa2.time_s);
+    // FlashDecoding's split kernel is bound by DRAM: K and V streamed once at the HBM's rate.
+    CHECK(fd.timing.front().bound.find("DRAM") != std::string::npos);
+}
+
+TEST_CASE("bad decode inputs are refused on one line: K/V heads that do not divide the heads, splits out of range, causal N > Nk",
+          "[flash-decoding][errors]") {
+    AttentionProblem p = decode(1, 1024, 32, 5);
+    CHECK_THROWS_WITH(validate(p), Catch::Contains("--kv-heads 5") && Catch::Contains("divide"));
+    TileRequest req;
+    req.kv_splits = 9;  // 8 K/V tiles
+    CHECK_THROWS_WITH(choose_tiles(flash_decoding(), decode(1, 8 * tile_rules::flash_decoding_bc(128), 32, 8), h100(), req),
+                      Catch::Contains("--kv-splits 9") && Catch::Contains("1..8"));
+    CHECK_THROWS_WITH(choose_tiles(flash_decoding(), decode(8, 4, 32, 8, 1, 128, DType::fp16, true), h100(), {}),
+                      Catch::Contains("N = 8") && Catch::Contains("Nk = 4"));
+    // Algorithms that give every query head its own K/V head refuse grouped ones.
+    CHECK_THROWS_WITH(choose_tiles(algorithm("fa1"), decode(1, 1024, 32, 8), h100(), {}), Catch::Contains("--kv-heads"));
+}
