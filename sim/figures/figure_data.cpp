@@ -125,6 +125,41 @@ BlockSizeSweep run_block_size_sweep(const FigureRequest& req) {
     return s;
 }
 
+AttentionProblem decode_problem(const AttentionProblem& p) {
+    AttentionProblem q = p;
+    if (q.N >= q.Nk) {
+        q.N = 1;
+        q.causal = false;
+    }
+    return q;
+}
+
+std::vector<std::int64_t> default_sweep_context() {
+    std::vector<std::int64_t> nk;
+    for (std::int64_t v = 1024; v <= 262144; v *= 2) nk.push_back(v);
+    return nk;
+}
+
+ContextSweep run_context_sweep(const FigureRequest& req, Progress* progress) {
+    ContextSweep s;
+    s.problem = decode_problem(req.problem);
+    s.nk = default_sweep_context();
+    s.algos = {&algorithm("fa2"), &algorithm("flash_decoding")};
+    SweepRequest sr;
+    sr.algos = s.algos;
+    sr.base = s.problem;
+    sr.ns = s.nk;
+    sr.model = req.model;
+    sr.parameter = SweepParameter::Nk;
+    auto by_nk = run_sweep(sr, req.gpu, [progress] {
+        if (progress) progress->tick();
+    });
+    s.by_algo.assign(s.algos.size(), {});
+    for (auto& row : by_nk)
+        for (std::size_t a = 0; a < s.algos.size(); ++a) s.by_algo[a].push_back(std::move(row[a]));
+    return s;
+}
+
 std::optional<double> standard_hbm_limit_n(const NSweep& sweep, const GpuSpec& gpu) {
     for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
         if (!sweep.algos[a]->baseline) continue;

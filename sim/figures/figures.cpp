@@ -622,6 +622,72 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
     return f;
 }
 
+// ---- 7. decoding: time and SM use vs the K/V cache length ----------------------------
+
+std::vector<Figure> decode_vs_context(const FigureRequest& req, const ContextSweep& sweep) {
+    const AttentionProblem& p = sweep.problem;
+    std::vector<double> nk, once;
+    for (std::int64_t v : sweep.nk) {
+        nk.push_back(dbl(v));  // K and V of every K/V head read once: what a decode step cannot avoid
+        once.push_back(dbl(2 * p.batch_kv_heads() * v * p.d * p.elem_bytes()) / req.gpu.effective_hbm_bandwidth());
+    }
+    const std::string step = "B=" + std::to_string(p.batch) + ", H=" + std::to_string(p.heads) +
+                             (p.grouped() ? " over " + std::to_string(p.kv_head_count()) + " K/V heads" : std::string()) +
+                             ", N=" + std::to_string(p.N) + ", d=" + std::to_string(p.d) + ", " + dtype_name(p.dtype) +
+                             (p.causal ? ", causal" : "");
+    std::string config = "Configuration: " + req.gpu.name + "; a decode step, " + step + "; Nk from " +
+                         plot::format_tokens(nk.front(), 3) + " to " + plot::format_tokens(nk.back(), 3) + " keys.";
+
+    Figure time{"decode_time_vs_context", Chart("Decoding: predicted time vs K/V cache length", 900, 600), {}, {}, {}, {}};
+    time.chart.x_axis() = {ScaleKind::Log2, "keys in the cache Nk (tokens)", plot::tokens_labels()};
+    time.chart.y_axis() = {ScaleKind::Log10, "predicted time", plot::seconds_labels()};
+    time.chart.set_legend(plot::LegendPosition::OutsideRight);
+    add_line(time,
+             LineSeries("K and V read once at " + plot::format_si(req.gpu.effective_hbm_bandwidth(), "B/s", 3), nk, once)
+                 .with_color("#888888")
+                 .with_marker(Marker::None)
+                 .with_style(LineStyle::Dotted)
+                 .with_width(1.4),
+             true);
+    Figure busy{"decode_sm_busy_vs_context", Chart("Decoding: share of SM time in use vs K/V cache length", 900, 600), {}, {}, {}, {}};
+    busy.chart.x_axis() = {ScaleKind::Log2, "keys in the cache Nk (tokens)", plot::tokens_labels()};
+    busy.chart.y_axis() = {ScaleKind::Linear, "SM time spent on blocks, main kernel", plot::percent_labels()};
+    busy.chart.y_axis().min = 0;
+    busy.chart.y_axis().max = 1;
+    busy.chart.set_legend(plot::LegendPosition::OutsideRight);
+    std::vector<std::string> grids;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+        const Algorithm* algo = sweep.algos[a];
+        std::vector<double> t, share;
+        for (const AlgorithmResult& r : sweep.by_algo[a]) {
+            t.push_back(r.time_s);
+            share.push_back(r.longest_kernel().sm_busy_fraction);
+        }
+        add_line(time, LineSeries(algo_label(algo), nk, t).with_color(algo_color(algo)).with_marker(Marker::Circle));
+        add_line(busy, LineSeries(algo_label(algo), nk, share).with_color(algo_color(algo)).with_marker(Marker::Circle));
+        const AlgorithmResult& first = sweep.by_algo[a].front();
+        const AlgorithmResult& last = sweep.by_algo[a].back();
+        std::string g = algo_label(algo) + " " + std::to_string(first.tiles.Br) + kTimes + std::to_string(first.tiles.Bc) +
+                        " tiles, " + std::to_string(first.kernels.front().desc.grid()) + " blocks";
+        if (algo->kv_splits)
+            g += " (" + std::to_string(first.tiles.kv_splits) + " splits) at Nk=" + plot::format_tokens(nk.front(), 3) + ", " +
+                 std::to_string(last.kernels.front().desc.grid()) + " (" + std::to_string(last.tiles.kv_splits) +
+                 " splits) at " + plot::format_tokens(nk.back(), 3);
+        grids.push_back(g);
+    }
+    const double fa2_last = sweep.by_algo[0].back().time_s, fd_last = sweep.by_algo[1].back().time_s;
+    const std::string common = config + " " + join(grids, "; ") + " on " + std::to_string(req.gpu.sm_count) + " SMs.\n";
+    time.chart.set_caption(
+        common + "With one query row FA2 launches one block per Q tile of each head, fewer than the SMs: the others idle "
+                 "while each block streams its head's whole cache. FlashDecoding splits the keys over enough blocks to fill "
+                 "the GPU (flash-attention's heuristic) and adds a combine kernel; at Nk=" + plot::format_tokens(nk.back(), 3) +
+        " it is predicted " + sig(fa2_last / fd_last, 3) + kTimes + " faster, " + sig(fd_last / once.back(), 3) + kTimes +
+        " the time to read K and V once (grey).");
+    busy.chart.set_caption(common + "SM busy share: SM time spent running blocks over the SMs times the kernel's span "
+                                    "(the longest kernel of each algorithm), from the simulator's block schedule.");
+    return {std::move(time), std::move(busy)};
+}
+
 // ---- all of them -------------------------------------------------------------------
 
 namespace {
@@ -657,6 +723,7 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     if (!timeline && notes)
         notes->push_back("occupancy_timeline: not drawn (it needs " +
                          ids_where([](const Algorithm& a) { return a.timeline_figure; }) + " among the algorithms)");
+    for (Figure& d : decode_vs_context(req, run_context_sweep(req, progress))) figs.push_back(std::move(d));
     if (measured) {
         figs.push_back(predicted_vs_measured(req, *measured));
     } else if (notes) {
@@ -672,7 +739,7 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
 
 std::int64_t simulation_steps(const FigureRequest& req) {
     const std::size_t n = req.sweep_n.empty() ? default_sweep_n().size() : req.sweep_n.size();
-    return static_cast<std::int64_t>(req.algos.size() * n) + 2;
+    return static_cast<std::int64_t>(req.algos.size() * n) + 2 + 2 * static_cast<std::int64_t>(default_sweep_context().size());
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 //   block_size_sweep_time   FA1/FA2 predicted runtime vs block size
 //   occupancy_timeline_fa1  which SM runs which thread block when (idle SMs = empty rows)
 //   occupancy_timeline_fa2
+//   decode_time_vs_context  a decode step (one query row) of the chosen problem: FA2's and
+//                           FlashDecoding's predicted time vs the K/V cache length Nk,
+//                           beside K and V read once at the HBM bandwidth
+//   decode_sm_busy_vs_context  the share of SM time their main kernels keep busy
 //   predicted_vs_measured   only with a measured-results file (measured_results.hpp)
 //
 // Every figure function returns a Figure: the plot::Chart plus a copy of what was
@@ -106,6 +110,20 @@ struct BlockSizeSweep {
 inline constexpr std::int64_t kBlockSizes[] = {16, 32, 64, 128, 256};
 BlockSizeSweep run_block_size_sweep(const FigureRequest& req);
 
+// A decode step of the chosen problem: its B, H, K/V heads, d, dtype with one query row (N = 1), or
+// the problem itself when it is already decode-shaped (N < Nk); causal is dropped for N = 1 (one row
+// sees its whole cache).
+AttentionProblem decode_problem(const AttentionProblem& p);
+// 1024, 2048, ..., 262144.
+std::vector<std::int64_t> default_sweep_context();
+struct ContextSweep {
+    AttentionProblem problem;                          // the decode step; Nk varies
+    std::vector<std::int64_t> nk;                      // ascending
+    std::vector<const Algorithm*> algos;               // FA2 without a split, then FlashDecoding
+    std::vector<std::vector<AlgorithmResult>> by_algo; // [algo][k]
+};
+ContextSweep run_context_sweep(const FigureRequest& req, Progress* progress = nullptr);
+
 // N at which standard attention's global tensors (S, P, Q, K, V, O) stop fitting in
 // HBM, interpolated between the sweep points that bracket it; nullopt if they fit
 // (or do not fit) over the whole sweep, or standard is not in the sweep.
@@ -121,6 +139,8 @@ std::vector<Figure> block_size_sweep(const FigureRequest& req, const BlockSizeSw
 // `r` must have been simulated with timeline_blocks > 0 (run_chosen does).
 Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r);
 Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& measured);
+// Two figures: [0] predicted time (decode_time_vs_context), [1] SM busy share (decode_sm_busy_vs_context).
+std::vector<Figure> decode_vs_context(const FigureRequest& req, const ContextSweep& sweep);
 
 // All figures for the request (running each simulation once). `notes` receives
 // one line per figure left out and why (e.g. no measured-results file).

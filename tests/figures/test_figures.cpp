@@ -345,6 +345,7 @@ TEST_CASE("block_size_sweep: traffic falls with block size, sizes that do not fi
     CHECK(figs[0].name == "block_size_sweep_hbm");
     CHECK(figs[1].name == "block_size_sweep_time");
     for (const Figure& f : figs) {
+        CAPTURE(f.name);
         const auto d = parse_ok(f.chart.to_svg());
         check_series_points(f, d);
         check_marks_inside(d);
@@ -549,7 +550,7 @@ TEST_CASE("write_figures: SVG (and PNG) for every figure, predicted_vs_measured 
     }
     const std::set<std::string> expected = {"traffic_vs_n",           "tensor_bars",          "roofline",
                                             "block_size_sweep_hbm",   "block_size_sweep_time", "occupancy_timeline_fa1",
-                                            "occupancy_timeline_fa2"};
+                                            "occupancy_timeline_fa2", "decode_time_vs_context", "decode_sm_busy_vs_context"};
     CHECK(svgs == expected);
     bool noted = false;
     for (const auto& n : notes) noted = noted || contains(n, "predicted_vs_measured");
@@ -615,7 +616,7 @@ TEST_CASE("write_figures without a PNG converter writes SVG only and says so onc
         throw;
     }
     ::setenv("PATH", saved.c_str(), 1);
-    CHECK(paths.size() == 7);
+    CHECK(paths.size() == 9);
     for (const auto& p : paths) CHECK(fs::path(p).extension() == ".svg");
     std::size_t said = 0;
     for (const auto& n : notes) said += contains(n, "only SVG written") ? 1 : 0;
@@ -705,4 +706,35 @@ TEST_CASE("progress: silent unless enabled and slow, finishes its line", "[figur
     }
     CHECK(Progress::render("x", 2, 4, 8) == "x [####....] 2/4");
     CHECK(Progress::render("x", 0, 0, 4) == "x [####] 0/0");
+}
+
+TEST_CASE("decode figures: FA2 leaves SMs idle at every cache length, FlashDecoding nears K and V read once", "[figures][decode]") {
+    FigureRequest req = small_request();
+    req.gpu = find_gpu_preset("H100-SXM");
+    const ContextSweep sweep = run_context_sweep(req);
+    REQUIRE(sweep.problem.N == 1);  // the training problem's decode step
+    const std::vector<Figure> figs = decode_vs_context(req, sweep);
+    REQUIRE(figs.size() == 2);
+    for (const Figure& f : figs) {
+        CAPTURE(f.name);
+        const auto d = parse_ok(f.chart.to_svg());
+        check_series_points(f, d);
+        check_marks_inside(d);
+    }
+    const SeriesData* once = find_series(figs[0], "K and V read once at 3.35 TB/s");
+    const SeriesData *fa2 = find_series(figs[0], "FA2"), *fd = find_series(figs[0], "FlashDec");
+    const SeriesData *fa2_busy = find_series(figs[1], "FA2"), *fd_busy = find_series(figs[1], "FlashDec");
+    REQUIRE((once && fa2 && fd && fa2_busy && fd_busy));
+    REQUIRE(fd->x.size() == default_sweep_context().size());
+    CHECK(fd->x.back() == 262144.0);
+    const double blocks = static_cast<double>(sweep.by_algo[0].front().kernels.front().desc.grid());
+    for (std::size_t i = 0; i < fd->x.size(); ++i) {
+        CAPTURE(fd->x[i]);
+        CHECK(fd->y[i] < fa2->y[i]);                 // splitting the keys never loses on a decode step
+        CHECK(fd->y[i] >= once->y[i]);               // nothing beats reading K and V once
+        CHECK(fa2_busy->y[i] <= blocks / 132 + 1e-9);  // FA2's blocks cover at most that share of the SMs
+        CHECK(fd_busy->y[i] > 0.8);
+    }
+    CHECK(fd->y.back() < 1.1 * once->y.back());  // at 256k keys FlashDecoding is within 10% of the bound
+    CHECK(contains(caption_text(parse_ok(figs[0].chart.to_svg())), "faster"));
 }
