@@ -100,6 +100,30 @@ std::size_t device_smem_per_block() {
     return bytes;
 }
 
+int device_sm_count() {
+    static std::mutex mutex;
+    static std::map<int, int> cache;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(device);
+    if (it != cache.end()) return it->second;
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    cache.emplace(device, sms);
+    return sms;
+}
+
+int device_compute_capability() {
+    int device = 0;
+    int major = 0;
+    int minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return 10 * major + minor;
+}
+
 void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, std::string_view kernel) {
     if (!buf || buf.bytes() < need) {
         throw std::invalid_argument(std::string(kernel) + ": tensor " + name + " has " + std::to_string(buf.bytes()) +
@@ -110,8 +134,9 @@ void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, s
 
 FlashArgs flash_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
     const std::size_t e = elem_bytes(p.dtype), BH = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
+    const std::size_t BKV = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.kv_heads());
     const std::size_t q_bytes = BH * static_cast<std::size_t>(p.N) * static_cast<std::size_t>(p.d) * e;
-    const std::size_t kv_bytes = BH * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d) * e;
+    const std::size_t kv_bytes = BKV * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d) * e;
     check_buffer(t.Q, q_bytes, "Q", kernel);
     check_buffer(t.K, kv_bytes, "K", kernel);
     check_buffer(t.V, kv_bytes, "V", kernel);
@@ -259,18 +284,41 @@ void validate_problem(const CudaProblem& p) {
     const long long bh = static_cast<long long>(p.B) * p.H;
     require(bh <= 65535, "B*H = " + std::to_string(bh) + " is out of range",
             "B*H must be <= 65535 (grid y/z limit)", "use fewer heads or batches per call");
+    require(p.KV >= 0 && p.KV <= p.H && (p.KV == 0 || p.H % p.KV == 0),
+            "KV = " + std::to_string(p.KV) + " does not divide H = " + std::to_string(p.H),
+            "KV must be a divisor of H (1: multi-query attention, H: multi-head attention; 0 means H)",
+            "pass KV = 1, a divisor of H, or 0");
+    require(p.kv_splits >= 0, "kv_splits = " + std::to_string(p.kv_splits) + " is out of range",
+            "kv_splits must be >= 0 (0: the heuristic)", "pass 0, or the number of splits of the keys");
 }
 
 std::string cuda_kernel_unsupported(const KernelVariant& kernel, const CudaProblem& p) {
-    return kernel.unsupported(p.dtype, p.d, "--algo");
+    if (std::string why = kernel.unsupported(p.dtype, p.d, "--algo"); !why.empty()) return why;
+    const std::string name(kernel.name);
+    const Algorithm& algo = algorithm(kernel.algorithm);
+    if (p.grouped() && !kernel.grouped_kv)
+        return name + " has no grouped-query kernel: KV = " + std::to_string(p.kv_heads()) + " K/V heads differ from H = " +
+               std::to_string(p.H) + " query heads, and it reads one K/V head per query head. Fix: pass KV = H (or 0), "
+               "or use --algo flash_decoding";
+    if (p.kv_splits != 0 && !algo.kv_splits)
+        return "kv_splits = " + std::to_string(p.kv_splits) + " does not apply to " + name +
+               ": only flash_decoding splits the keys over blocks. Fix: pass kv_splits = 0, or use --algo flash_decoding";
+    // A decoding kernel's rows all see keys: bottom-right causal masking with N > Nk would leave the first
+    // N - Nk rows none, and generation never asks for that.
+    if (algo.decoding && p.causal && p.N > p.Nk)
+        return name + " refuses causal masking with N = " + std::to_string(p.N) + " > Nk = " + std::to_string(p.Nk) +
+               ": causal needs N <= Nk (the first N - Nk rows would see no key). Fix: pass Nk >= N, drop causal, or use "
+               "--algo fa2_tc";
+    return {};
 }
 
 DeviceTensors allocate_tensors(const CudaProblem& p, const KernelVariant& kernel) {
     validate_problem(p);
     const std::size_t e = elem_bytes(p.dtype);
     const std::size_t bh = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
+    const std::size_t bkv = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.kv_heads());
     const std::size_t q_elems = bh * static_cast<std::size_t>(p.N) * static_cast<std::size_t>(p.d);
-    const std::size_t kv_elems = bh * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d);
+    const std::size_t kv_elems = bkv * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d);
     const std::size_t rows = bh * static_cast<std::size_t>(p.N);
     DeviceTensors t;
     t.Q = DeviceBuffer(q_elems * e);
@@ -279,7 +327,15 @@ DeviceTensors allocate_tensors(const CudaProblem& p, const KernelVariant& kernel
     t.O = DeviceBuffer(q_elems * e);
     // What each algorithm's tile program stores besides O (sim/algorithms/).
     const std::string_view algo = kernel.algorithm;
-    if (algo == "tiled" || algo == "fa2") t.LSE = DeviceBuffer(rows * sizeof(float));
+    if (algo == "tiled" || algo == "fa2" || algo == "flash_decoding") t.LSE = DeviceBuffer(rows * sizeof(float));
+    if (algo == "flash_decoding") {  // the splits' fp32 partial results, for the splits this device runs
+        const cuda_detail::FlashDecodingLayout L = cuda_detail::flash_decoding_layout(p, cuda_detail::device_sm_count());
+        if (L.splits > 1) {
+            const std::size_t partial_rows = rows * static_cast<std::size_t>(L.splits);
+            t.O_partial = DeviceBuffer(partial_rows * static_cast<std::size_t>(p.d) * sizeof(float));
+            t.LSE_partial = DeviceBuffer(partial_rows * sizeof(float));
+        }
+    }
     if (algo == "fa1") {
         t.m = DeviceBuffer(rows * sizeof(float));
         t.l = DeviceBuffer(rows * sizeof(float));

@@ -7,12 +7,16 @@
 //   L2 requests  ld.global.cg reads served by L2, with the 32 lanes of a warp spread over 32, 4, 2 or
 //             1 cache lines (128 B) per load: the L2 counts a request per line a load touches, and
 //             the naive GEMM's loads touch 16 lines with one sector each (cuda/results/README.md)
+//   copy      device-to-device cudaMemcpyAsync of 1 GiB, best of 10, in read + write bytes per second
+//             (how the GPU presets' "device-to-device copy" bandwidth was measured): the streaming
+//             ceiling that decoding's K/V reads are held to (flash_decoding, fa-validate --grid decode)
 // Arithmetic operands live in registers (no memory traffic); every warp keeps several independent
 // accumulators so that the pipeline, not the dependency latency, sets the rate. One resident grid of
 // 4 blocks x 256 threads per SM (the L2 probe: 8, as many warps as the naive GEMM keeps); time with
 // CUDA events, median of 20 runs.
 //
 //   build/cuda/peak-rates                  prints the rates (JSON with --json)
+//   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -156,13 +160,48 @@ L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters) {
     return {kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
 }
 
+// Read + write bytes per second of the best of 10 device-to-device copies of 1 GiB (after one untimed).
+double copy_bytes_per_s() {
+    constexpr std::size_t kBytes = std::size_t{1} << 30;
+    void* src = nullptr;
+    void* dst = nullptr;
+    CUDA_CHECK(cudaMalloc(&src, kBytes));
+    CUDA_CHECK(cudaMalloc(&dst, kBytes));
+    CUDA_CHECK(cudaMemset(src, 1, kBytes));
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice));
+    float best_ms = 0;
+    for (int r = 0; r < 10; ++r) {
+        CUDA_CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice));
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (r == 0 || ms < best_ms) best_ms = ms;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(dst));
+    return 2.0 * static_cast<double>(kBytes) / (best_ms * 1e-3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
-    if (argc > 1 && !json) {
-        std::fprintf(stderr, "usage: peak-rates [--json]\n");
-        return 2;
+    bool json = false, copy_only = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (std::strcmp(argv[i], "--copy") == 0) {
+            copy_only = true;
+        } else {
+            std::fprintf(stderr, "usage: peak-rates [--copy] [--json]\n");
+            return 2;
+        }
     }
     try {
         int count = 0;
@@ -174,6 +213,15 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         int clock_khz = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+        const double copy = copy_bytes_per_s();
+        if (copy_only) {
+            if (json)
+                std::printf("{\"gpu\": \"%s\", \"d2d_copy_bytes_per_s\": %.4g}\n", prop.name, copy);
+            else
+                std::printf("%s: device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best "
+                            "of 10)\n", prop.name, copy * 1e-12);
+            return 0;
+        }
         float* sink = nullptr;
         CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
         const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * kBlocksPerSm));
@@ -220,7 +268,7 @@ int main(int argc, char** argv) {
             for (const auto& r : l2)
                 std::printf(", \"l2_lines_per_load_%d\": {\"requests_per_s\": %.4g, \"sectors_per_s\": %.4g}", 32 / r.group,
                             r.requests_per_s, r.sectors_per_s);
-            std::printf("}\n");
+            std::printf(", \"d2d_copy_bytes_per_s\": %.4g}\n", copy);
         } else {
             std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
             for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
@@ -228,6 +276,8 @@ int main(int argc, char** argv) {
             for (const auto& r : l2)
                 std::printf("    %2d line(s) per warp load: %7.1f G requests/s, %7.1f G sectors/s (%.2f TB/s)\n", 32 / r.group,
                             r.requests_per_s / 1e9, r.sectors_per_s / 1e9, r.sectors_per_s * 32 / 1e12);
+            std::printf("  device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best of 10)\n",
+                        copy * 1e-12);
         }
         return 0;
     } catch (const std::exception& e) {

@@ -7,12 +7,17 @@
 // the same storage dtype) and, in fp32, to the same 1e-4 relative error.
 //
 //   cuda-check                     the full grid: N in {1, 37, 128, 300, 1024}, Nk = N and Nk != N,
-//                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm
+//                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm; then
+//                                  decode shapes: N in {1, 3, 64, 100} x Nk in {1, 77, 1000, 4097}, H = 8
+//                                  with KV = 8, 2, 1 K/V heads, batch 1 and 2, fp16/bf16, causal where
+//                                  N <= Nk; and flash_decoding with its split count forced
 //   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
 //   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
 //
 // A problem an algorithm has no kernel for is skipped, not failed, with one line saying why: fa1_tc
-// and fa2_tc (tensor cores) have no fp32 and no d = 32 variant, and need compute capability 8.0+.
+// and fa2_tc (tensor cores) have no fp32 and no d = 32 variant, and need compute capability 8.0+; only
+// flash_decoding takes grouped K/V heads (KV < H) and a forced split count, and it refuses causal
+// masking with N > Nk. With grouped K/V heads the reference of each query head uses its group's K and V.
 //
 // Every output buffer is poisoned (all bits set: NaN in every dtype) before each run, so an element
 // a kernel fails to write shows up as NaN and fails. Prints one row per (problem, algorithm), then
@@ -58,13 +63,15 @@ struct AlgoRun {
     const KernelVariant* kernel = nullptr;
     std::string error;         // non-empty: the run threw
     std::string tiles;         // "Br x Bc" of the main kernel
+    int splits = 0;            // flash_decoding: the splits of the keys it ran
     std::vector<double> O;     // [BH][N][d]
     std::vector<double> lse;   // [BH][N], empty when the algorithm has none
     std::vector<double> dQ, dK, dV;  // a backward kernel's gradients: [BH][N][d], [BH][Nk][d]
     bool backward() const { return !kernel->forward_kernel.empty(); }
 };
 
-// What one case runs on: Q, K, V and the output gradient dO of every batch*head.
+// What one case runs on: Q, K, V and the output gradient dO of every batch*head (with grouped K/V heads,
+// the query heads of a group hold the same K and V).
 struct CaseInputs {
     std::vector<ref::QKV> heads;
     std::vector<ref::Matrix> dO;
@@ -73,6 +80,7 @@ struct CaseInputs {
 struct Row {
     const KernelVariant* kernel = nullptr;
     std::string tiles;
+    int splits = 0;
     double error = 0, bound = 0, naive_error = 0, rel = 0;
     double lse_ratio = -1;  // worst LSE error / tolerance; -1: no LSE
     bool pass = false;
@@ -132,12 +140,23 @@ void poison(const fasim::DeviceBuffer& b) {
     if (b) CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes()));
 }
 
+// The query head (over B*H) whose K and V stand for K/V head kv_head (over B*KV): its group's first.
+int group_leader(const CudaProblem& p, int kv_head) {
+    return (kv_head / p.kv_heads()) * p.H + (kv_head % p.kv_heads()) * p.group_size();
+}
+
 CaseInputs make_inputs(const Case& c) {
     const CudaProblem& p = c.problem;
     CaseInputs in;
     for (int h = 0; h < p.B * p.H; ++h) {
         const std::uint64_t s = mix(c.seed + static_cast<std::uint64_t>(h));
-        in.heads.push_back(ref::random_qkv(p.N, p.Nk, p.d, s, p.dtype));
+        // A group reads its leader's K and V (the leader comes first); random_qkv's Q does not depend on Nk.
+        const int leader = group_leader(p, (h / p.H) * p.kv_heads() + (h % p.H) / p.group_size());
+        in.heads.push_back(ref::random_qkv(p.N, leader == h ? p.Nk : 1, p.d, s, p.dtype));
+        if (leader != h) {
+            in.heads.back().K = in.heads[static_cast<std::size_t>(leader)].K;
+            in.heads.back().V = in.heads[static_cast<std::size_t>(leader)].V;
+        }
         in.dO.push_back(ref::round_matrix(ref::random_normal(p.N, p.d, mix(s ^ 0xd0d0d0d0ull)), p.dtype));
     }
     return in;
@@ -155,18 +174,19 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
                    const std::vector<unsigned char>& dO, cudaStream_t stream) {
     AlgoRun r;
     r.kernel = &kernel;
+    fasim::DeviceTensors t;
     try {
         fasim::validate_problem(p);
+        t = fasim::allocate_tensors(p, kernel);
     } catch (const std::invalid_argument& e) {  // a problem this algorithm cannot run: a failed row
         r.error = e.what();
         return r;
     }
-    fasim::DeviceTensors t = fasim::allocate_tensors(p, kernel);
     CUDA_CHECK(cudaMemcpy(t.Q.get(), q.data(), q.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.K.get(), k.data(), k.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.V.get(), v.data(), v.size(), cudaMemcpyHostToDevice));
-    for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.m, &t.l, &t.S, &t.P, &t.dQ, &t.dK, &t.dV, &t.D, &t.dQ_acc,
-                                         &t.dP, &t.dS})
+    for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.O_partial, &t.LSE_partial, &t.m, &t.l, &t.S, &t.P, &t.dQ, &t.dK,
+                                         &t.dV, &t.D, &t.dQ_acc, &t.dP, &t.dS})
         poison(*b);
     fasim::CudaLaunchInfo info;
     try {
@@ -182,9 +202,10 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
     CUDA_CHECK(cudaStreamSynchronize(stream));
     CUDA_CHECK(cudaGetLastError());
     for (const auto& kl : info.kernels) {
-        if (kl.name.rfind("fa", 0) == 0 || kl.name.rfind("tiled", 0) == 0) {
+        if (kl.name.rfind("fa", 0) == 0 || kl.name.rfind("tiled", 0) == 0 || kl.name.rfind("flash", 0) == 0) {
             if (kl.Br > 0 && kl.Bc > 0) r.tiles = std::to_string(kl.Br) + "x" + std::to_string(kl.Bc);
         }
+        if (kl.kv_splits > 0) r.splits = kl.kv_splits;
     }
     if (r.backward()) {
         r.dQ = download(t.dQ, p.dtype);
@@ -278,6 +299,7 @@ std::vector<Row> check_case(const Case& c, const CaseInputs& in, const std::vect
         Row row;
         row.kernel = run.kernel;
         row.tiles = run.tiles;
+        row.splits = run.splits;
         if (!run.error.empty()) {
             row.note = run.error;
             rows.push_back(row);
@@ -343,6 +365,10 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         // 32 heads: fa1_tc splits each head's 19 Q tiles over a few blocks (2-3 each, so its Q
         // prefetch buffer is refilled) and sees 3 K/V tiles of 256
         problems.push_back({2, 16, 300, 600, 64, DType::fp16, true});
+        // flash_decoding: a group's 4 query heads packed as rows, 3 splits of 5 K/V tiles (both K/V buffers
+        // refilled, a ragged last tile, the combine); and 3 causal rows of multi-query attention
+        problems.push_back({2, 8, 1, 300, 128, DType::fp16, false, 2, 3});
+        problems.push_back({1, 8, 3, 600, 64, DType::bf16, true, 1});
     } else {
         for (int N : {1, 37, 128, 300, 1024}) {
             const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
@@ -364,6 +390,33 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
             problems.push_back({2, 50, 257, 257, 128, dt, false});
             problems.push_back({8, 40, 200, 300, 64, dt, false});
         }
+        // Decode shapes: few query rows against many keys (ragged against every tile), grouped K/V heads
+        // (with N = 1 flash_decoding packs a group's query heads as rows), batch 1 and 2.
+        for (int N : {1, 3, 64, 100})
+            for (int Nk : {1, 77, 1000, 4097})
+                for (int KV : {8, 2, 1})
+                    for (bool causal : {false, true}) {
+                        if (causal && N > Nk) continue;
+                        for (int B : {1, 2})
+                            for (int d : {64, 128})
+                                for (DType dt : {DType::fp16, DType::bf16}) problems.push_back({B, 8, N, Nk, d, dt, causal, KV});
+                    }
+        // flash_decoding's split count forced: one split (no combine kernel), a few (the last split
+        // shorter), and one K/V tile per split.
+        for (const CudaProblem& base : {CudaProblem{2, 8, 1, 4097, 0, DType::fp16, false, 2},
+                                        CudaProblem{1, 8, 64, 1000, 0, DType::fp16, true, 8},
+                                        CudaProblem{2, 8, 3, 4097, 0, DType::fp16, true, 1}})
+            for (int d : {64, 128})
+                for (DType dt : {DType::fp16, DType::bf16}) {
+                    const int kv_tiles = (base.Nk + fasim::tile_rules::flash_decoding_bc(d) - 1) / fasim::tile_rules::flash_decoding_bc(d);
+                    for (int splits : {1, 3, 7, kv_tiles}) {
+                        CudaProblem p = base;
+                        p.d = d;
+                        p.dtype = dt;
+                        p.kv_splits = splits;
+                        problems.push_back(p);
+                    }
+                }
     }
     std::vector<Case> cases;
     for (const CudaProblem& p : problems) {
@@ -375,7 +428,9 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         std::uint64_t h = mix(base_seed);
         for (std::uint64_t v : {static_cast<std::uint64_t>(p.N), static_cast<std::uint64_t>(p.Nk),
                                 static_cast<std::uint64_t>(p.d), static_cast<std::uint64_t>(p.causal),
-                                static_cast<std::uint64_t>(p.dtype)}) {
+                                static_cast<std::uint64_t>(p.dtype), static_cast<std::uint64_t>(p.B),
+                                static_cast<std::uint64_t>(p.H), static_cast<std::uint64_t>(p.KV),
+                                static_cast<std::uint64_t>(p.kv_splits)}) {
             h = mix(h ^ v);
         }
         c.seed = h;
@@ -485,9 +540,9 @@ int main(int argc, char** argv) {
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
 
-        std::printf("\n%-16s %-5s %5s %5s %4s %-6s %-8s %10s %10s %10s %7s %9s %10s  %s\n", "algo", "dtype", "N", "Nk",
-                    "d", "causal", "tiles", "max_err", "bound", "naive_err", "ratio", "lse_ratio", "rel_err",
-                    "status");
+        std::printf("\n%-16s %-5s %2s %3s %3s %5s %5s %4s %-6s %-8s %6s %10s %10s %10s %7s %9s %10s  %s\n", "algo", "dtype",
+                    "B", "H", "KV", "N", "Nk", "d", "causal", "tiles", "splits", "max_err", "bound", "naive_err", "ratio",
+                    "lse_ratio", "rel_err", "status");
         int passed = 0;
         int failed = 0;
         std::vector<std::string> failures;
@@ -496,13 +551,16 @@ int main(int argc, char** argv) {
             const std::size_t c1 = std::min(cases.size(), c0 + batch);
             std::vector<CaseInputs> inputs(c1 - c0);
             std::vector<std::vector<AlgoRun>> runs(c1 - c0);
-            // GPU work on this thread, in order.
+            // Inputs on the CPU, one case per thread; then GPU work on this thread, in order.
+            std::vector<std::future<CaseInputs>> made;
+            for (std::size_t ci = c0; ci < c1; ++ci) made.push_back(std::async(std::launch::async, make_inputs, std::cref(cases[ci])));
             for (std::size_t ci = c0; ci < c1; ++ci) {
                 const Case& c = cases[ci];
-                inputs[ci - c0] = make_inputs(c);
+                inputs[ci - c0] = made[ci - c0].get();
                 std::vector<unsigned char> q, k, v, dO;
-                for (const ref::QKV& x : inputs[ci - c0].heads) {
-                    append_storage(x.Q, c.problem.dtype, q);
+                for (const ref::QKV& x : inputs[ci - c0].heads) append_storage(x.Q, c.problem.dtype, q);
+                for (int kh = 0; kh < c.problem.B * c.problem.kv_heads(); ++kh) {
+                    const ref::QKV& x = inputs[ci - c0].heads[static_cast<std::size_t>(group_leader(c.problem, kh))];
                     append_storage(x.K, c.problem.dtype, k);
                     append_storage(x.V, c.problem.dtype, v);
                 }
@@ -524,9 +582,10 @@ int main(int argc, char** argv) {
                 for (const Row& r : futures[ci - c0].get()) {
                     char line[512];
                     std::snprintf(line, sizeof line,
-                                  "%-16s %-5s %5d %5d %4d %-6s %-8s %10.3e %10.3e %10.3e %7.3f %9s %10.3e  %s%s%s",
-                                  std::string(r.kernel->name).c_str(), fasim::dtype_name(p.dtype), p.N, p.Nk, p.d,
-                                  p.causal ? "yes" : "no", r.tiles.empty() ? "-" : r.tiles.c_str(), r.error, r.bound,
+                                  "%-16s %-5s %2d %3d %3d %5d %5d %4d %-6s %-8s %6s %10.3e %10.3e %10.3e %7.3f %9s %10.3e  %s%s%s",
+                                  std::string(r.kernel->name).c_str(), fasim::dtype_name(p.dtype), p.B, p.H, p.kv_heads(), p.N,
+                                  p.Nk, p.d, p.causal ? "yes" : "no", r.tiles.empty() ? "-" : r.tiles.c_str(),
+                                  r.splits > 0 ? std::to_string(r.splits).c_str() : "-", r.error, r.bound,
                                   r.naive_error, r.bound > 0 ? r.error / r.bound : 0.0,
                                   r.lse_ratio < 0 ? "-" : fmt("%.3f", r.lse_ratio).c_str(), r.rel,
                                   r.pass ? "PASS" : "FAIL", r.note.empty() ? "" : "  ", r.note.c_str());

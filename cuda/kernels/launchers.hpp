@@ -45,6 +45,10 @@ std::vector<std::string> registered_kernel_names();
 // Helpers for the entries.
 // Opt-in shared memory per block of the current device (cached per device).
 std::size_t device_smem_per_block();
+// Streaming multiprocessors of the current device (cached per device).
+int device_sm_count();
+// Compute capability of the current device, e.g. 90 for 9.0.
+int device_compute_capability();
 // Throws std::invalid_argument unless `buf` holds at least `need` bytes.
 void check_buffer(const DeviceBuffer& buf, std::size_t need, const char* name, std::string_view kernel);
 
@@ -116,6 +120,27 @@ CudaKernelLaunch launch_fa2(const FlashArgs& args, cudaStream_t stream);
 CudaKernelLaunch launch_fa2_tc(const FlashArgs& args, cudaStream_t stream);
 // Empty when fa2_tc has a kernel for (dtype, d); otherwise what is wrong, the allowed values and the fix.
 std::string fa2_tc_unsupported_reason(DType dtype, int d);
+
+// ---- FlashDecoding (flash_decoding.cu) ----
+// How the launcher lays a problem out, host only: the row heads its blocks run over and their query rows
+// (with N = 1 and grouped K/V heads, a group's query heads packed as the rows of one Q tile: the same
+// memory as Q [B*H][1][d]), the tiles (tile_rules.hpp), and the splits of the keys on a device of
+// `sm_count` SMs: kv_splits, else the heuristic with 2 blocks per SM, either way rounded down to the
+// splits that hold K/V tiles, as the simulator's choose_tiles does. Throws std::invalid_argument for a
+// kv_splits outside 0..ceil(Nk/Bc).
+struct FlashDecodingLayout {
+    bool packed = false;
+    int row_heads = 0;              // B*KV when packed, else B*H
+    int rows = 0;                   // query rows per row head: H/KV when packed, else N
+    int row_heads_per_batch = 0;    // KV when packed, else H
+    int row_heads_per_kv_head = 0;  // 1 when packed, else H/KV
+    int Br = 0, Bc = 0;
+    int q_tiles = 0;          // ceil(rows / Br)
+    int kv_tiles = 0;         // ceil(Nk / Bc)
+    int splits = 0;           // S: split s takes K/V tiles [s * tiles_per_split, (s + 1) * tiles_per_split)
+    int tiles_per_split = 0;  // ceil(kv_tiles / S)
+};
+FlashDecodingLayout flash_decoding_layout(const CudaProblem& p, int sm_count);
 
 // ---- The backward pass ----
 // What every backward kernel reads and writes. Layouts as the forward's (attention_kernels.hpp): dO, dQ

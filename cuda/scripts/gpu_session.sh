@@ -2,14 +2,17 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward ...]
+#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
 #   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
 # cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
 # paper's benchmark setting (16k tokens per batch, hidden 2048); peaks = peak-rates (arithmetic and L2
 # request ceilings), with Nsight Compute's L2 counters on its L2 probe; backward = the backward kernels:
 # cuda-check, fa-validate --pass bwd (fp16/bf16, and fp32 with ncu on the CUDA-core kernel) and PyTorch's
-# backward (torch_sdpa.py --pass bwd) on the same problems.
+# backward (torch_sdpa.py --pass bwd) on the same problems; decode = FlashDecoding on decode shapes (one
+# query row, grouped K/V heads): cuda-check and compute-sanitizer of flash_decoding, fa-validate --grid decode
+# (flash_decoding and, where KV = H, fa2_tc), PyTorch's SDPA backends on the same shapes and the card's
+# device-to-device copy bandwidth, the yardsticks of the K/V streaming bandwidth.
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -17,7 +20,7 @@ out=$PWD/gpu-session
 rm -rf "$out"
 mkdir -p "$out" "$final"
 trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session; cp "$out/session.log" "$final/" 2>/dev/null' EXIT
-steps=${*:-build check sanitize validate half paper ncu peaks torch backward}
+steps=${*:-build check sanitize validate half paper ncu peaks torch backward decode}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 build=$PWD/build-gpu
@@ -45,7 +48,8 @@ kernels() {
 # Every kernel, but the naive GEMM's standard attention (the "first CUDA attempt"): it runs separately, up to
 # N=4096; beyond, one run takes seconds.
 # Forward kernels only (a backward kernel names the forward kernel it reads): the backward step times those.
-not_naive='not k["forward_kernel"] and k["matmul"] != "naive"'
+# The decoding kernels run on decode shapes (the decode step), not on the N = Nk grids.
+not_naive='not k["forward_kernel"] and k["matmul"] != "naive" and k["algorithm"] != "flash_decoding"'
 naive='not k["forward_kernel"] and k["matmul"] == "naive"'
 
 if has check; then
@@ -169,5 +173,31 @@ if has backward; then
   python3 cuda/scripts/torch_sdpa.py --pass fwd+bwd --N 4096 --dtype fp16 --runs 10 --out "$out/torch_fwd_bwd.json" \
       >> "$out/torch_bwd.txt" 2>&1
   tail -3 "$out/torch_bwd.txt"
+fi
+if has decode; then
+  if ! has check; then  # the check step checks every kernel, flash_decoding too
+    log "decode: cuda-check flash_decoding"
+    "$build/cuda/cuda-check" --quiet --algo flash_decoding > "$out/decode_check.txt" 2>&1; echo "exit $?" >> "$out/decode_check.txt"
+    tail -3 "$out/decode_check.txt"
+  fi
+  if ! has sanitize; then
+    log "decode: compute-sanitizer (flash_decoding)"
+    SANITIZE_ALGOS=flash_decoding bash cuda/scripts/sanitize.sh "$build" "$out/decode_sanitizer" > "$out/decode_sanitizer.txt" 2>&1
+    tail -4 "$out/decode_sanitizer.txt"
+  fi
+  log "decode: copy bandwidth"
+  "$build/cuda/peak-rates" --copy > "$out/decode_copy.txt" 2>&1
+  "$build/cuda/peak-rates" --copy --json > "$out/decode_copy.json" 2>>"$out/decode_copy.txt"
+  cat "$out/decode_copy.txt"
+  # DECODE_NK, DECODE_BATCHES, DECODE_KV: a part of the grid (defaults: Nk 1024..131072, batch 1, 8, 64, KV 32, 8, 1).
+  grid=(--Nk "${DECODE_NK:-1024,4096,16384,65536,131072}" --batches "${DECODE_BATCHES:-1,8,64}" --kv-heads "${DECODE_KV:-32,8,1}")
+  log "decode: fa-validate --grid decode"
+  "$build/cuda/validate/fa-validate" --grid decode "${grid[@]}" --algo flash_decoding,fa2_tc --runs 10 --warmup 2 \
+      --sample-rows 4 --out "$out/validate_decode.json" > "$out/validate_decode.txt" 2>&1
+  tail -n +2 "$out/validate_decode.txt"
+  log "decode: torch sdpa --grid decode"
+  python3 cuda/scripts/torch_sdpa.py --grid decode "${grid[@]}" --runs 10 --out "$out/torch_decode.json" \
+      > "$out/torch_decode.txt" 2>&1
+  cat "$out/torch_decode.txt"
 fi
 log "done"

@@ -6,8 +6,14 @@ adjust afterwards (the hold-out rule: docs/model.md, "Where the constants come f
     python3 cuda/scripts/predict_before.py --gpu H200 --kernels fa2_bwd_tc,standard_cublas_bwd \\
         --N 2048,4096 --d 64,128 --dtype fp16,bf16 --out cuda/results/<run>/predicted_before.json
 
+    python3 cuda/scripts/predict_before.py --gpu H100-SXM --kernels flash_decoding,fa2_tc --decode \
+        --out cuda/results/<run>/predicted_before_decode.json
+
 Each kernel is modelled as fa-sim --kernel models it (its catalog row: tile rule, registers, warps), with
-fa-validate's default batch and heads. The file records the commit of the simulator that predicted.
+fa-validate's default batch and heads; --decode instead predicts fa-validate's decode grid (one query row,
+--heads 32 over --kv-heads K/V heads, --batches, --Nk cache lengths, d = 128, fp16; a kernel without
+grouped K/V heads is predicted where K/V heads = heads only). The file records the commit of the
+simulator that predicted.
 """
 import argparse
 import datetime
@@ -25,34 +31,56 @@ def main():
     ap.add_argument("--dtype", default="fp16,bf16")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--decode", action="store_true", help="the decode grid instead of the training grid")
+    ap.add_argument("--Nk", default="1024,4096,16384,65536,131072", help="--decode: cache lengths")
+    ap.add_argument("--batches", default="1,8,64", help="--decode: batch sizes")
+    ap.add_argument("--kv-heads", default="32,8,1", help="--decode: K/V heads (of 32 query heads)")
     ap.add_argument("--fa-sim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "sim", "fa-sim"))
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     results = []
-    for kernel in a.kernels.split(","):
+
+    def predict(args, row):
+        out = subprocess.run([a.fa_sim, "--json", "--gpu", a.gpu] + args, capture_output=True, text=True)
+        if out.returncode != 0:
+            row["error"] = out.stderr.strip()
+        else:
+            r = json.loads(out.stdout)["algorithms"][0]
+            row["predicted_s"] = r["time"]["predicted_s"]
+            longest = max(r["kernels"], key=lambda k: k["time"]["predicted_s"])
+            row["bound"] = longest["name"] + ": " + longest["time"]["bound"]
+            if "kv_splits" in r["tiles"]:
+                row["kv_splits"] = r["tiles"]["kv_splits"]
+        results.append(row)
+
+    if a.decode:
+        catalog = json.loads(subprocess.run([a.fa_sim, "--list-kernels", "--json"], capture_output=True, text=True).stdout)
+        grouped = {k["name"]: k.get("grouped_kv", False) for k in catalog["kernels"]}
+        for kernel in a.kernels.split(","):
+            for kv in a.kv_heads.split(","):
+                if int(kv) != 32 and not grouped.get(kernel, False):
+                    continue
+                for b in a.batches.split(","):
+                    for nk in a.Nk.split(","):
+                        predict(["--kernel", kernel, "--N", "1", "--Nk", nk, "--heads", "32", "--kv-heads", kv, "--batch", b,
+                                 "--d", "128", "--dtype", "fp16"],
+                                {"algo": kernel, "N": 1, "Nk": int(nk), "d": 128, "dtype": "fp16", "causal": False,
+                                 "batch": int(b), "heads": 32, "kv_heads": int(kv)})
+        a.N = a.d = a.dtype = None
+    for kernel in a.kernels.split(",") if not a.decode else []:
         for d in a.d.split(","):
             for n in a.N.split(","):
                 for dt in a.dtype.split(","):
                     for causal in (False, True):
-                        args = [a.fa_sim, "--json", "--gpu", a.gpu, "--kernel", kernel, "--N", n, "--d", d,
-                                "--batch", str(a.batch), "--heads", str(a.heads), "--dtype", dt]
-                        if causal:
-                            args.append("--causal")
-                        out = subprocess.run(args, capture_output=True, text=True)
-                        row = {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal,
-                               "batch": a.batch, "heads": a.heads}
-                        if out.returncode != 0:
-                            row["error"] = out.stderr.strip()
-                        else:
-                            r = json.loads(out.stdout)["algorithms"][0]
-                            row["predicted_s"] = r["time"]["predicted_s"]
-                            longest = max(r["kernels"], key=lambda k: k["time"]["predicted_s"])
-                            row["bound"] = longest["name"] + ": " + longest["time"]["bound"]
-                        results.append(row)
+                        args = ["--kernel", kernel, "--N", n, "--d", d, "--batch", str(a.batch), "--heads", str(a.heads),
+                                "--dtype", dt] + (["--causal"] if causal else [])
+                        predict(args, {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal,
+                                       "batch": a.batch, "heads": a.heads})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {"schema_version": 1, "gpu_preset": a.gpu, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "simulator_commit": commit, "command": "python3 cuda/scripts/predict_before.py " + " ".join(
-               f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "fa_sim"),
+               (f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v}")
+               for k, v in vars(a).items() if k != "fa_sim" and v not in (None, False)),
            "results": results}
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)

@@ -9,18 +9,32 @@ Writes JSON in fa-validate's result format ("algo": "torch_math" / "torch_flash"
 predictions beside them are computed on the host by cuda/scripts/summarize_results.py.
 With --pass bwd it times the backward instead (torch.autograd.grad of the output with a random dO,
 after one untimed forward: "torch_math_bwd" / "torch_flash_bwd"); --pass fwd+bwd times both.
+With --grid decode it times fa-validate's decode grid (one query row against Nk keys: q [B, H, 1, d],
+k and v [B, KV, Nk, d], enable_gqa where KV < H; fp16, d 128, 32 heads, KV 32/8/1, batch 1/8/64,
+Nk 1024..131072 unless told otherwise) on every SDPA backend that takes it - flash ("torch_flash_decoding":
+flash-attention's split-KV kernels, or its regular one where one split fills the GPU), efficient, cudnn,
+math - recording the CUDA kernels each ran (torch.profiler), why a backend refused, and the K/V
+streaming bandwidth (bytes of K and V / time).
 
     python3 cuda/scripts/torch_sdpa.py --out torch.json
     python3 cuda/scripts/torch_sdpa.py --pass bwd --backends flash --dtype fp16 --out torch_bwd.json
+    python3 cuda/scripts/torch_sdpa.py --grid decode --out torch_decode.json
 """
 import argparse
 import datetime
 import json
+import math
 import statistics
 import subprocess
+import warnings
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DECODE_BACKENDS = (("flash", "torch_flash_decoding", SDPBackend.FLASH_ATTENTION),
+                   ("efficient", "torch_efficient", SDPBackend.EFFICIENT_ATTENTION),
+                   ("cudnn", "torch_cudnn", SDPBackend.CUDNN_ATTENTION),
+                   ("math", "torch_math", SDPBackend.MATH))
 
 
 def time_ms(fn, flush, runs, warmup):
@@ -38,22 +52,83 @@ def time_ms(fn, flush, runs, warmup):
     return statistics.median(samples), min(samples), max(samples)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--N", default="512,1024,2048,4096,8192,16384")
-    ap.add_argument("--d", default="64,128")
-    ap.add_argument("--dtype", default="fp16,bf16,fp32")
-    ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--backends", default="math,flash", help="which of math, flash to run (flash alone: for ncu)")
-    ap.add_argument("--pass", dest="passes", default="fwd", choices=("fwd", "bwd", "fwd+bwd"),
-                    help="time the forward (default), the backward, or both")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
+def cuda_kernels(fn):
+    """The CUDA kernels one call of fn launches, in order (torch.profiler); None where the profiler fails."""
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    except (RuntimeError, AttributeError):  # no CUPTI, or another PyTorch's profiler API
+        return None
+
+
+def decode_reference(q, k, v):
+    """O of batch 0 in fp32, each query head with its K/V head (heads h*g .. h*g+g-1 read K/V head h)."""
+    kv, d = k.shape[1], q.shape[-1]
+    qf = q[0].float().reshape(kv, -1, d)                     # [KV, group, d]
+    s = qf @ k[0].float().transpose(-1, -2) / math.sqrt(d)   # [KV, group, Nk]
+    return (s.softmax(-1) @ v[0].float()).reshape(q.shape[1], 1, d)
+
+
+def decode_grid(a, flush):
+    """fa-validate's decode grid on every SDPA backend asked for; one result per (configuration, backend)."""
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    results = []
+    for d in map(int, a.d.split(",")):
+        for dt in a.dtype.split(","):
+            for kv in map(int, a.kv_heads.split(",")):
+                for b in map(int, a.batches.split(",")):
+                    for nk in map(int, a.Nk.split(",")):
+                        h = a.heads
+                        kv_bytes = 2 * b * kv * nk * d * torch.finfo(dtypes[dt]).bits // 8
+                        base = {"grid": "decode", "N": 1, "Nk": nk, "d": d, "dtype": dt, "causal": False, "batch": b,
+                                "heads": h, "kv_heads": kv, "kv_bytes": kv_bytes}
+                        backends = [x for x in DECODE_BACKENDS if x[0] in a.backends.split(",")]
+                        free = torch.cuda.mem_get_info()[0]
+                        if kv_bytes + (256 << 20) > free:
+                            why = f"K and V need {kv_bytes / 1e9:.1f} GB, {free / 1e9:.1f} GB are free"
+                            results += [{**base, "algo": algo, "backend": name, "skipped": why} for name, algo, _ in backends]
+                            print(f"decode B={b:2d} KV={kv:2d} Nk={nk:6d}  skipped: {why}", flush=True)
+                            continue
+                        q = torch.randn(b, h, 1, d, device="cuda", dtype=dtypes[dt])
+                        k, v = (torch.randn(b, kv, nk, d, device="cuda", dtype=dtypes[dt]) for _ in range(2))
+                        ref = decode_reference(q, k, v)
+                        for name, algo, backend in backends:
+                            def forward(backend=backend):
+                                with sdpa_kernel(backend):
+                                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=kv < h)
+                            result = {**base, "algo": algo, "backend": name}
+                            with warnings.catch_warnings(record=True) as caught:
+                                warnings.simplefilter("always")
+                                try:
+                                    out = forward()
+                                    torch.cuda.synchronize()
+                                except RuntimeError as e:  # no kernel of this backend takes it, or out of memory
+                                    reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
+                                    result["refused"] = "; ".join(reasons)
+                            if "refused" in result:
+                                torch.cuda.empty_cache()
+                                results.append(result)
+                                print(f"{algo:21s} B={b:2d} KV={kv:2d} Nk={nk:6d}  refused", flush=True)
+                                continue
+                            err = (out[:1].float().reshape(ref.shape) - ref).abs().max().item()
+                            del out
+                            med, lo, hi = time_ms(forward, flush, a.runs, a.warmup)
+                            result.update({"measured_s": med / 1e3, "measured_min_s": lo / 1e3, "measured_max_s": hi / 1e3,
+                                           "runs": a.runs, "kv_bandwidth_gbps": kv_bytes / (med / 1e3) / 1e9,
+                                           "max_abs_diff_vs_fp32_batch0": err, "kernels": cuda_kernels(forward)})
+                            results.append(result)
+                            print(f"{algo:21s} B={b:2d} KV={kv:2d} Nk={nk:6d}  {med:9.3f} ms  "
+                                  f"{result['kv_bandwidth_gbps']:7.0f} GB/s", flush=True)
+                        del q, k, v, ref
+                        torch.cuda.empty_cache()
+    return results
+
+
+def training_grid(a, flush):
+    """N = Nk: the math and flash backends, one result per (configuration, backend)."""
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-    flush = torch.empty(int(torch.cuda.get_device_properties(0).L2_cache_size * 2 // 4), dtype=torch.float32, device="cuda")
     results = []
     for d in map(int, a.d.split(",")):
         for n in map(int, a.N.split(",")):
@@ -102,12 +177,44 @@ def main():
                             result["forward_algo"] = name
                         results.append(result)
                         print(f"{algo:16s} N={n:6d} d={d:3d} {dt} causal={int(causal)}  {med:9.3f} ms", flush=True)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grid", default="default", choices=("default", "decode"),
+                    help="default: N = Nk; decode: one query row against Nk keys, grouped K/V heads")
+    ap.add_argument("--N", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--Nk", default="1024,4096,16384,65536,131072", help="decode grid: key lengths")
+    ap.add_argument("--kv-heads", dest="kv_heads", default="32,8,1", help="decode grid: K/V head counts")
+    ap.add_argument("--batches", default="1,8,64", help="decode grid: batch sizes")
+    ap.add_argument("--d", help="head dims (default 64,128; decode grid 128)")
+    ap.add_argument("--dtype", help="storage dtypes (default fp16,bf16,fp32; decode grid fp16)")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--heads", type=int, help="query heads (default 8; decode grid 32)")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--backends", help="which of math, flash to run (flash alone: for ncu); "
+                    "decode grid: of flash, efficient, cudnn, math (default all four)")
+    ap.add_argument("--pass", dest="passes", default="fwd", choices=("fwd", "bwd", "fwd+bwd"),
+                    help="time the forward (default), the backward, or both")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    decode = a.grid == "decode"
+    if decode and a.passes != "fwd":
+        ap.error("--grid decode times the forward pass: drop --pass")
+    a.d = a.d or ("128" if decode else "64,128")
+    a.dtype = a.dtype or ("fp16" if decode else "fp16,bf16,fp32")
+    a.heads = a.heads or (32 if decode else 8)
+    a.backends = a.backends or ("flash,efficient,cudnn,math" if decode else "math,flash")
+    flush = torch.empty(int(torch.cuda.get_device_properties(0).L2_cache_size * 2 // 4), dtype=torch.float32, device="cuda")
+    results = decode_grid(a, flush) if decode else training_grid(a, flush)
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip()
     doc = {"schema_version": 1, "gpu": torch.cuda.get_device_name(0), "driver": driver,
            "torch": torch.__version__, "date": datetime.date.today().isoformat(),
            "command": "python3 cuda/scripts/torch_sdpa.py " + " ".join(
-               f"--{'pass' if k == 'passes' else k} {v}" for k, v in vars(a).items()),
+               f"--{'pass' if k == 'passes' else k.replace('_', '-')} {v}" for k, v in vars(a).items()),
            "timing": {"warmup": a.warmup, "runs": a.runs, "statistic": "median", "l2_flushed": True},
            "results": results}
     with open(a.out, "w") as f:

@@ -9,6 +9,10 @@
 //   build/cuda/fa-validate --algo fa2,fa2_tc --dtype fp16,bf16   CUDA cores vs tensor cores
 //   build/cuda/fa-validate --algo fa2_tc --dtype fp16 --pass bwd  the backward kernel of each (fa2_bwd_tc),
 //                                                timed after one untimed forward; --pass fwd+bwd times both
+//   build/cuda/fa-validate --grid decode         decode shapes: one query row, fp16, d = 128, H = 32 query heads
+//                                                with KV = 32, 8, 1 K/V heads, batch 1, 8, 64, Nk 1024..131072
+//                                                (flash_decoding; --Nk, --kv-heads, --batches change the lists),
+//                                                with the K/V streaming bandwidth of each
 //
 // fa1_tc and fa2_tc (tensor cores) have no fp32 variant and need compute capability 8.0+: the
 // configurations they cannot run are skipped with one note each (not counted as failures).
@@ -19,15 +23,18 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "attention_backward.hpp"
 #include "attention_kernels.hpp"
+#include "attention_reference.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
@@ -108,7 +115,7 @@ AlgorithmResult predict(const KernelVariant& k, const Config& c, int B, int H, c
     MeasuredLaunch recorded;
     if (const CudaKernelLaunch* main = main_launch(launch))
         recorded = {main->Br,         main->Bc, main->q_splits, main->registers_per_thread, main->block_threads / 32,
-                    static_cast<std::int64_t>(main->dynamic_smem_bytes)};
+                    static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits};
     const AttentionProblem p = sim_problem(c, B, H);
     const KernelSetup s = kernel_setup(k, p, gpu, recorded);
     return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
@@ -247,7 +254,7 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, const
         upload(t.Q, to_storage(Q, c.dtype));
         upload(t.K, to_storage(K, c.dtype));
         upload(t.V, to_storage(V, c.dtype));
-        for (const DeviceBuffer* b : {&t.O, &t.LSE, &t.dQ, &t.dK, &t.dV}) poison(*b);
+        for (const DeviceBuffer* b : {&t.O, &t.LSE, &t.O_partial, &t.LSE_partial, &t.dQ, &t.dK, &t.dV}) poison(*b);
         if (!is_backward(*c.kernel)) {
             o.launch = run_attention(*c.kernel, p, t, nullptr);
             CUDA_CHECK(cudaDeviceSynchronize());
@@ -280,6 +287,30 @@ Outcome run_config(const Config& c, const std::vector<reference::QKV>& in, const
     return o;
 }
 
+json launches_json(const CudaLaunchInfo& launch) {
+    json launches = json::array();
+    for (const auto& l : launch.kernels) {
+        launches.push_back({{"name", l.name}, {"grid", l.grid}, {"threads", l.block_threads},
+                            {"dynamic_smem_bytes", l.dynamic_smem_bytes}, {"Br", l.Br}, {"Bc", l.Bc}});
+        if (l.q_splits > 0) launches.back()["q_splits"] = l.q_splits;
+        if (l.kv_splits > 0) launches.back()["kv_splits"] = l.kv_splits;
+        if (l.registers_per_thread > 0) launches.back()["registers_per_thread"] = l.registers_per_thread;
+    }
+    return launches;
+}
+
+json predicted_kernels_json(const AlgorithmResult& r) {
+    json kernels = json::array();
+    for (std::size_t k = 0; k < r.kernels.size(); ++k) {
+        const auto& kr = r.kernels[k];
+        kernels.push_back({{"name", kr.desc.name}, {"predicted_s", r.timing[k].total_s}, {"bound", r.timing[k].bound},
+                           {"dram_read_bytes", kr.dram.read_bytes()}, {"dram_write_bytes", kr.dram.write_bytes()},
+                           {"l2_read_bytes", kr.l2.read_bytes()}, {"l2_write_bytes", kr.l2.write_bytes()},
+                           {"smem_bytes", kr.smem_read + kr.smem_write}});
+    }
+    return kernels;
+}
+
 json outcome_json(const Outcome& o, int B, int H) {
     const Config& c = o.config;
     json j = {{"algo", std::string(c.kernel->name)}, {"sim_algo", std::string(sim_algo(c).id)}, {"N", c.N}, {"Nk", c.N},
@@ -304,24 +335,8 @@ json outcome_json(const Outcome& o, int B, int H) {
                      {"naive_error", o.accuracy.naive_error}, {"relative_error", o.accuracy.relative},
                      {"rows_checked", o.accuracy.rows}};
     if (is_backward(*c.kernel)) j["accuracy"]["checked"] = "dQ of the rows checked; every dK and dV element finite";
-    json kernels = json::array();
-    for (std::size_t k = 0; k < o.predicted.kernels.size(); ++k) {
-        const auto& kr = o.predicted.kernels[k];
-        kernels.push_back({{"name", kr.desc.name}, {"predicted_s", o.predicted.timing[k].total_s},
-                           {"bound", o.predicted.timing[k].bound},
-                           {"dram_read_bytes", kr.dram.read_bytes()}, {"dram_write_bytes", kr.dram.write_bytes()},
-                           {"l2_read_bytes", kr.l2.read_bytes()}, {"l2_write_bytes", kr.l2.write_bytes()},
-                           {"smem_bytes", kr.smem_read + kr.smem_write}});
-    }
-    j["predicted_kernels"] = kernels;
-    json launches = json::array();
-    for (const auto& l : o.launch.kernels) {
-        launches.push_back({{"name", l.name}, {"grid", l.grid}, {"threads", l.block_threads},
-                            {"dynamic_smem_bytes", l.dynamic_smem_bytes}, {"Br", l.Br}, {"Bc", l.Bc}});
-        if (l.q_splits > 0) launches.back()["q_splits"] = l.q_splits;
-        if (l.registers_per_thread > 0) launches.back()["registers_per_thread"] = l.registers_per_thread;
-    }
-    j["launches"] = launches;
+    j["predicted_kernels"] = predicted_kernels_json(o.predicted);
+    j["launches"] = launches_json(o.launch);
     return j;
 }
 
@@ -376,6 +391,255 @@ int profile_one(const Config& c, int B, int H) {
     return 0;
 }
 
+// ---- the decode grid (--grid decode) ----------------------------------------------------------
+
+struct DecodeConfig {
+    const KernelVariant* kernel = nullptr;
+    int B = 1, H = 32, KV = 32, Nk = 1024, d = 128;
+    DType dtype = DType::fp16;
+    CudaProblem problem() const { return CudaProblem{B, H, 1, Nk, d, dtype, false, KV}; }
+};
+
+std::string describe(const DecodeConfig& c) {
+    return std::string(c.kernel->name) + " B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) + " KV=" +
+           std::to_string(c.KV) + " Nk=" + std::to_string(c.Nk) + " d=" + std::to_string(c.d) + " " + dtype_name(c.dtype);
+}
+
+// Inputs too large to build on the host (the decode grid's K and V reach tens of GB): a block of N(0, 1)
+// values in the storage dtype, 2^24 elements (every K/V head of the grid holds distinct keys), repeated
+// over a buffer by device-to-device copies. The accuracy check reads back what the kernel read.
+class RepeatedRandom {
+public:
+    RepeatedRandom(DType dtype, std::uint64_t seed) {
+        const reference::Matrix block = reference::round_matrix(reference::random_normal(1 << 14, 1 << 10, seed), dtype);
+        block_ = DeviceBuffer(static_cast<std::size_t>(block.size()) * static_cast<std::size_t>(dtype_bytes(dtype)));
+        upload(block_, to_storage({block}, dtype));
+    }
+    void fill(const DeviceBuffer& dst) const {
+        const std::size_t total = dst.bytes();
+        std::size_t filled = std::min(total, block_.bytes());
+        CUDA_CHECK(cudaMemcpy(dst.get(), block_.get(), filled, cudaMemcpyDeviceToDevice));
+        while (filled < total) {  // doubling: log2(total / block) copies
+            const std::size_t n = std::min(filled, total - filled);
+            CUDA_CHECK(cudaMemcpy(dst.as<unsigned char>() + filled, dst.get(), n, cudaMemcpyDeviceToDevice));
+            filled += n;
+        }
+    }
+
+private:
+    DeviceBuffer block_;
+};
+
+// Bytes a decode configuration allocates: Q, O, LSE, K, V and, at most, 128 splits' partial results.
+std::size_t decode_bytes(const DecodeConfig& c) {
+    const std::size_t e = static_cast<std::size_t>(dtype_bytes(c.dtype)), q_rows = static_cast<std::size_t>(c.B) * c.H;
+    const std::size_t kv = static_cast<std::size_t>(c.B) * c.KV * static_cast<std::size_t>(c.Nk) * c.d * e;
+    return 2 * kv + q_rows * (2 * c.d * e + 4) + 128 * q_rows * (c.d + 1) * 4;
+}
+
+// The sampled query heads of one query row each, against exact attention over their K/V head in float64
+// and naive attention in the storage precision (O), and the LSE against its tolerance.
+Accuracy check_decode_rows(const DecodeConfig& c, const DeviceTensors& t, int samples) {
+    const CudaProblem p = c.problem();
+    const int heads = p.B * p.H;
+    std::vector<int> picks;
+    for (int s = 0; s < samples; ++s) {
+        const int h = static_cast<int>((static_cast<long>(s) * (heads - 1)) / std::max(1, samples - 1));
+        if (picks.empty() || picks.back() != h) picks.push_back(h);
+    }
+    const long rows = static_cast<long>(picks.size());
+    reference::Matrix alg(rows, c.d), exact(rows, c.d), naive(rows, c.d);
+    double logit_term = 0;
+    bool lse_pass = true;
+    const auto matrix = [&](const DeviceBuffer& b, std::size_t offset, long r) {
+        const std::vector<double> v = download_storage(b, offset, static_cast<std::size_t>(r) * c.d, c.dtype);
+        return reference::Matrix(Eigen::Map<const reference::Matrix>(v.data(), r, c.d));
+    };
+    for (long r = 0; r < rows; ++r) {
+        const int h = picks[static_cast<std::size_t>(r)];
+        const int kv_head = (h / p.H) * p.kv_heads() + (h % p.H) / p.group_size();
+        const std::size_t kv_offset = static_cast<std::size_t>(kv_head) * c.Nk * c.d;
+        const reference::Matrix q = matrix(t.Q, static_cast<std::size_t>(h) * c.d, 1);
+        const reference::Matrix K = matrix(t.K, kv_offset, c.Nk), V = matrix(t.V, kv_offset, c.Nk);
+        const auto ex = reference::exact_attention(q, K, V, {});
+        exact.row(r) = ex.O.row(0);
+        naive.row(r) = reference::naive_attention_in_precision(q, K, V, {}, c.dtype).row(0);
+        logit_term = std::max(logit_term, reference::logit_rounding_term(q, K, V, {}, ex));
+        alg.row(r) = matrix(t.O, static_cast<std::size_t>(h) * c.d, 1).row(0);
+        reference::Vector lse(1);
+        lse(0) = download_floats(t.LSE, static_cast<std::size_t>(h), 1)[0];
+        lse_pass = lse_pass && reference::check_lse(lse, q, K, {}, ex).pass;
+    }
+    const auto chk = reference::check_tolerance(alg, exact, naive, logit_term, c.dtype);
+    Accuracy a;
+    a.rows = static_cast<int>(rows);
+    a.error = chk.error;
+    a.bound = chk.bound;
+    a.naive_error = chk.naive_error;
+    a.relative = chk.error / std::max(1e-300, exact.cwiseAbs().maxCoeff());
+    a.pass = chk.pass && lse_pass && alg.allFinite();
+    return a;
+}
+
+struct DecodeOutcome {
+    DecodeConfig config;
+    Accuracy accuracy;
+    TimingResult timing;
+    CudaLaunchInfo launch;
+    std::optional<AlgorithmResult> predicted;
+    std::string prediction_error;  // why the simulator has no prediction (e.g. more heads than it takes)
+    std::string error;
+};
+
+DecodeOutcome run_decode_config(const DecodeConfig& c, const RepeatedRandom& q_values, const RepeatedRandom& k_values,
+                                const RepeatedRandom& v_values, const GpuSpec& gpu, const TimingOptions& topt, int samples) {
+    DecodeOutcome o;
+    o.config = c;
+    const CudaProblem p = c.problem();
+    try {
+        DeviceTensors t = allocate_tensors(p, *c.kernel);
+        q_values.fill(t.Q);
+        k_values.fill(t.K);
+        v_values.fill(t.V);
+        for (const DeviceBuffer* b : {&t.O, &t.LSE, &t.O_partial, &t.LSE_partial}) poison(*b);
+        o.launch = run_attention(*c.kernel, p, t, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        o.accuracy = check_decode_rows(c, t, samples);
+        o.timing = time_gpu([&](cudaStream_t s) { run_attention(*c.kernel, p, t, s); }, nullptr, topt);
+    } catch (const std::exception& e) {
+        o.error = e.what();
+        (void)cudaGetLastError();
+        return o;
+    }
+    try {
+        MeasuredLaunch recorded;
+        if (const CudaKernelLaunch* main = main_launch(o.launch))
+            recorded = {main->Br, main->Bc, main->q_splits, main->registers_per_thread, main->block_threads / 32,
+                        static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits};
+        AttentionProblem sp;
+        sp.batch = c.B;
+        sp.heads = c.H;
+        sp.kv_heads = c.KV;
+        sp.N = 1;
+        sp.Nk = c.Nk;
+        sp.d = c.d;
+        sp.dtype = c.dtype;
+        const KernelSetup s = kernel_setup(*c.kernel, sp, gpu, recorded);
+        o.predicted = simulate(*s.algorithm, sp, gpu, s.tiles, s.options);
+    } catch (const std::exception& e) {
+        o.prediction_error = e.what();
+    }
+    return o;
+}
+
+// Bytes of K and V the configuration reads: each K/V head once.
+double kv_bytes(const DecodeConfig& c) {
+    return 2.0 * c.B * c.KV * static_cast<double>(c.Nk) * c.d * static_cast<double>(dtype_bytes(c.dtype));
+}
+
+json decode_json(const DecodeOutcome& o) {
+    const DecodeConfig& c = o.config;
+    json j = {{"algo", std::string(c.kernel->name)}, {"sim_algo", std::string(c.kernel->algorithm)}, {"grid", "decode"},
+              {"N", 1}, {"Nk", c.Nk}, {"d", c.d}, {"dtype", dtype_name(c.dtype)}, {"causal", false}, {"batch", c.B},
+              {"heads", c.H}, {"kv_heads", c.KV}};
+    if (!o.error.empty()) {
+        j["error"] = o.error;
+        return j;
+    }
+    const CudaKernelLaunch* main = main_launch(o.launch);
+    j["kv_splits"] = main != nullptr && main->kv_splits > 0 ? main->kv_splits : 1;
+    const double measured = o.timing.median_ms * 1e-3;
+    j["measured_s"] = measured;
+    j["measured_min_s"] = o.timing.min_ms * 1e-3;
+    j["measured_max_s"] = o.timing.max_ms * 1e-3;
+    j["runs"] = o.timing.runs;
+    j["kv_bytes"] = kv_bytes(c);
+    j["kv_bandwidth_gbps"] = kv_bytes(c) / measured * 1e-9;
+    if (o.predicted) {
+        j["predicted_s"] = o.predicted->time_s;
+        j["error_pct"] = 100.0 * (o.predicted->time_s - measured) / measured;
+        j["measured_gbps_hbm_papers_sense"] = static_cast<double>(o.predicted->hbm.total()) / measured * 1e-9;
+        j["predicted_kernels"] = predicted_kernels_json(*o.predicted);
+    } else {
+        j["predicted_s"] = nullptr;
+        j["prediction_error"] = o.prediction_error;
+    }
+    j["accuracy"] = {{"pass", o.accuracy.pass}, {"max_abs_error", o.accuracy.error}, {"allowed", o.accuracy.bound},
+                     {"naive_error", o.accuracy.naive_error}, {"relative_error", o.accuracy.relative},
+                     {"rows_checked", o.accuracy.rows}, {"checked", "O and LSE of one query row per sampled query head"}};
+    j["launches"] = launches_json(o.launch);
+    return j;
+}
+
+struct DecodeGrid {
+    std::vector<int> batches, kv_heads, Nks, ds;
+    std::vector<DType> dtypes;
+    int H = 32;
+};
+
+// The decode grid: every (head dim, dtype, K/V heads, batch, Nk, kernel). A configuration whose tensors do
+// not fit the free device memory is skipped, saying so. Returns the failed configurations.
+int run_decode_grid(const DecodeGrid& g, const std::vector<const KernelVariant*>& kernels,
+                    const std::function<std::string(const KernelVariant*, const CudaProblem&)>& skip_reason,
+                    const GpuSpec& gpu, const TimingOptions& topt, int samples, std::uint64_t seed, json& results) {
+    std::printf("%-50s %9s %10s %10s %7s %6s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
+                "splits", "K/V GB/s", "predicted bound");
+    int device = 0, l2_bytes = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    std::set<std::string> noted;
+    int failures = 0;
+    for (DType dtype : g.dtypes) {
+        const RepeatedRandom q_values(dtype, mix_seed(seed)), k_values(dtype, mix_seed(seed + 1)),
+            v_values(dtype, mix_seed(seed + 2));
+        for (int d : g.ds)
+            for (int KV : g.kv_heads)
+                for (int B : g.batches)
+                    for (int Nk : g.Nks)
+                        for (const KernelVariant* k : kernels) {
+                            const DecodeConfig c{k, B, g.H, KV, Nk, d, dtype};
+                            if (const std::string why = skip_reason(k, c.problem()); !why.empty()) {
+                                if (noted.insert(why).second) std::printf("skipped: %s\n", why.c_str());
+                                continue;
+                            }
+                            std::size_t free = 0, total = 0;
+                            CUDA_CHECK(cudaMemGetInfo(&free, &total));
+                            // Beside the tensors: time_gpu's L2 flush buffer (2x L2) and 256 MiB of slack.
+                            const std::size_t need = decode_bytes(c) + 2 * static_cast<std::size_t>(l2_bytes) + (256u << 20);
+                            if (need > free) {
+                                char why[160];
+                                std::snprintf(why, sizeof why, "needs %.1f GB of device memory, %.1f GB are free",
+                                              static_cast<double>(need) * 1e-9, static_cast<double>(free) * 1e-9);
+                                std::printf("%-50s  skipped: %s\n", describe(c).c_str(), why);
+                                results.push_back({{"algo", std::string(k->name)}, {"grid", "decode"}, {"N", 1}, {"Nk", Nk},
+                                                   {"d", d}, {"dtype", dtype_name(dtype)}, {"causal", false}, {"batch", B},
+                                                   {"heads", g.H}, {"kv_heads", KV}, {"skipped", why}});
+                                continue;
+                            }
+                            const DecodeOutcome o = run_decode_config(c, q_values, k_values, v_values, gpu, topt, samples);
+                            const json j = decode_json(o);
+                            if (!o.error.empty()) {
+                                std::printf("%-50s  error: %s\n", describe(c).c_str(), o.error.c_str());
+                                ++failures;
+                            } else {
+                                failures += o.accuracy.pass ? 0 : 1;
+                                char predicted[32] = "-", error[32] = "-";
+                                if (o.predicted) {
+                                    std::snprintf(predicted, sizeof predicted, "%.3fms", o.predicted->time_s * 1e3);
+                                    std::snprintf(error, sizeof error, "%+.0f%%", j["error_pct"].get<double>());
+                                }
+                                std::printf("%-50s %9s %8.3fms %10s %7s %6d %9.0f  %s\n", describe(c).c_str(),
+                                            o.accuracy.pass ? "ok" : "FAIL", o.timing.median_ms, predicted, error,
+                                            j["kv_splits"].get<int>(), j["kv_bandwidth_gbps"].get<double>(),
+                                            o.predicted ? o.predicted->longest_kernel().bound.c_str() : o.prediction_error.c_str());
+                            }
+                            results.push_back(j);
+                            std::fflush(stdout);
+                        }
+    }
+    return failures;
+}
+
 std::vector<int> parse_ints(const std::string& s) {
     std::vector<int> v;
     std::stringstream ss(s);
@@ -388,7 +652,8 @@ std::vector<int> parse_ints(const std::string& s) {
 int main(int argc, char** argv) {
     CLI::App app{"fa-validate: the CUDA kernels against the float64 reference, and the simulator against the GPU"};
     std::string ns = "512,1024,2048,4096,8192,16384", ds = "64,128", causal = "both", dtypes = "fp32", algos = "all";
-    std::string out_path, gpu_name, profile, pass = "fwd";
+    std::string out_path, gpu_name, profile, pass = "fwd", grid = "default";
+    std::string nks = "1024,4096,16384,65536,131072", kv_heads = "32,8,1", batches = "1,8,64";
     int B = 2, H = 8, runs = 10, warmup = 2, samples = 16;
     std::uint64_t seed = std::random_device{}();
     bool ncu = false;
@@ -412,7 +677,24 @@ int main(int argc, char** argv) {
     app.add_flag("--ncu", ncu, "also read DRAM/L2/shared-memory bytes with Nsight Compute (fp32, N >= 2048, d=64, non-causal)");
     app.add_option("--ncu-path", ncu_path, "the ncu executable (default: ncu on PATH)");
     app.add_option("--profile-one", profile, "internal: run one configuration once (under ncu)");
+    app.add_option("--grid", grid, "default (N = Nk, --N, --batch, --heads) or decode (one query row against Nk keys, "
+                   "--Nk, --kv-heads, --batches; defaults: fp16, d 128, 32 heads, --algo flash_decoding)")
+        ->check(CLI::IsMember({"default", "decode"}));
+    app.add_option("--Nk", nks, "decode grid: key lengths, comma separated (default 1024,4096,16384,65536,131072)");
+    app.add_option("--kv-heads", kv_heads, "decode grid: K/V head counts, divisors of --heads (default 32,8,1)");
+    app.add_option("--batches", batches, "decode grid: batch sizes, comma separated (default 1,8,64)");
     CLI11_PARSE(app, argc, argv);
+    const bool decode = grid == "decode";
+    if (decode) {
+        if (app.count("--dtype") == 0) dtypes = "fp16";
+        if (app.count("--d") == 0) ds = "128";
+        if (app.count("--heads") == 0) H = 32;
+        if (app.count("--algo") == 0) algos = "flash_decoding";
+        if (pass != "fwd" || ncu || !profile.empty()) {
+            std::fprintf(stderr, "fa-validate: --grid decode times the forward pass without ncu: drop --pass, --ncu and --profile-one\n");
+            return 2;
+        }
+    }
 
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -470,10 +752,12 @@ int main(int argc, char** argv) {
         std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
         std::string command;
         for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
-        std::printf("fa-validate on %s (driver %s), predicted with the %s preset, B=%d H=%d, seed %llu, %s\n",
-                    device.c_str(), driver.c_str(), gpu.name.c_str(), B, H, static_cast<unsigned long long>(seed), date);
-        std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
-                    "TFLOP/s", "GB/s", "predicted bound");
+        if (decode)
+            std::printf("fa-validate --grid decode on %s (driver %s), predicted with the %s preset, H=%d, seed %llu, %s\n",
+                        device.c_str(), driver.c_str(), gpu.name.c_str(), H, static_cast<unsigned long long>(seed), date);
+        else
+            std::printf("fa-validate on %s (driver %s), predicted with the %s preset, B=%d H=%d, seed %llu, %s\n",
+                        device.c_str(), driver.c_str(), gpu.name.c_str(), B, H, static_cast<unsigned long long>(seed), date);
 
         // Configurations a kernel has no code for (the catalog's dtypes, head dims and compute capability):
         // skipped, noted once.
@@ -495,55 +779,66 @@ int main(int argc, char** argv) {
         topt.warmup = warmup;
         json results = json::array();
         int failures = 0;
-        for (int d : parse_ints(ds))
-            for (int N : parse_ints(ns))
-                for (DType t : dtype_list) {
-                    const std::uint64_t config_seed = seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d);
-                    const auto inputs = make_inputs(B * H, N, d, t, config_seed);
-                    const bool backward = std::any_of(algo_list.begin(), algo_list.end(),
-                                                      [](const KernelVariant* k) { return is_backward(*k); });
-                    const auto output_gradients =
-                        backward ? make_output_gradients(B * H, N, d, t, config_seed) : std::vector<reference::Matrix>{};
-                    for (bool cz : causal_list)
-                        for (const KernelVariant* a : algo_list) {
-                            const Config c{a, N, d, cz, t, pass == "fwd+bwd"};
-                            if (const std::string why = skip_reason(a, CudaProblem{B, H, N, N, d, t, cz});
-                                !why.empty()) {
-                                if (noted.insert(why).second) std::printf("skipped: %s\n", why.c_str());
-                                continue;
+        if (decode) {
+            const DecodeGrid g{parse_ints(batches), parse_ints(kv_heads), parse_ints(nks), parse_ints(ds), dtype_list, H};
+            failures = run_decode_grid(g, algo_list, skip_reason, gpu, topt, samples, seed, results);
+        } else {
+            std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
+                        "TFLOP/s", "GB/s", "predicted bound");
+            for (int d : parse_ints(ds))
+                for (int N : parse_ints(ns))
+                    for (DType t : dtype_list) {
+                        const std::uint64_t config_seed = seed + static_cast<std::uint64_t>(N) * 131 + static_cast<std::uint64_t>(d);
+                        const auto inputs = make_inputs(B * H, N, d, t, config_seed);
+                        const bool backward = std::any_of(algo_list.begin(), algo_list.end(),
+                                                          [](const KernelVariant* k) { return is_backward(*k); });
+                        const auto output_gradients =
+                            backward ? make_output_gradients(B * H, N, d, t, config_seed) : std::vector<reference::Matrix>{};
+                        for (bool cz : causal_list)
+                            for (const KernelVariant* a : algo_list) {
+                                const Config c{a, N, d, cz, t, pass == "fwd+bwd"};
+                                if (const std::string why = skip_reason(a, CudaProblem{B, H, N, N, d, t, cz});
+                                    !why.empty()) {
+                                    if (noted.insert(why).second) std::printf("skipped: %s\n", why.c_str());
+                                    continue;
+                                }
+                                const Outcome o = run_config(c, inputs, output_gradients, B, H, gpu, topt, samples);
+                                json j = outcome_json(o, B, H);
+                                if (!o.error.empty()) {
+                                    std::printf("%-32s  error: %s\n", describe(c).c_str(), o.error.c_str());
+                                    ++failures;
+                                } else {
+                                    failures += o.accuracy.pass ? 0 : 1;
+                                    std::printf("%-32s %9s %8.3fms %8.3fms %+6.0f%% %8.2f %9.0f  %s\n", describe(c).c_str(),
+                                                o.accuracy.pass ? "ok" : "FAIL", o.timing.median_ms,
+                                                o.predicted.time_s * 1e3, j["error_pct"].get<double>(),
+                                                j["measured_tflops"].get<double>(), j["measured_gbps_hbm_papers_sense"].get<double>(),
+                                                o.predicted.longest_kernel().bound.c_str());
+                                }
+                                if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a->products != Products::library_gemm &&
+                                    o.error.empty() && !c.with_forward) {
+                                    const std::string child = std::string(argv[0]) + " --batch " + std::to_string(B) +
+                                                              " --heads " + std::to_string(H) + " --profile-one " +
+                                                              std::string(a->name) + "," + std::to_string(N) + "," +
+                                                              std::to_string(d) + ",fp32,0";
+                                    const NcuMeasurement m = run_ncu(ncu_path, child);
+                                    j["ncu"] = ncu_json(m, o.predicted);
+                                    std::printf("    ncu: %s\n", ncu_summary(m, o.predicted).c_str());
+                                }
+                                results.push_back(j);
+                                std::fflush(stdout);
                             }
-                            const Outcome o = run_config(c, inputs, output_gradients, B, H, gpu, topt, samples);
-                            json j = outcome_json(o, B, H);
-                            if (!o.error.empty()) {
-                                std::printf("%-32s  error: %s\n", describe(c).c_str(), o.error.c_str());
-                                ++failures;
-                            } else {
-                                failures += o.accuracy.pass ? 0 : 1;
-                                std::printf("%-32s %9s %8.3fms %8.3fms %+6.0f%% %8.2f %9.0f  %s\n", describe(c).c_str(),
-                                            o.accuracy.pass ? "ok" : "FAIL", o.timing.median_ms,
-                                            o.predicted.time_s * 1e3, j["error_pct"].get<double>(),
-                                            j["measured_tflops"].get<double>(), j["measured_gbps_hbm_papers_sense"].get<double>(),
-                                            o.predicted.longest_kernel().bound.c_str());
-                            }
-                            if (ncu && t == DType::fp32 && N >= 2048 && d == 64 && !cz && a->products != Products::library_gemm &&
-                                o.error.empty() && !c.with_forward) {
-                                const std::string child = std::string(argv[0]) + " --batch " + std::to_string(B) +
-                                                          " --heads " + std::to_string(H) + " --profile-one " +
-                                                          std::string(a->name) + "," + std::to_string(N) + "," +
-                                                          std::to_string(d) + ",fp32,0";
-                                const NcuMeasurement m = run_ncu(ncu_path, child);
-                                j["ncu"] = ncu_json(m, o.predicted);
-                                std::printf("    ncu: %s\n", ncu_summary(m, o.predicted).c_str());
-                            }
-                            results.push_back(j);
-                            std::fflush(stdout);
-                        }
-                }
+                    }
+        }
         if (!out_path.empty()) {
-            const json doc = {{"schema_version", 1}, {"gpu", device}, {"gpu_preset", gpu.name}, {"driver", driver},
-                              {"date", date}, {"command", command}, {"seed", seed}, {"batch", B}, {"heads", H},
-                              {"timing", {{"warmup", warmup}, {"runs", runs}, {"statistic", "median"}, {"l2_flushed", true}}},
-                              {"results", results}};
+            json doc = {{"schema_version", 1}, {"gpu", device}, {"gpu_preset", gpu.name}, {"driver", driver},
+                        {"date", date}, {"command", command}, {"seed", seed}, {"batch", B}, {"heads", H},
+                        {"timing", {{"warmup", warmup}, {"runs", runs}, {"statistic", "median"}, {"l2_flushed", true}}},
+                        {"results", results}};
+            if (decode) {  // each result names its batch and K/V heads
+                doc.erase("batch");
+                doc["grid"] = "decode";
+            }
             std::ofstream(out_path) << doc.dump(1) << '\n';
         }
         std::printf("%d configuration(s) failed\n", failures);

@@ -49,6 +49,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.round_to_storage(S);
             b.matmul(Oi, S, Vj, {.accumulate = true});
             mi = std::move(m_new);
+            b.rename(mi, "m_i");
         }
         b.map(Oi, Fn::div, {Oi, per_row(li)});                    // the only division, once per row
         Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");

@@ -92,6 +92,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.round_to_storage(Sij);
                 b.matmul(Oi, Sij, Vj, {.accumulate = true});
                 mi = std::move(m_new);
+                b.rename(mi, "m_i");
             }
         }
         // A split that sees no key of these rows leaves O_s = 0 and LSE_s = -inf: it weighs nothing.
@@ -108,10 +109,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     });
     if (S == 1) return;
 
-    const KernelDesc combine{"flash_decoding_combine", "LSE = log sum_s exp(LSE_s); O = sum_s exp(LSE_s - LSE) O_s", Tr,
-                             BHr, cfg.warps};
-    x.launch(combine, [&](Block& b, std::int64_t bh, std::int64_t i) {
-        const std::int64_t q0 = i * Br, rows = std::min(Br, R - q0);
+    // One block per query row (its warps share the splits): with few rows and many splits a block per
+    // Q tile would leave the combine on a handful of SMs (MQA: one block for 32 rows x 128 splits).
+    const KernelDesc combine{"flash_decoding_combine", "one block per row: LSE = log sum_s exp(LSE_s); O = sum_s exp(LSE_s - LSE) O_s",
+                             R, BHr, cfg.warps};
+    x.launch(combine, [&](Block& b, std::int64_t bh, std::int64_t q0) {
+        const std::int64_t rows = 1;
         std::vector<Tile> lse_s;
         for (std::int64_t s = 0; s < S; ++s)
             lse_s.push_back(b.load(view(*LSE_part, bh * S + s).tile(0, 1, q0, rows), Space::Registers, "LSE_" + std::to_string(s)));
@@ -215,7 +218,7 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
 
 std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
     const RowLayout L = row_layout(p);
-    return L.row_heads * ceil_div(L.rows, t.Br) * ceil_div(p.Nk, t.Bc) + L.row_heads * t.kv_splits;
+    return L.row_heads * ceil_div(L.rows, t.Br) * ceil_div(p.Nk, t.Bc) + L.row_heads * L.rows * t.kv_splits;
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ Sweep parse_sweep(const std::string& spec) {
 namespace {
 
 // --kernel NAME: the catalog row's algorithm, tiles, products and registers (model/kernel_setup.hpp).
-// --Br/--Bc, --q-splits and --registers given as well are what a run recorded (cuda/scripts pass a
+// --Br/--Bc, --q-splits, --kv-splits and --registers given as well are what a run recorded (cuda/scripts pass a
 // measured run's launch this way): they win, and with tiles of one's own the catalog's register count
 // (measured with the kernel's tiles) no longer applies.
 void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul) {
@@ -96,7 +96,11 @@ void apply_kernel(CliOptions& o, const std::string& name, const std::string* alg
                           o.gpu.name + " is " + std::to_string(o.gpu.compute_capability / 10) + "." +
                               std::to_string(o.gpu.compute_capability % 10),
                           "pick a newer --gpu, or --kernel " + std::string(k->algorithm) + " (its CUDA-core kernel)");
-    const MeasuredLaunch given{o.tiles.Br.value_or(0), o.tiles.Bc.value_or(0), o.tiles.q_splits, o.tiles.registers_per_thread};
+    const MeasuredLaunch given{.Br = o.tiles.Br.value_or(0),
+                               .Bc = o.tiles.Bc.value_or(0),
+                               .q_splits = o.tiles.q_splits,
+                               .registers_per_thread = o.tiles.registers_per_thread,
+                               .kv_splits = o.tiles.kv_splits};
     const KernelSetup s = kernel_setup(*k, o.problem, o.gpu, given);
     o.kernel = k;
     o.algos = {s.algorithm};

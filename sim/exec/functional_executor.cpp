@@ -191,6 +191,8 @@ public:
         free_.push_back(id);
     }
 
+    void rename(const Tile& t, std::string_view label) override { slot(t).label = std::string(label); }
+
 private:
     struct Slot {
         Tile inner;

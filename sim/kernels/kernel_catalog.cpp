@@ -17,6 +17,8 @@ constexpr std::array<int, 2> kFa1TcRegisters{96, 140};
 constexpr std::array<int, 2> kTorchFlashRegisters{255, 255};
 // fa2_bwd_tc (fp16; bf16 takes 230 at d = 64), ptxas for sm_90 (nvcc 13.0).
 constexpr std::array<int, 2> kFa2BwdTcRegisters{232, 255};
+// flash_decoding's split kernel (fp16 and bf16 alike), ptxas for sm_90 (nvcc 13.0, cuobjdump --dump-resource-usage).
+constexpr std::array<int, 2> kFlashDecodingRegisters{254, 227};
 
 constexpr std::array<int, 3> kTensorCoreHeadDims{64, 128, 0};
 constexpr std::array<int, 3> kTorchHeadDims{64, 128, 0};  // the head dims this repository has timed it at
@@ -77,6 +79,20 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .registers = kFa2TcRegisters,
      .calibration = Calibration::mma_sync_warp},
+    {.name = "flash_decoding",
+     .algorithm = "flash_decoding",
+     .what = "FlashDecoding on the tensor cores (mma.sync): the keys split over blocks, K/V tiles double-buffered "
+             "with cp.async, partial outputs combined by their log-sum-exp; a group's query heads packed as the "
+             "rows of one Q tile when N = 1",
+     .source = "cuda/kernels/flash_decoding.cu",
+     .products = Products::mma_sync,
+     .tiles = TileRule::flash_decoding,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 80,
+     .grouped_kv = true,
+     .registers = kFlashDecodingRegisters,
+     .calibration = Calibration::mma_sync_warp},
     {.name = "standard_cublas_bwd",
      .algorithm = "standard_bwd",
      .what = "standard attention's backward: four cuBLAS GEMMs (dV = P^T dO, dP = dO V^T, dQ, dK) and fa-sim's "
@@ -129,6 +145,19 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .registers = kTorchFlashRegisters,
      .calibration = Calibration::mma_sync_warp},
+    {.name = "torch_flash_decoding",
+     .algorithm = "flash_decoding",
+     .what = "PyTorch's flash SDPA backend on decode shapes: flash-attention's split-KV kernel and its combine "
+             "(its regular kernel where one split fills the GPU), a group's query heads packed as rows",
+     .source = "PyTorch (cuda/scripts/torch_sdpa.py --grid decode)",
+     .in_repository = false,
+     .products = Products::mma_sync,
+     .tiles = TileRule::flash_attn_splitkv,
+     .fp32 = false,
+     .head_dims = kTorchHeadDims,
+     .min_compute_capability = 80,
+     .grouped_kv = true,
+     .calibration = Calibration::mma_sync_warp},
     {.name = "torch_math_bwd",
      .algorithm = "standard_bwd",
      .what = "PyTorch's math SDPA backend, backward: autograd through cuBLAS GEMMs and PyTorch's softmax backward",
@@ -173,6 +202,8 @@ const char* tile_rule_name(TileRule r) {
         case TileRule::fa1_tc: return "fixed 16x256 (d=64), 16x128 (d=128)";
         case TileRule::fa2_bwd: return "fa2_bwd_tiles";
         case TileRule::fa2_bwd_tc: return "fixed 64x128 (tile_rules::kFa2BwdTcBr x kFa2BwdTcBc)";
+        case TileRule::flash_decoding: return "fixed 64x128 (d=64), 64x64 (d=128), K/V double-buffered";
+        case TileRule::flash_attn_splitkv: return "flash-attention's split-KV tiles: 64x256 (d=64), 64x128 (d=128)";
     }
     return "?";
 }
@@ -248,6 +279,15 @@ TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t 
                                             " B per block");
             return {tile_rules::kFa2BwdTcBr, tile_rules::kFa2BwdTcBc, need};
         }
+        case TileRule::flash_decoding: {
+            const std::size_t need = tile_rules::flash_decoding_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
+            if (need > smem_per_block)
+                throw std::invalid_argument("flash_decoding: its " + std::to_string(need) + " B of shared memory at d = " +
+                                            std::to_string(d) + " do not fit " + std::to_string(smem_per_block) +
+                                            " B per block");
+            return {tile_rules::kFlashDecodingBr, tile_rules::flash_decoding_bc(d), need};
+        }
+        case TileRule::flash_attn_splitkv: return {tile_rules::kFlashDecodingBr, tile_rules::flash_attn_splitkv_bc(d), 0};
     }
     return {};
 }

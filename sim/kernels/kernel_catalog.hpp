@@ -37,6 +37,8 @@ enum class TileRule : std::uint8_t {
     fa1_tc,     // fixed in the kernel: tile_rules::kFa1TcBr x fa1_tc_bc(d)
     fa2_bwd,    // fa2_bwd_tiles() of kernels/tile_rules.hpp, what the CUDA-core FA2 backward's launcher calls
     fa2_bwd_tc, // fixed in the kernel: tile_rules::kFa2BwdTcBr x kFa2BwdTcBc
+    flash_decoding,      // fixed in the kernel: tile_rules::kFlashDecodingBr x flash_decoding_bc(d)
+    flash_attn_splitkv,  // flash-attention's split-KV kernel: tile_rules::kFlashDecodingBr x flash_attn_splitkv_bc(d)
 };
 const char* tile_rule_name(TileRule r);
 
@@ -61,6 +63,7 @@ struct KernelVariant {
     bool fp32 = true;                          // has code for fp32 storage (fp16 and bf16: every kernel)
     std::array<int, 3> head_dims{32, 64, 128};  // the head dims it has code for (0: none)
     int min_compute_capability = 75;           // sm_75 (T4) and up; tensor-core kernels sm_80
+    bool grouped_kv = false;                   // takes fewer K/V heads than query heads (GQA, MQA)
     // Registers per thread at d = 64 and d = 128 where known (ptxas, sm_90; what runs record overrides it);
     // 0: the runs record them, or the model estimates them from the tiles.
     std::array<int, 2> registers{0, 0};

@@ -49,12 +49,24 @@ FASIM_HD constexpr std::size_t fa2_bwd_tc_smem_bytes(int d, int elem_bytes) {
     return elems * static_cast<std::size_t>(elem_bytes) + 4u * kFa2BwdTcBr * sizeof(float);
 }
 
-// flash_decoding (cuda/kernels/flash_decoding.cu, and the simulator's default for the algorithm):
-// flash-attention's split-KV kernel tiles, 64 query rows by 256 keys at d <= 64, 128 at d <= 128,
-// else 64; 4 warps.
+// flash_decoding (cuda/kernels/flash_decoding.cu, and the simulator's default for the algorithm): 64 query
+// rows (4 warps x 16) by 128 keys at d <= 64, 64 at d <= 128, else 32. Half of flash-attention's split-KV
+// tiles, because the kernel double-buffers K and V: Q + 2 x (K + V), rows padded by 8 elements, is 81 KiB
+// (d = 64) or 85 KiB (d = 128), so two blocks share an SM, the two the split heuristic counts on.
 inline constexpr int kFlashDecodingBr = 64;
 inline constexpr int kFlashDecodingWarps = 4;
-FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 256 : d <= 128 ? 128 : 64; }
+inline constexpr int kFlashDecodingPad = 8;     // elements per shared-memory row (16 bytes: conflict-free ldmatrix)
+inline constexpr int kFlashDecodingStages = 2;  // K/V tile buffers: tile j + 1 is copied while tile j is used
+FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 128 : d <= 128 ? 64 : 32; }
+// Its dynamic shared memory, as the kernel carves it: the Q tile, then per stage a K and a V tile, rows of
+// d + 8 elements in the storage dtype.
+FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes) {
+    return static_cast<std::size_t>(kFlashDecodingBr + 2 * kFlashDecodingStages * flash_decoding_bc(d)) *
+           static_cast<std::size_t>(d + kFlashDecodingPad) * static_cast<std::size_t>(elem_bytes);
+}
+// flash-attention's own split-KV kernel (PyTorch's flash backend on decode shapes): 64 x 256 at d <= 64,
+// 64 x 128 at d <= 128, else 64 x 64; single K and V buffers.
+FASIM_HD constexpr int flash_attn_splitkv_bc(int d) { return d <= 64 ? 256 : d <= 128 ? 128 : 64; }
 
 // How many splits of the keys FlashDecoding runs: flash-attention's num_splits_heuristic
 // (flash_api.cpp). One split when the unsplit blocks nearly fill the GPU (80% of `slots`, flash-attention
@@ -76,6 +88,14 @@ inline std::int64_t flash_decoding_splits(std::int64_t blocks, std::int64_t slot
     for (std::int64_t s = 1; s <= max_splits; ++s)
         if (eligible(s) && efficiency[static_cast<std::size_t>(s)] >= 0.85 * best) return s;
     return 1;
+}
+
+// The splits that hold K/V tiles when `splits` are asked for: each takes ceil(kv_tiles / splits) tiles, so
+// the last can be left empty (10 tiles in 6 splits: 2 + 2 + 2 + 2 + 2, so 5 splits). The simulator's
+// choose_tiles rounds the same way.
+inline std::int64_t flash_decoding_nonempty_splits(std::int64_t kv_tiles, std::int64_t splits) {
+    const std::int64_t per_split = (kv_tiles + splits - 1) / splits;
+    return (kv_tiles + per_split - 1) / per_split;
 }
 
 }  // namespace tile_rules

@@ -27,6 +27,7 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
     l.registers_per_thread = static_cast<int>(integer("registers_per_thread"));
     l.warps = static_cast<int>(integer("threads") / 32);
     l.smem_bytes = integer("dynamic_smem_bytes");
+    l.kv_splits = integer("kv_splits");
     return l;
 }
 
@@ -55,6 +56,10 @@ void apply_rule(const KernelVariant& k, const AttentionProblem& p, const GpuSpec
 }  // namespace
 
 KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, const GpuSpec& gpu, const MeasuredLaunch& recorded) {
+    if (p.grouped() && !k.grouped_kv)
+        throw usage_error(std::string(k.name) + " has no grouped-query kernel: --kv-heads " + std::to_string(p.kv_head_count()) +
+                              " differs from --heads " + std::to_string(p.heads),
+                          "it reads one K/V head per query head", "omit --kv-heads, or use --kernel flash_decoding");
     KernelSetup s;
     s.algorithm = &algorithm(k.algorithm);
     s.options.tensor_cores = k.tensor_cores(p.dtype);
@@ -69,6 +74,7 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
         apply_rule(k, p, gpu, req);
     }
     if (s.algorithm->q_splits && recorded.q_splits > 1) req.q_splits = recorded.q_splits;
+    if (s.algorithm->kv_splits && recorded.kv_splits > 0) req.kv_splits = recorded.kv_splits;
     req.warps = recorded.warps > 0 ? recorded.warps : k.warps;
     if (recorded.smem_bytes > 0) {
         req.launched_smem_bytes = recorded.smem_bytes;

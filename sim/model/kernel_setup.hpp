@@ -17,13 +17,15 @@ namespace fasim {
 
 // What a measurement recorded of the attention kernel it timed (fa-validate's "launches": the last one
 // with a K/V tile, Bc > 0, else the last; fa1's init kernel comes first, FA2 backward's dQ conversion
-// last). 0 = not recorded.
+// and FlashDecoding's combine last). 0 = not recorded.
 struct MeasuredLaunch {
     std::int64_t Br = 0, Bc = 0;
     std::int64_t q_splits = 0;     // fa1_tc: blocks per batch*head
     int registers_per_thread = 0;  // what ptxas allocated
     int warps = 0;                 // threads per block / 32
     std::int64_t smem_bytes = 0;   // dynamic shared memory per block it launched with
+    std::int64_t kv_splits = 0;    // flash_decoding: splits of the keys it ran (a launch choice, not the compiled
+                                   // kernel's: the catalog's registers still apply)
     bool recorded() const { return Br > 0 || Bc > 0 || q_splits > 0 || registers_per_thread > 0; }
 };
 
@@ -37,9 +39,10 @@ struct KernelSetup {
 };
 
 // The simulation of kernel k on this problem and GPU. Tiles: recorded, else the kernel's rule (not
-// for standard attention, whose GEMM tiles are the algorithm's). Registers: recorded; the catalog's
-// when the run recorded nothing of the kernel (PyTorch's, or fa-sim --kernel); else the model's
-// estimate. Throws UsageError where the kernel's rule finds no tile that fits.
+// for standard attention, whose GEMM tiles are the algorithm's). Splits of the keys: recorded, else the
+// algorithm's heuristic. Registers: recorded; the catalog's when the run recorded nothing of the kernel
+// (PyTorch's, or fa-sim --kernel); else the model's estimate. Throws UsageError where the kernel's rule
+// finds no tile that fits, or the problem has grouped K/V heads and the kernel takes none.
 KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, const GpuSpec& gpu,
                          const MeasuredLaunch& recorded = {});
 

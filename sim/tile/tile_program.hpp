@@ -168,6 +168,10 @@ public:
     virtual void reduce_across_warps(Tile& X, Reduce kind) = 0;
     virtual void barrier() = 0;
 
+    // The tile is now known by another name (the new running max becomes m_i): what traces print for
+    // it from here on. Nothing moves; executors that do not print ignore it.
+    virtual void rename(const Tile& /*tile*/, std::string_view /*label*/) {}
+
     // Tile bookkeeping (called by Tile's destructor).
     virtual void release(int tile_id) = 0;
 };

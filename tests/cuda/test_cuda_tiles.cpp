@@ -170,3 +170,91 @@ TEST_CASE("the simulator and the launchers pick the same tiles on every preset, 
                 }
     CHECK(compared > 300);
 }
+
+// FlashDecoding's launcher and the simulator's model of it lay decode problems out alike on every GPU
+// preset: the packed rows of a group, the tiles, the splits of the keys (the heuristic, or kv_splits
+// rounded to the splits that hold tiles), the split kernel's grid and whether a combine kernel runs; and a
+// measured run's recorded split count is what the model then runs. (The combine kernel launches a block
+// per row where the program has one per Q tile: flash_decoding.cu says why.)
+TEST_CASE("flash_decoding: the launcher's rows, tiles, splits and grids are the simulator's", "[catalog][tiles][decoding]") {
+    const fasim::KernelVariant& k = fasim::cuda_kernel("flash_decoding");
+    struct Shape {
+        int B, H, KV, N, Nk, d;
+        bool causal;
+        int kv_splits;
+    };
+    const Shape shapes[] = {
+        {1, 32, 32, 1, 16384, 128, false, 0}, {1, 32, 8, 1, 65536, 128, false, 0}, {1, 32, 1, 1, 131072, 128, false, 0},
+        {8, 32, 8, 1, 4096, 128, false, 0},   {64, 16, 16, 1, 1024, 128, false, 0}, {1, 8, 2, 1, 4097, 64, false, 0},
+        {2, 8, 1, 3, 1000, 64, true, 0},      {1, 8, 8, 100, 77, 128, false, 0},  {2, 8, 2, 1, 4097, 128, false, 7},
+        {1, 8, 8, 64, 1000, 64, true, 6},     {2, 8, 1, 3, 4097, 128, true, 65},  {1, 4, 4, 1, 1, 128, false, 0},
+    };
+    int compared = 0;
+    for (const fasim::GpuSpec& gpu : fasim::gpu_presets()) {
+        if (gpu.compute_capability < k.min_compute_capability) continue;
+        for (const Shape& sh : shapes) {
+            INFO(gpu.name << " B=" << sh.B << " H=" << sh.H << " KV=" << sh.KV << " N=" << sh.N << " Nk=" << sh.Nk
+                          << " d=" << sh.d << " kv_splits=" << sh.kv_splits);
+            const fasim::CudaProblem cp{sh.B, sh.H, sh.N, sh.Nk, sh.d, DType::fp16, sh.causal, sh.KV, sh.kv_splits};
+            const FlashDecodingLayout L = flash_decoding_layout(cp, gpu.sm_count);
+            fasim::AttentionProblem p;
+            p.batch = sh.B;
+            p.heads = sh.H;
+            p.kv_heads = sh.KV;
+            p.N = sh.N;
+            p.Nk = sh.Nk;
+            p.d = sh.d;
+            p.causal = sh.causal;
+            // fa-sim --kernel flash_decoding [--kv-splits S], then a run that recorded what it launched.
+            const fasim::KernelSetup asked = fasim::kernel_setup(k, p, gpu, fasim::MeasuredLaunch{.kv_splits = sh.kv_splits});
+            const fasim::MeasuredLaunch ran{.Br = L.Br, .Bc = L.Bc, .warps = 4, .kv_splits = L.splits};
+            for (const fasim::KernelSetup& s : {asked, fasim::kernel_setup(k, p, gpu, ran)}) {
+                const fasim::AlgorithmResult r = fasim::simulate(*s.algorithm, p, gpu, s.tiles, s.options);
+                CHECK(r.tiles.Br == L.Br);
+                CHECK(r.tiles.Bc == L.Bc);
+                CHECK(r.tiles.kv_splits == L.splits);
+                REQUIRE(r.kernels.size() == (L.splits > 1 ? 2u : 1u));
+                CHECK(r.kernels[0].desc.blocks_per_head == static_cast<std::int64_t>(L.splits) * L.q_tiles);
+                CHECK(r.kernels[0].desc.heads == L.row_heads);
+            }
+            CHECK(L.packed == (sh.N == 1 && sh.KV < sh.H));
+            CHECK(static_cast<long long>(L.row_heads) * L.rows == static_cast<long long>(sh.B) * sh.H * sh.N);
+            CHECK((L.splits - 1) * L.tiles_per_split < L.kv_tiles);  // every split holds a K/V tile
+            ++compared;
+        }
+    }
+    CHECK(compared >= 4 * 12);
+    // A split count with more splits than K/V tiles is refused, naming the range.
+    CHECK_THROWS_WITH(flash_decoding_layout(fasim::CudaProblem{1, 8, 1, 100, 128, DType::fp16, false, 8, 3}, 132),
+                      Catch::Contains("kv_splits = 3 is out of range for Nk = 100") && Catch::Contains("1..2"));
+}
+
+TEST_CASE("grouped K/V heads, kv_splits and causal N > Nk: validated, and refused by the kernels without them", "[decoding]") {
+    fasim::CudaProblem p{1, 8, 1, 100, 128, DType::fp16, false, 3};
+    CHECK_THROWS_WITH(fasim::validate_problem(p), Catch::Contains("KV = 3 does not divide H = 8"));
+    p.KV = 2;
+    CHECK_NOTHROW(fasim::validate_problem(p));
+    CHECK(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("flash_decoding"), p).empty());
+    CHECK_THAT(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa2_tc"), p), Catch::Contains("no grouped-query kernel"));
+    for (const fasim::KernelVariant* k : fasim::cuda_kernels()) {
+        INFO(k->name);
+        CHECK(k->grouped_kv == (k->name == "flash_decoding"));
+        if (!k->grouped_kv) CHECK_FALSE(fasim::cuda_kernel_unsupported(*k, p).empty());
+    }
+    p.KV = 8;
+    p.kv_splits = 4;
+    CHECK_THAT(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa2_tc"), p), Catch::Contains("kv_splits = 4 does not apply"));
+    p.kv_splits = 0;
+    p.N = 200;
+    p.causal = true;
+    CHECK_THAT(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("flash_decoding"), p), Catch::Contains("N = 200 > Nk = 100"));
+    CHECK(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa2_tc"), p).empty());  // rows that see no key: O = 0
+    // The simulator's model of a kernel refuses grouped K/V heads the same way.
+    fasim::AttentionProblem sp;
+    sp.heads = 8;
+    sp.kv_heads = 2;
+    sp.N = 1;
+    sp.Nk = 1000;
+    CHECK_THROWS_AS(fasim::kernel_setup(fasim::cuda_kernel("fa2_tc"), sp, fasim::find_gpu_preset("H100-SXM")), fasim::UsageError);
+    CHECK_NOTHROW(fasim::kernel_setup(fasim::cuda_kernel("flash_decoding"), sp, fasim::find_gpu_preset("H100-SXM")));
+}
