@@ -18,7 +18,7 @@ repo="${FASIM_NOTEBOOK_REPO:-$default_repo}"
 repo_args=()
 [ -n "$repo" ] && repo_args=(--notebook-repo "$repo")
 mkdir -p "$out"
-for n in 01 02 03 04 05 06 07 08 09 10; do
+for n in 01 02 03 04 05 06 07 08 09 10 11; do
   bin="$build/lessons/lesson-$n"
   if [ ! -x "$bin" ]; then
     echo "regenerate: $bin is missing: build the lessons first (scripts/build.sh)" >&2

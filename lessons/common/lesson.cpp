@@ -104,6 +104,11 @@ Lesson::Lesson(int number, std::string slug, std::string title, std::string summ
 
 Lesson::~Lesson() = default;
 
+void Lesson::default_gpu(std::string name) {
+    default_gpu_ = std::move(name);
+    app_->get_option("--gpu")->description("GPU preset (default " + default_gpu_ + " in this lesson; fa-sim --list-gpus)");
+}
+
 std::string Lesson::program() const { return "lesson-" + two_digits(number_); }
 
 void Lesson::problem_options(const AttentionProblem& defaults, unsigned flags) {
@@ -194,7 +199,8 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
         if (!gpu_name_.empty() && !gpu_file_.empty())
             throw usage_error("--gpu " + gpu_name_ + " and --gpu-file " + gpu_file_ + " were both given", "one GPU per run",
                               "pass only one of them");
-        gpu_ = !gpu_file_.empty() ? load_gpu_file(gpu_file_) : find_gpu_preset(gpu_name_.empty() ? default_gpu_name() : gpu_name_);
+        const std::string preset = !gpu_name_.empty() ? gpu_name_ : !default_gpu_.empty() ? default_gpu_ : default_gpu_name();
+        gpu_ = !gpu_file_.empty() ? load_gpu_file(gpu_file_) : find_gpu_preset(preset);
 
         const int modes = (json_ ? 1 : 0) + (!checks_.empty() ? 1 : 0) + (!export_path_.empty() ? 1 : 0) +
                           (!only_.empty() ? 1 : 0) + (answer_key_ ? 1 : 0);

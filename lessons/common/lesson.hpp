@@ -84,6 +84,8 @@ public:
     Lesson& operator=(const Lesson&) = delete;
 
     // ---- options (before run) ----
+    // The GPU the lesson runs on without --gpu or --gpu-file (default_gpu_name() unless set here).
+    void default_gpu(std::string name);
     // Offers --N, --d, ... with these defaults. --gpu and --gpu-file are always offered.
     void problem_options(const AttentionProblem& defaults, unsigned flags);
     // An extra whole-number option; the returned reference holds its value after parsing.
@@ -130,6 +132,7 @@ private:
     unsigned problem_flags_ = 0;
     AttentionProblem problem_;
     GpuSpec gpu_;
+    std::string default_gpu_;
     std::string gpu_name_, gpu_file_, n_, d_, heads_, batch_, dtype_, only_, export_path_, notebook_repo_;
     bool step_mode_ = false, no_prose_ = false, json_ = false, answer_key_ = false;
     std::vector<std::string> checks_;

@@ -1,6 +1,9 @@
 #include "common/sim_helpers.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -95,15 +98,51 @@ GpuSpec with_shared_memory(const GpuSpec& gpu, double factor) {
     return g;
 }
 
+namespace {
+
+// Prints every step, and copies what the program stores into the tensors named in `keep`.
+class KeepingPrinter final : public Observer {
+public:
+    KeepingPrinter(std::ostream& out, const std::vector<std::string>& keep, std::map<std::string, std::vector<reference::Matrix>>& kept)
+        : printer_(out, 4, 4), keep_(keep), kept_(kept) {}
+    void on_step(const fasim::Step& step) override {
+        printer_.on_step(step);
+        if (step.kind != StepKind::store || !step.region || !step.values) return;
+        const Region& r = *step.region;
+        const GlobalTensor& t = *r.tensor;
+        if (std::find(keep_.begin(), keep_.end(), t.name) == keep_.end()) return;
+        auto& heads = kept_[t.name];
+        if (heads.empty())
+            heads.assign(static_cast<std::size_t>(t.heads),
+                         reference::Matrix::Constant(t.rows, t.cols, std::numeric_limits<double>::quiet_NaN()));
+        // A row statistic is held on chip as a column and stored as a row.
+        const reference::MatrixF& v = *step.values;
+        const bool column = t.row_statistic && v.rows() == r.ncols;
+        for (std::int64_t i = 0; i < r.nrows; ++i)
+            for (std::int64_t c = 0; c < r.ncols; ++c) {
+                const double x = column ? v(c, i) : v(i, c);
+                double& dst = heads[static_cast<std::size_t>(r.head)](r.row0 + i, r.col0 + c);
+                dst = step.store_mode == StoreMode::overwrite || std::isnan(dst) ? x : dst + x;
+            }
+    }
+
+private:
+    TracePrinter printer_;
+    const std::vector<std::string>& keep_;
+    std::map<std::string, std::vector<reference::Matrix>>& kept_;
+};
+
+}  // namespace
+
 TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
-                     std::uint64_t seed) {
+                     std::uint64_t seed, const std::vector<std::string>& keep) {
     TracedRun t;
     ProblemInputs in = random_inputs(p, seed);
     t.Q = std::move(in.Q);
     t.K = std::move(in.K);  // per batch·K/V head
     t.V = std::move(in.V);
     std::ostringstream text;
-    TracePrinter printer(text, 4, 4);
+    KeepingPrinter printer(text, keep, t.kept);
     t.run = run_functional(algo, p, gpu, cfg, t.Q, t.K, t.V, &printer);
     t.trace = fit_lines(text.str());
     return t;
@@ -150,7 +189,8 @@ const AlgorithmResult& sim_cached(const Algorithm& forward, PassSelection pass, 
     static std::map<std::string, std::unique_ptr<AlgorithmResult>> cache;
     const std::string key = std::string(forward.id) + "|" + pass_name(pass) + "|" + p.describe() + "|" + std::to_string(p.batch) +
                             "|" + gpu.name + "|" + std::to_string(gpu.smem_per_block_bytes) + "|" + std::to_string(t.Br.value_or(0)) +
-                            "|" + std::to_string(t.Bc.value_or(0)) + "|" + (t.matmul == MatmulMode::naive ? "naive" : "tiled");
+                            "|" + std::to_string(t.Bc.value_or(0)) + "|" + (t.matmul == MatmulMode::naive ? "naive" : "tiled") +
+                            "|" + std::to_string(t.kv_splits);
     auto& slot = cache[key];
     if (!slot) slot = std::make_unique<AlgorithmResult>(simulate(forward, pass, p, gpu, t));
     return *slot;

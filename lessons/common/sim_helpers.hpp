@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,13 +46,16 @@ GpuSpec with_shared_memory(const GpuSpec& gpu, double factor);
 
 // Runs an algorithm functionally on seeded random inputs and prints every step
 // (sim/exec/trace_printer), fitted to 80 columns. Returns the run; `trace` gets the text.
+// `keep` names intermediate tensors (FlashDecoding's O_partial, say) to copy out as the program stores
+// them: kept[name][head] in the tensor's declared layout.
 struct TracedRun {
     std::string trace;
     FunctionalRun run;
     std::vector<reference::Matrix> Q, K, V;
+    std::map<std::string, std::vector<reference::Matrix>> kept;
 };
 TracedRun traced_run(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileConfig& cfg,
-                     std::uint64_t seed);
+                     std::uint64_t seed, const std::vector<std::string>& keep = {});
 
 // The forward (not printed), then the backward of an algorithm on seeded random Q, K, V and dO,
 // printing the backward's every step; each head's gradients checked against the float64 backward.

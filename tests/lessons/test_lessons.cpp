@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gpu/gpu_catalog.hpp"
+#include "kernels/tile_rules.hpp"
 #include "lesson_runner.hpp"
 
 using namespace fasim::test;
@@ -18,7 +19,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kLessons = 10;
+constexpr int kLessons = 11;
+
+// The GPU a lesson runs on without --gpu: the course's default, except lesson 11 (decoding on an H100).
+std::string default_gpu_of(int n) { return n == 11 ? "H100-SXM" : fasim::default_gpu_name(); }
 
 void check_output_shape(int n, const Run& r) {
     CAPTURE(n, r.err);
@@ -58,7 +62,7 @@ TEST_CASE("json is deterministic and lists exercises and results", "[lessons][js
         const json j = json::parse(a.out);
         CHECK(j["schema_version"] == 1);
         CHECK(j["lesson"] == n);
-        CHECK(j["parameters"]["gpu"] == fasim::default_gpu_name());
+        CHECK(j["parameters"]["gpu"] == default_gpu_of(n));
         REQUIRE(j["exercises"].size() >= 2);
         REQUIRE(j["exercises"].size() <= 3);
         std::set<std::string> ids;
@@ -137,6 +141,13 @@ TEST_CASE("exercise answers agree with closed forms on the default GPU", "[lesso
     ok(10, "fa1_dq_round_trips=" + std::to_string(1024 / 64));                // Tc = ⌈N/Bc⌉
     ok(1, "ridge=" + std::to_string(a100.matmul_flops(fasim::DType::fp16) / a100.effective_hbm_bandwidth()));
     ok(1, "softmax_bound=memory");
+    // Lesson 11 on its H100: B=1, H=32 over 8 K/V heads, N=1, Nk=65536, d=128, fp16.
+    const fasim::GpuSpec h100 = fasim::find_gpu_preset(default_gpu_of(11));
+    ok(11, "kv_bytes=" + std::to_string(2LL * 8 * 65536 * 128 * 2));          // K and V once per K/V head: 2·B·KV·Nk·d·e
+    const long long tiles = 65536 / fasim::tile_rules::flash_decoding_bc(128);
+    const long long picked = fasim::tile_rules::flash_decoding_splits(8, 2LL * h100.sm_count, tiles);  // 8 blocks: B·KV
+    const long long S = (tiles + (tiles + picked - 1) / picked - 1) / ((tiles + picked - 1) / picked);  // splits holding tiles
+    ok(11, "partial_bytes=" + std::to_string(2 * S * 32 * (128 + 1) * 4));    // O_s and LSE_s in fp32, written and read
 }
 
 TEST_CASE("lesson 01: standard attention below the ridge its softmax memory-bound", "[lessons][facts]") {
@@ -262,6 +273,61 @@ TEST_CASE("lesson 10: the traced gradients equal exact ones - P kept is quadrati
     CHECK(num(r["dq"]["fa2_predicted_s"]) < num(r["dq"]["fa1_predicted_s"]));
 }
 
+TEST_CASE("lesson 11: one query row idles FA2's SMs - the heuristic's splits fill them - the combine is exact - "
+          "partials are small beside K and V - GQA divides FlashDecoding's K/V bytes - the speedup grows with Nk",
+          "[lessons][facts]") {
+    const fasim::GpuSpec h100 = fasim::find_gpu_preset(default_gpu_of(11));
+    const json r = lesson_json(11)["results"];
+    const double kv_bytes = 2.0 * 8 * 65536 * 128 * 2;
+    CHECK(num(r["decode"]["fa2_grid"]) == 32);  // B·H·⌈N/Br⌉ with N = 1
+    CHECK(num(r["decode"]["fa2_idle_sms"]) == h100.sm_count - 32);
+    CHECK(num(r["decode"]["kv_cache_bytes"]) == kv_bytes);
+    CHECK(num(r["decode"]["fa2_over_floor"]) > 4);
+    CHECK(num(r["decode"]["flops_per_kv_byte"]) < num(r["decode"]["ridge_point"]));
+
+    const auto& splits = r["splits"];
+    CHECK(splits["heuristic_agrees"] == true);
+    CHECK(num(splits["blocks_without_split"]) == 8);  // B·KV: a group's 4 query heads are the rows of one Q tile
+    CHECK(num(splits["grid_with_splits"]) == 8 * num(splits["heuristic_splits"]));
+    CHECK(num(splits["idle_sms_with_splits"]) == 0);
+    CHECK(num(splits["by_splits"].front()["splits"]) == 1);
+    CHECK(num(splits["by_splits"].front()["predicted_s"]) > 4 * num(splits["fd_predicted_s"]));
+    CHECK(num(splits["speedup"]) > 4);
+
+    CHECK(r["combine"]["equals_exact"] == true);
+    CHECK(num(r["combine"]["splits"]) == 2);
+    CHECK(num(r["combine"]["max_weight_error"]) < 1e-5);
+    for (const auto& h : r["combine"]["heads"]) CHECK(num(h["weight_sum"]) == Approx(1).epsilon(1e-6));
+
+    const auto& cost = r["cost"];
+    const double S = num(cost["splits"]);
+    CHECK(num(cost["o_partial_bytes"]) == 2 * S * 32 * 128 * 4);  // written by the splits, read by the combine
+    CHECK(num(cost["lse_partial_bytes"]) == 2 * S * 32 * 4);
+    CHECK(num(cost["kv_bytes"]) == kv_bytes);
+    CHECK(num(cost["partial_bytes"]) < 0.01 * kv_bytes);
+    const auto& mqa = cost["by_kv_heads"].back();
+    CHECK(num(mqa["kv_heads"]) == 1);
+    CHECK(num(mqa["partial_bytes"]) / num(mqa["kv_bytes"]) > num(cost["partial_bytes"]) / kv_bytes);
+
+    const auto& gqa = r["gqa"]["by_kv_heads"];
+    REQUIRE(gqa.size() == 3);  // 32, 8 and 1 K/V heads
+    for (const auto& row : gqa) {
+        CHECK(num(row["fd_kv_read_bytes"]) * num(row["group"]) == num(gqa[0]["fd_kv_read_bytes"]));  // once per K/V head
+        CHECK(num(row["kv_cache_bytes"]) == num(row["fd_kv_read_bytes"]));
+        CHECK(num(row["fa2_kv_read_bytes"]) == num(gqa[0]["fa2_kv_read_bytes"]));  // FA2: once per query head
+    }
+    CHECK(num(gqa[0]["fd_kv_read_bytes"]) == 2.0 * 32 * 65536 * 128 * 2);
+
+    const auto& rows = r["context"]["rows"];
+    REQUIRE(rows.size() == 9);  // Nk = 1k .. 256k
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(num(rows[i]["fd_predicted_s"]) < num(rows[i]["fa2_predicted_s"]));
+        CHECK(num(rows[i]["fd_predicted_s"]) >= num(rows[i]["kv_floor_s"]));
+        if (i > 0) CHECK(num(rows[i]["speedup"]) > num(rows[i - 1]["speedup"]));
+    }
+    CHECK(num(r["context"]["first_near_floor_nk"]) > 0);
+}
+
 TEST_CASE("lesson 09: no measurements means predictions only - result files are read and re-predicted", "[lessons][facts]") {
     const std::string empty = "/tmp/fasim_lesson09_empty_" + std::to_string(::getpid());
     std::filesystem::create_directories(empty);
@@ -306,6 +372,9 @@ TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 
     bad(6, "--json --check o_writes=17", "one of them per run");
     bad(4, "--no-such-flag", "no-such-flag");
     bad(8, "--no-prose", "--no-prose");
+    bad(11, "--kv-heads 5", "--kv-heads 5");
+    bad(11, "--kv-splits 5000", "--kv-splits 5000");
+    bad(11, "--trace-splits 3", "--trace-splits 3");
 }
 
 TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", "[lessons][notebook]") {
