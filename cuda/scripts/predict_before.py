@@ -55,7 +55,7 @@ def main():
 
     if a.decode:
         catalog = json.loads(subprocess.run([a.fa_sim, "--list-kernels", "--json"], capture_output=True, text=True).stdout)
-        grouped = {k["name"]: k.get("grouped_kv", False) for k in catalog["kernels"]}
+        grouped = {k["name"]: k["grouped_kv"] for k in catalog["kernels"]}
         for kernel in a.kernels.split(","):
             for kv in a.kv_heads.split(","):
                 if int(kv) != 32 and not grouped.get(kernel, False):
@@ -66,7 +66,7 @@ def main():
                                  "--d", "128", "--dtype", "fp16"],
                                 {"algo": kernel, "N": 1, "Nk": int(nk), "d": 128, "dtype": "fp16", "causal": False,
                                  "batch": int(b), "heads": 32, "kv_heads": int(kv)})
-        a.N = a.d = a.dtype = None
+        a.N = a.d = a.dtype = a.batch = a.heads = None
     for kernel in a.kernels.split(",") if not a.decode else []:
         for d in a.d.split(","):
             for n in a.N.split(","):

@@ -192,7 +192,8 @@ json catalog_json() {
                            {"registers", {{"d64", k.registers[0]}, {"d128", k.registers[1]}}},
                            {"calibration", calibration_text(k.calibration)},
                            {"forward_kernel", std::string(k.forward_kernel)},
-                           {"warps", k.warps}});
+                           {"warps", k.warps},
+                           {"grouped_kv", k.grouped_kv}});
     }
     return {{"schema_version", kSchemaVersion}, {"algorithms", algos}, {"kernels", kernels}};
 }
