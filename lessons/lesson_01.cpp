@@ -17,7 +17,7 @@ std::string bw(double b) { return units::rate(b, "B/s"); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(1, "memory_hierarchy_and_roofline", "The memory hierarchy and the roofline",
              "A GPU computes far faster than it can fetch data from its main memory. Whether a kernel is "
              "fast therefore depends less on how many FLOPs it does than on how many bytes it moves, and "
@@ -135,9 +135,10 @@ plt.show())PY"});
 
         L.step({"attention", "Where attention sits on the roofline",
                 R"(Standard attention runs three kernels: S = Q·Kᵀ, P = softmax(S) and O = P·V.
-The simulator counts the bytes each moves through HBM (the papers' sense:
-every load and store the kernel issues), the bytes that reach DRAM after its
-L2 model, and the FLOPs. The softmax does few FLOPs per byte of S and P, and
+The simulator counts the bytes each moves through HBM (every load and store
+the kernel issues, re-reads of GEMM operands included: the papers count each
+operand once, lesson 03), the bytes that reach DRAM after its L2 model, and
+the FLOPs. The softmax does few FLOPs per byte of S and P, and
 S and P are N×N. FlashAttention-2 does the same FLOPs in one kernel that
 never writes S or P. Which intensity decides? The bytes that really come from
 DRAM: re-reads that L2 serves cost L2 bandwidth, not HBM bandwidth. The

@@ -27,7 +27,7 @@ std::string b(double v) { return units::bytes(v); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(2, "tiling_a_matmul", "Tiling a matrix product",
              "Every output of a matrix product C = A·B needs a whole row of A and a whole column of B. "
              "Read them from HBM for every output and the product drowns in memory traffic; keep tiles "
@@ -174,9 +174,11 @@ Nsight Compute counts for this kernel (cuda/results/2026-11-25-h200-b).)",
                     const double wavefronts = static_cast<double>(g.smem_wavefronts);
                     const double data = static_cast<double>(g.smem_read + g.smem_write);
                     print_para(c.out, "The simulator's tiled kernel (4x4 per lane): " + b(static_cast<double>(g.smem_read)) +
-                                          " of operand data read from shared memory, " + grouped(static_cast<std::int64_t>(wavefronts)) +
-                                          " wavefronts (" + b(wavefronts * 128) + " at 128 bytes each, " + units::ratio(wavefronts * 128 / data) +
-                                          " the data moved): on the CUDA cores (fa-sim --cuda-cores) the kernel is timed by them.");
+                                          " of operand data read from shared memory and " + b(static_cast<double>(g.smem_write)) +
+                                          " written to it (the staging copies), " + grouped(static_cast<std::int64_t>(wavefronts)) +
+                                          " wavefronts for both (" + b(wavefronts * 128) + " at 128 bytes each, " +
+                                          units::ratio(wavefronts * 128 / data) + " the " + b(data) +
+                                          " read and written): on the CUDA cores (fa-sim --cuda-cores) the kernel is timed by them.");
                     c.results["reg_global_bytes"] = reg_global;
                     c.results["reg_smem_load_bytes"] = smem_reg;
                     c.results["one_output_smem_load_bytes"] = smem_one;

@@ -47,7 +47,7 @@ constexpr std::int64_t kExerciseSeed = 7, kExerciseRow = 8, kExerciseChunk = 3;
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(4, "online_softmax", "Online softmax",
              "Softmax normalises a whole row at once: it needs the row's maximum and the sum of its "
              "exponentials before it can produce a single output. That seems to force a kernel to see "

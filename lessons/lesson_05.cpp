@@ -17,7 +17,7 @@ namespace {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(5, "flashattention_1", "FlashAttention-1",
              "FlashAttention computes exact attention without ever writing the N×N score matrix to HBM. "
              "It cuts Q, K and V into tiles that fit in shared memory (SRAM), fuses every step into one "
@@ -149,12 +149,17 @@ load and store the program issues; the formula must agree with it.)",
                     t.row({"formula x B x H", grouped(f.read), grouped(f.write)});
                     t.print(c.out);
                     const bool agree = f.read == r.hbm.read_bytes() && f.write == r.hbm.write_bytes();
+                    const ClosedForm sf = s.algo->closed_form(p, s.tiles);
+                    const std::int64_t s_paper = sf.papers_hbm ? sf.papers_hbm->total() : s.hbm.total();
                     c.out << '\n';
                     print_para(c.out, std::string("Simulator and formula ") + (agree ? "agree to the byte." : "DIFFER.") +
-                                          " Standard attention moves " + units::bytes(static_cast<double>(s.hbm.total())) +
-                                          " for the same problem: FA1 moves " +
+                                          " Standard attention's kernels load and store " +
+                                          units::bytes(static_cast<double>(s.hbm.total())) + " for the same problem (" +
+                                          units::bytes(static_cast<double>(s_paper)) +
+                                          " by Algorithm 0's formula, each GEMM operand once, lesson 03): FA1 moves " +
                                           units::ratio(static_cast<double>(s.hbm.total()) / static_cast<double>(r.hbm.total())) +
-                                          " less. After the L2 model, FA1's DRAM traffic is " +
+                                          " less (" + units::ratio(static_cast<double>(s_paper) / static_cast<double>(r.hbm.total())) +
+                                          " less than the formula). After the L2 model, FA1's DRAM traffic is " +
                                           units::bytes(static_cast<double>(r.dram.total())) + " (standard: " +
                                           units::bytes(static_cast<double>(s.dram.total())) + ").");
                     c.results["hbm_read_bytes"] = r.hbm.read_bytes();
@@ -273,26 +278,40 @@ three things on the table, which the next two lessons take up:
 
 - One thread block per batch × head: with few heads most SMs have nothing to
   do (lesson 07).
-- O, ℓ and m make an HBM round trip on every (i, j) pair, and O is rescaled
-  and divided by ℓ each time: extra non-matmul work (lesson 06).
+- O, ℓ and m make an HBM round trip on every (i, j) pair (the running O as
+  O_acc, in fp32 when O is stored in fp16 or bf16), and O is rescaled and
+  divided by ℓ each time: extra bytes and extra non-matmul work (lesson 06).
 - Split-K: the warps exchange partial results through shared memory with
   barriers (lesson 06).)",
                 [&](Ctx& c) {
                     const AlgorithmResult r = sim(algorithm("fa1"), p, gpu);
                     const KernelTiming& k = main_timing(r);
-                    const std::int64_t oml = both_of(r.hbm, "O") + both_of(r.hbm, "l") + both_of(r.hbm, "m");
+                    // O_acc is the running O in HBM (fp32 when O is stored in fp16 or bf16; O itself when fp32),
+                    // read and written on every (i, j) pair; O is the final output, written once.
+                    const std::int64_t acc = both_of(r.hbm, "O_acc"), out = both_of(r.hbm, "O");
+                    const std::int64_t stats = both_of(r.hbm, "l") + both_of(r.hbm, "m");
+                    const std::int64_t oml = acc + out + stats;
+                    const double total = static_cast<double>(r.hbm.total());
                     print_para(c.out, "fa1_forward launches " + grouped(k.grid) + " blocks on " + std::to_string(gpu.sm_count) +
                                           " SMs: " + std::to_string(k.idle_sms) + " SMs idle, SMs busy " +
                                           percent(k.sm_busy_fraction, 0) + " of the time.");
-                    print_para(c.out, "O, ℓ and m are " + percent(static_cast<double>(oml) / static_cast<double>(r.hbm.total()), 0) +
-                                          " of FA1's HBM traffic (" + units::bytes(static_cast<double>(oml)) + ").");
+                    const bool separate = acc > 0;  // fp16/bf16 storage: the running O is O_acc in fp32
+                    print_para(c.out, std::string(separate ? "O_acc, O, ℓ and m" : "O, ℓ and m") + " (step 3's rows " +
+                                          (separate ? "O_acc, O, l and m" : "O, l and m") + ") move " +
+                                          units::bytes(static_cast<double>(oml)) + ", " + percent(static_cast<double>(oml) / total, 0) +
+                                          " of FA1's " + units::bytes(total) + " of HBM traffic. The running O" +
+                                          (separate ? " (O_acc, in fp32 for " + std::string(dtype_name(p.dtype)) + " storage)" : "") +
+                                          ", read and written on every (i, j) pair, is " +
+                                          units::bytes(static_cast<double>(separate ? acc : out)) + " of it; ℓ and m " +
+                                          units::bytes(static_cast<double>(stats)) + ".");
                     print_para(c.out, "Non-matmul FLOPs: " + units::flops(static_cast<double>(r.nonmatmul_flops)) + " beside " +
                                           units::flops(static_cast<double>(r.matmul_flops)) + " of matrix products; barriers: " +
                                           grouped(r.barriers) + ". Predicted time " + units::seconds(r.time_s) + ", bound by " +
                                           k.bound + ".");
                     c.results["grid"] = k.grid;
                     c.results["idle_sms"] = k.idle_sms;
-                    c.results["o_l_m_bytes"] = oml;
+                    c.results["o_l_m_bytes"] = oml;  // O_acc, O, l and m, read and written
+                    c.results["o_acc_bytes"] = acc;
                     c.results["nonmatmul_flops"] = r.nonmatmul_flops;
                     c.results["predicted_s"] = r.time_s;
                 }});

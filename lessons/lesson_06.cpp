@@ -19,7 +19,7 @@ double ratio(std::int64_t a, std::int64_t c) { return static_cast<double>(a) / s
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(6, "flashattention_2", "FlashAttention-2",
              "FlashAttention-2 computes exactly what FlashAttention-1 computes, with the same tiling and the "
              "same online softmax. What changes is the schedule: the loops are swapped so that each Q tile "
@@ -93,8 +93,11 @@ table compares the two with their default tiles. Look at the writes first.
 The reads are a trade: FA1 re-reads Q and O Tc times, FA2 re-reads K and V Tr
 times, so depending on the tiles either may issue more reads. Re-reads of
 data that other blocks are reading at the same time are served by L2 (see the
-DRAM line, after the simulator's L2 model), so what reaches DRAM is close to
-reading Q, K and V once for both.)",
+DRAM line, after the simulator's L2 model): FA2's re-reads of K and V are of
+that kind, so what reaches DRAM is close to reading Q, K and V once. FA1's
+round trips of O (O_acc), ℓ and m are not: a block comes back to a row only
+after a pass over all its other rows, and whether the row is still in L2 then
+depends on how much all the heads running at once have touched meanwhile.)",
                 [&](Ctx& c) {
                     const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     // FA2's closed form (flash_attention_2.cpp): reads Nd + Tr·2·Nk·d, writes Nd + N (LSE), all heads.
@@ -110,7 +113,7 @@ reading Q, K and V once for both.)",
                         t.row({n, b(read_of(r1.hbm, n)), b(write_of(r1.hbm, n)),
                                b(read_of(r2.hbm, n)), b(write_of(r2.hbm, n))});
                     }
-                    t.row({"HBM (papers' sense)", b(r1.hbm.read_bytes()), b(r1.hbm.write_bytes()), b(r2.hbm.read_bytes()),
+                    t.row({"HBM (loads+stores)", b(r1.hbm.read_bytes()), b(r1.hbm.write_bytes()), b(r2.hbm.read_bytes()),
                            b(r2.hbm.write_bytes())});
                     t.row({"DRAM (after L2)", b(r1.dram.read_bytes()), b(r1.dram.write_bytes()), b(r2.dram.read_bytes()),
                            b(r2.dram.write_bytes())});
@@ -120,8 +123,22 @@ reading Q, K and V once for both.)",
                     print_para(c.out, "FA2 formula: reads " + grouped(f_reads) + ", writes " + grouped(f_writes) + " bytes; the simulator " +
                                           (agree ? "agrees to the byte." : "DIFFERS.") + " FA2 writes " +
                                           units::ratio(ratio(r1.hbm.write_bytes(), r2.hbm.write_bytes())) + " less than FA1 and reads " +
-                                          units::ratio(ratio(r2.hbm.read_bytes(), r1.hbm.read_bytes())) + " as much; at DRAM the two "
-                                          "move " + b(r1.dram.total()) + " and " + b(r2.dram.total()) + ".");
+                                          units::ratio(ratio(r2.hbm.read_bytes(), r1.hbm.read_bytes())) + " as much.");
+                    // What reading Q, K and V once and writing O once costs; and how much of FA1's DRAM
+                    // traffic is its round trips (O_acc, ℓ, m).
+                    const std::int64_t once = p.batch_heads() * (2 * p.N * p.d + 2 * p.Nk * p.d) * p.elem_bytes();
+                    // The running O is O_acc (fp32) with fp16/bf16 storage, O itself with fp32.
+                    const std::string run_o = both_of(r1.hbm, "O_acc") > 0 ? "O_acc" : "O";
+                    const std::int64_t trips = both_of(r1.dram, run_o) + both_of(r1.dram, "l") + both_of(r1.dram, "m");
+                    const std::int64_t trips_hbm = both_of(r1.hbm, run_o) + both_of(r1.hbm, "l") + both_of(r1.hbm, "m");
+                    const double reach = trips_hbm > 0 ? static_cast<double>(trips) / static_cast<double>(trips_hbm) : 0;
+                    print_para(c.out, "At DRAM the two move " + b(r1.dram.total()) + " (FA1) and " + b(r2.dram.total()) +
+                                          " (FA2); reading Q, K and V once and writing O once is " + b(once) + ". Of FA1's " +
+                                          b(trips_hbm) + " of " + run_o + ", ℓ and m through HBM, " + b(trips) + " reach DRAM (" +
+                                          percent(reach, 0) + "): the " + units::capacity(static_cast<double>(gpu.l2_bytes)) + " L2 " +
+                                          (reach > 0.5 ? "does not keep" : "keeps") + " most rows between two visits here.");
+                    c.results["fa1_round_trip_hbm_bytes"] = trips_hbm;
+                    c.results["fa1_round_trip_dram_bytes"] = trips;
                     c.results["fa1_hbm_read_bytes"] = r1.hbm.read_bytes();
                     c.results["fa1_hbm_write_bytes"] = r1.hbm.write_bytes();
                     c.results["fa2_hbm_read_bytes"] = r2.hbm.read_bytes();

@@ -10,7 +10,7 @@
 using namespace fasim;
 using namespace fasim::lessons;
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(7, "parallelism_and_occupancy", "Parallelism and occupancy",
              "A GPU runs a kernel as a grid of thread blocks, each on one streaming multiprocessor (SM). "
              "If the grid has fewer blocks than there are SMs, the rest sit idle however fast each block "

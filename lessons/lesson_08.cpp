@@ -37,7 +37,7 @@ double ratio(std::int64_t a, std::int64_t b) { return static_cast<double>(a) / s
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(8, "causal_masking", "Causal masking",
              "In a decoder, query i may only attend to keys up to its own position: the upper triangle of "
              "the score matrix is masked out. Standard attention still computes all of S and masks it in "

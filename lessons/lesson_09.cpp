@@ -114,17 +114,47 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
     return out;
 }
 
-// The current simulator's prediction for a measurement (as fa-validate makes it).
-std::optional<AlgorithmResult> predict_now(const Measurement& m) {
+// The current simulator's predicted time for a measurement (as fa-validate makes it). Result files
+// repeat configurations (a grid rerun after a change), so each distinct one is simulated once.
+std::optional<double> predict_now(const Measurement& m) {
     if (m.preset.empty()) return std::nullopt;
+    static std::map<std::string, std::optional<double>> cache;
+    const MeasuredLaunch& l = m.launch;
+    const std::string key = m.preset + '|' + m.algo + '|' + m.problem.describe() + '|' + std::to_string(l.Br) + ',' +
+                            std::to_string(l.Bc) + ',' + std::to_string(l.q_splits) + ',' + std::to_string(l.registers_per_thread) +
+                            ',' + std::to_string(l.warps) + ',' + std::to_string(l.smem_bytes) + ',' + std::to_string(l.kv_splits);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+    std::optional<double> t;
     try {
         const GpuSpec gpu = find_gpu_preset(m.preset);
         const KernelSetup s = kernel_setup(*find_kernel(m.algo), m.problem, gpu, m.launch);
-        return simulate(*s.algorithm, m.problem, gpu, s.tiles, s.options);
+        t = simulate(*s.algorithm, m.problem, gpu, s.tiles, s.options).time_s;
     } catch (const std::exception&) {
-        return std::nullopt;
+        t = std::nullopt;
     }
+    cache.emplace(key, t);
+    return t;
 }
+
+// Progress on stderr while step 2 predicts its measurements, only when stderr is a terminal
+// (nothing in pipes, files or the tests); the line is erased when done.
+class Progress {
+public:
+    Progress() : on_(::isatty(STDERR_FILENO) != 0) {}
+    void reading(const std::string& dir) {
+        if (on_) std::cerr << "\rlesson-09: reading the result files in " << dir << "..." << std::flush;
+    }
+    void predicting(std::size_t done, std::size_t total) {
+        if (!on_ || (done % 50 != 0 && done != total)) return;
+        std::cerr << "\r\033[Klesson-09: predicting measurement " << done << " of " << total << "..." << std::flush;
+    }
+    ~Progress() {
+        if (on_) std::cerr << "\r\033[K" << std::flush;
+    }
+
+private:
+    bool on_;
+};
 
 bool executable(const fs::path& p) { return fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0; }
 
@@ -146,7 +176,7 @@ std::string signed_percent(double v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(9, "simulator_vs_real_gpu", "The simulator against a real GPU",
              "A model is only as good as its agreement with the machine. The CUDA kernels in cuda/ "
              "implement the same algorithms as the simulator's tile programs; fa-validate runs them, "
@@ -212,6 +242,8 @@ prediction of the simulator as it is now (the model may have changed since).
 error = (predicted − measured) / measured.)",
                 [&](Ctx& c) {
                     std::vector<std::string> files, skipped;
+                    Progress progress;
+                    progress.reading(results_dir);
                     const auto ms = read_results(results_dir, files, skipped);
                     c.results["files"] = files;
                     if (ms.empty()) {
@@ -223,43 +255,80 @@ error = (predicted − measured) / measured.)",
                         c.results["measurements"] = 0;
                         return;
                     }
-                    for (const auto& f : files) {
-                        const auto it = std::find_if(ms.begin(), ms.end(), [&](const Measurement& m) { return m.file == f; });
-                        if (it != ms.end())
-                            print_para(c.out, f + ": " + it->gpu + ", driver " + it->driver + ", " + it->date +
-                                                  (it->preset.empty() ? ", no matching preset" : ", predicted with " + it->preset));
-                    }
-                    c.out << '\n';
                     Table t({"kernel", "N", "d", "dtype", "causal", "measured", "then", "now", "error"}, "lrrlrrrrr");
                     std::map<std::string, std::vector<double>> errors;
                     Json rows = Json::array();
                     std::int64_t shown = 0;
                     for (const auto& m : ms) {
                         const auto now = predict_now(m);
-                        const double err = now ? 100.0 * (now->time_s - m.measured_s) / m.measured_s : 0;
+                        const double err = now ? 100.0 * (*now - m.measured_s) / m.measured_s : 0;
                         if (now) errors[m.algo].push_back(std::fabs(err));
                         if (shown++ < max_rows)
                             t.row({m.algo, grouped(m.problem.N), std::to_string(m.problem.d), dtype_name(m.problem.dtype),
                                    m.problem.causal ? "yes" : "no", units::seconds(m.measured_s),
                                    m.predicted_then_s > 0 ? units::seconds(m.predicted_then_s) : "-",
-                                   now ? units::seconds(now->time_s) : "-", now ? signed_percent(err) : "-"});
+                                   now ? units::seconds(*now) : "-", now ? signed_percent(err) : "-"});
                         Json j{{"file", m.file}, {"algo", m.algo}, {"N", m.problem.N}, {"d", m.problem.d},
                                {"dtype", dtype_name(m.problem.dtype)}, {"causal", m.problem.causal}, {"measured_s", m.measured_s},
                                {"predicted_then_s", m.predicted_then_s}};
-                        if (now) j["predicted_now_s"] = now->time_s;
+                        if (now) j["predicted_now_s"] = *now;
                         rows.push_back(j);
+                        progress.predicting(static_cast<std::size_t>(shown), ms.size());
                     }
                     t.print(c.out);
                     if (shown > max_rows) c.out << "  ... " << shown - max_rows << " more (--rows)\n";
-                    c.out << "\nMedian |error| of today's prediction, per kernel:\n";
+                    c.out << "\nMedian |error| of today's prediction, per kernel:\n\n";
                     Json med;
+                    Table mt({"kernel", "median |error|", "configurations"}, "lrr");
                     for (auto& [algo, v] : errors) {
                         std::sort(v.begin(), v.end());
                         const double mdn = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-                        c.out << "  " << algo << std::string(algo.size() < 16 ? 16 - algo.size() : 1, ' ') << fixed(mdn, 0) << "% over "
-                              << v.size() << (v.size() == 1 ? " configuration\n" : " configurations\n");
+                        mt.row({algo, fixed(mdn, 0) + "%", grouped(static_cast<std::int64_t>(v.size()))});
                         med[algo] = mdn;
                     }
+                    mt.print(c.out);
+
+                    // Where the measurements come from: one line per run folder (the files are in --json).
+                    struct Run {
+                        std::int64_t files = 0, measurements = 0;
+                        std::vector<std::string> dates, presets;
+                    };
+                    std::map<std::string, Run> runs;
+                    std::vector<std::string> devices;  // "NVIDIA H200, driver 580.159.04, predicted with H200"
+                    auto add = [](std::vector<std::string>& v, const std::string& x) {
+                        if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+                    };
+                    auto folder_of = [](const std::string& f) {
+                        const auto slash = f.find('/');
+                        return slash == std::string::npos ? std::string(".") : f.substr(0, slash);
+                    };
+                    for (const auto& f : files) {
+                        const auto it = std::find_if(ms.begin(), ms.end(), [&](const Measurement& m) { return m.file == f; });
+                        if (it != ms.end()) ++runs[folder_of(f)].files;
+                    }
+                    for (const auto& m : ms) {
+                        Run& r = runs[folder_of(m.file)];
+                        ++r.measurements;
+                        add(r.dates, m.date);
+                        add(r.presets, m.preset.empty() ? "none" : m.preset);
+                        add(devices, m.gpu + ", driver " + m.driver + (m.preset.empty() ? ", no matching preset" : ", predicted with " + m.preset));
+                    }
+                    auto joined = [](const std::vector<std::string>& v) {
+                        std::string s;
+                        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+                        return s;
+                    };
+                    c.out << '\n';
+                    print_para(c.out, "The measurements come from " + grouped(static_cast<std::int64_t>(runs.size())) +
+                                          (runs.size() == 1 ? " run" : " runs") + " (folders of result files; --json lists every file):");
+                    c.out << '\n';
+                    Table rt({"run", "files", "measurements", "date", "predicted with"}, "lrrll");
+                    for (const auto& [folder, r] : runs)
+                        rt.row({folder, grouped(r.files), grouped(r.measurements), joined(r.dates), joined(r.presets)});
+                    rt.print(c.out);
+                    c.out << '\n';
+                    for (const auto& d : devices) print_para(c.out, d, "  ", "    ");
+                    if (!skipped.empty()) c.out << '\n';
                     for (const auto& s : skipped) print_para(c.out, "skipped " + s, "  ", "    ");
                     c.results["measurements"] = ms.size();
                     c.results["rows"] = rows;
@@ -337,8 +406,8 @@ step 2. To keep them, rerun fa-validate with --out cuda/results/NAME.json.)",
                     Table t({"kernel", "N", "measured", "predicted now", "error"}, "lrrrr");
                     for (const auto& m : ms) {
                         const auto now = predict_now(m);
-                        t.row({m.algo, grouped(m.problem.N), units::seconds(m.measured_s), now ? units::seconds(now->time_s) : "-",
-                               now ? signed_percent(100.0 * (now->time_s - m.measured_s) / m.measured_s) : "-"});
+                        t.row({m.algo, grouped(m.problem.N), units::seconds(m.measured_s), now ? units::seconds(*now) : "-",
+                               now ? signed_percent(100.0 * (*now - m.measured_s) / m.measured_s) : "-"});
                     }
                     t.print(c.out);
                     c.out << "Results: " << (out / "here.json").string() << '\n';

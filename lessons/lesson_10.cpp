@@ -38,7 +38,7 @@ std::string gradient_added_atomically(const AlgorithmResult& r) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(10, "backward_pass", "The backward pass: recomputation",
              "Training needs the gradients dQ, dK and dV as well as O. Standard attention keeps the N x N "
              "matrix P from the forward pass and reads it back; FlashAttention keeps only one number per row "
@@ -69,8 +69,8 @@ of the loss with respect to O gives the others:
 D needs a whole row of P and dP, which no tile holds. But Σ_j P_ij·dP_ij =
 Σ_j P_ij·(dO_i·V_j) = dO_i·O_i, so D = rowsum(dO ∘ O) can be computed first,
 from two N×d matrices. Then every tile is independent: P_ij is recomputed
-from Q_i, K_j and the row's logsumexp, P = exp(scale·S − LSE), exactly the
-normalised probabilities.
+from Q_i, K_j and the row's logsumexp, P_ij = exp(scale·Q_i·K_jᵀ − LSE_i) =
+exp(S_ij − LSE_i), exactly the normalised probabilities.
 
 FlashAttention-2's backward gives each K/V tile its own thread block: the
 block keeps K_j, V_j, dK_j and dV_j on chip, walks over all Q tiles, and adds

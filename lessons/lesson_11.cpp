@@ -81,7 +81,7 @@ std::string bound_term(const std::string& bound) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int FASIM_LESSON_ENTRY(int argc, char** argv) {
     Lesson L(11, "inference_decoding", "Inference: decoding with split keys",
              "Generating text adds one token at a time: each step attends with a single query row per head to "
              "every token so far, kept in HBM as the K/V cache. With one query row FlashAttention-2's grid is "
@@ -361,7 +361,7 @@ and each query head's O with exact attention against the K/V head it reads.)",
                             worst_weight_error = std::max(worst_weight_error, std::fabs(weight - share));
                             tab.row({std::to_string(h), std::to_string(kv), std::to_string(s),
                                      std::to_string(k0) + ".." + std::to_string(k1 - 1), fixed(lse_s, 4), fixed(part.lse(0), 4),
-                                     fixed(weight, 4), fixed(share, 4)});
+                                     fixed(weight, 6), fixed(share, 6)});
                         }
                         const reference::ToleranceCheck o = reference::check_tolerance(t.run.O[hh], t.Q[hh], K, V, {}, tp.dtype);
                         const bool lse_ok = reference::check_lse(t.run.lse[hh], t.Q[hh], K, {}, exact).pass;
@@ -399,8 +399,9 @@ back: 2·S·B·H·(d + 1)·4 bytes through HBM in the papers' sense, besides Q
 read once per split. Against K and V, 2·B·KV·Nk·d·e bytes, that is small for
 a long cache: the partials grow with the splits and the query heads, K and V
 with the cache's length and the K/V heads. The combine is also a second
-kernel, with its launch, and here it has one block per Q tile: as few blocks
-as the split kernel had before splitting.
+kernel, with its launch, and it has one block per query row (B·H·N blocks,
+whatever the splits): few beside the split kernel's, and it reads every
+split's partials of its row.
 
 When does it matter? Multi-query attention (one K/V head) divides K and V by
 the group size, but not the partials: they belong to the query heads. The

@@ -128,11 +128,15 @@ GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const M
     }
     constexpr double u32 = 1.0 / (1 << 24);
     const double size = G_exact.cwiseAbs().maxCoeff();
-    c.error = (G_alg - G_exact).cwiseAbs().maxCoeff();
-    c.naive_error = (G_naive - G_exact).cwiseAbs().maxCoeff();
+    const bool finite = G_alg.allFinite();
+    c.error = finite ? (G_alg - G_exact).cwiseAbs().maxCoeff() : std::numeric_limits<double>::infinity();
+    // A naive backward that overflowed the dtype (inf/NaN) gives no error scale: the bound is the floor alone
+    // (as check_tolerance does), not NaN.
+    const bool naive_overflow = !G_naive.allFinite();
+    c.naive_error = naive_overflow ? std::numeric_limits<double>::infinity() : (G_naive - G_exact).cwiseAbs().maxCoeff();
     c.floor = machine_epsilon(dtype) * size + 16 * u32 * (1 + logit_size) * std::max(size, term_size);
-    c.bound = 2 * c.naive_error + c.floor;
-    c.pass = !G_alg.array().isNaN().any() && c.error <= c.bound;
+    c.bound = (naive_overflow ? 0.0 : 2 * c.naive_error) + c.floor;
+    c.pass = finite && c.error <= c.bound;
     return c;
 }
 

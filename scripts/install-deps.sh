@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(g++ cmake make libeigen3-dev libcli11-dev catch2 nlohmann-json3-dev librsvg2-bin python3
           python3-nbformat python3-nbclient python3-ipykernel python3-matplotlib  # notebooks_export/ is executed by the tests
-          pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python module fasim (python/) and its tests
+          pybind11-dev python3-dev python3-numpy python3-pytest  # the Python module fasim (python/) and its tests
+          clang-16 libclang-rt-16-dev)  # the libFuzzer targets (fuzz/), run by the ctest test "sanitizers"
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
+#include "common/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -469,8 +470,9 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        (void)app.exit(e);
+    } catch (const CLI::ParseError& e) {  // one line, control characters escaped, exit code 2 (issue 25)
+        std::fprintf(stderr, "cuda-check: error: %s: see cuda-check --help. Fix: correct the command line\n",
+                     fasim::escape_control(e.what()).c_str());
         return 2;
     }
 
@@ -614,7 +616,7 @@ int main(int argc, char** argv) {
         return failed == 0 ? 0 : 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "cuda-check: %s\n", e.what());
+        std::fprintf(stderr, "cuda-check: %s\n", fasim::escape_control(e.what()).c_str());
         return 1;
     }
 }

@@ -35,6 +35,7 @@
 #include "attention_backward.hpp"
 #include "attention_kernels.hpp"
 #include "attention_reference.hpp"
+#include "common/errors.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
@@ -683,7 +684,15 @@ int main(int argc, char** argv) {
     app.add_option("--Nk", nks, "decode grid: key lengths, comma separated (default 1024,4096,16384,65536,131072)");
     app.add_option("--kv-heads", kv_heads, "decode grid: K/V head counts, divisors of --heads (default 32,8,1)");
     app.add_option("--batches", batches, "decode grid: batch sizes, comma separated (default 1,8,64)");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {  // one line, control characters escaped, exit code 2 (issue 25)
+        std::fprintf(stderr, "fa-validate: error: %s: see fa-validate --help. Fix: correct the command line\n",
+                     fasim::escape_control(e.what()).c_str());
+        return 2;
+    }
     const bool decode = grid == "decode";
     if (decode) {
         if (app.count("--dtype") == 0) dtypes = "fp16";
@@ -844,7 +853,7 @@ int main(int argc, char** argv) {
         std::printf("%d configuration(s) failed\n", failures);
         return failures == 0 ? 0 : 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "fa-validate: error: %s\n", e.what());
+        std::fprintf(stderr, "fa-validate: error: %s\n", fasim::escape_control(e.what()).c_str());
         return 2;
     }
 }

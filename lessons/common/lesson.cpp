@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "cli/cli_options.hpp"
+#include "cli/version.hpp"
 #include "common/errors.hpp"
+#include "common/output.hpp"
 #include "common/notebook.hpp"
 #include "common/text.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "plot/atomic_write.hpp"
 
 namespace fasim::lessons {
 
@@ -82,6 +85,16 @@ const char* kind_name(Exercise::Kind k) {
     return "?";
 }
 
+// lesson-answers: answer-key mode (answer_key_mode()).
+struct KeyMode {
+    bool on = false;
+    std::vector<Json>* collect = nullptr;
+};
+KeyMode& key_mode() {
+    static KeyMode m;
+    return m;
+}
+
 }  // namespace
 
 Lesson::Lesson(int number, std::string slug, std::string title, std::string summary)
@@ -93,13 +106,17 @@ Lesson::Lesson(int number, std::string slug, std::string title, std::string summ
     app.add_flag("--step", step_mode_, "wait for Enter between steps (only when input is a terminal)");
     app.add_option("--only", only_, "show one step only: its number or id");
     app.add_flag("--no-prose", no_prose_, "with --only: the step's computed output without its prose");
-    app.add_flag("--json", json_, "print the exercises and the key results as JSON (deterministic)");
-    app.add_option("--check", checks_, "grade an exercise: --check ID=ANSWER (repeatable); exit 0 if correct, 1 if not");
+    app.add_flag("--json", json_,
+                 "print the exercises and the key results as JSON (deterministic); with --check, the graded record");
+    app.add_option("--check", checks_,
+                   "grade an exercise: --check ID=ANSWER (repeatable); exit 0 if correct, 1 if not; with --json a graded "
+                   "record");
     app.add_option("--export-notebook", export_path_,
                    "write this lesson's Jupyter notebook to FILE (or into a directory, as NN_slug.ipynb)");
-    app.add_flag("--answer-key", answer_key_, "print every exercise's answer as ID=VALUE (for instructors and graders)");
     app.add_option("--notebook-repo", notebook_repo_,
                    "with --export-notebook: OWNER/NAME of the published repository, for the notebook-service badge");
+    app.set_version_flag("--version", program() + " " + version_text(),
+                         "print the version of fa-sim this lesson belongs to (and its git commit) and exit");
 }
 
 Lesson::~Lesson() = default;
@@ -168,7 +185,10 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
             app_->parse(argc, argv);
         } catch (const CLI::CallForHelp&) {
             std::cout << app_->help();
-            return 0;
+            return finish_stdout(prog, 0);
+        } catch (const CLI::CallForVersion& e) {
+            std::cout << e.what() << '\n';
+            return finish_stdout(prog, 0);
         } catch (const CLI::ParseError& e) {
             throw usage_error(std::string(e.what()), "see the options in " + prog + " --help", "correct the command line");
         }
@@ -202,11 +222,17 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
         const std::string preset = !gpu_name_.empty() ? gpu_name_ : !default_gpu_.empty() ? default_gpu_ : default_gpu_name();
         gpu_ = !gpu_file_.empty() ? load_gpu_file(gpu_file_) : find_gpu_preset(preset);
 
-        const int modes = (json_ ? 1 : 0) + (!checks_.empty() ? 1 : 0) + (!export_path_.empty() ? 1 : 0) +
-                          (!only_.empty() ? 1 : 0) + (answer_key_ ? 1 : 0);
+        // --json goes with --check (a graded record) or alone; in answer-key mode with nothing else.
+        const int modes = (json_ && checks_.empty() ? 1 : 0) + (!checks_.empty() ? 1 : 0) + (!export_path_.empty() ? 1 : 0) +
+                          (!only_.empty() ? 1 : 0);
         if (modes > 1)
-            throw usage_error("--json, --check, --only, --answer-key and --export-notebook were combined", "one of them per run",
-                              "run " + prog + " once for each");
+            throw usage_error("--json, --check, --only and --export-notebook were combined",
+                              "one of them per run (--check may take --json)", "run " + prog + " once for each");
+        if (key_mode().on && (!checks_.empty() || !only_.empty() || !export_path_.empty() || step_mode_ || no_prose_))
+            throw usage_error("lesson-answers " + two_digits(number_) + " was given a lesson option (--check, --only, --step, "
+                              "--no-prose or --export-notebook)",
+                              "lesson-answers prints the answer key; it takes the GPU and size flags and --json",
+                              "run " + prog + " for the lesson itself");
         if (no_prose_ && only_.empty())
             throw usage_error("--no-prose was given without --only", "--no-prose applies to one step", "e.g. --only 2 --no-prose");
         if (!notebook_repo_.empty() && export_path_.empty())
@@ -218,13 +244,13 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
                               "e.g. --notebook-repo owner/fa-sim");
 
         build(*this);
-        return dispatch();
+        return finish_stdout(prog, dispatch());  // a write that failed (> /dev/full) is an error
     } catch (const UsageError& e) {
         std::cerr << prog << ": error: " << e.what() << '\n';
-        return 2;
+        return finish_stdout(prog, 2);
     } catch (const std::exception& e) {
-        std::cerr << prog << ": internal error: " << e.what() << " (please report this with the command line)\n";
-        return 1;
+        std::cerr << prog << ": internal error: " << escape_control(e.what()) << " (please report this with the command line)\n";
+        return finish_stdout(prog, 1);
     }
 }
 
@@ -296,6 +322,7 @@ Json Lesson::json_document() const {
     doc["slug"] = slug_;
     doc["title"] = title_;
     doc["program"] = program();
+    doc["tool"] = tool_record();
     doc["parameters"] = parameters();
     Json steps = Json::array();
     for (std::size_t i = 0; i < steps_.size(); ++i)
@@ -318,7 +345,25 @@ Json Lesson::json_document() const {
     return doc;
 }
 
-int Lesson::check(const std::vector<std::string>& specs) const {
+void answer_key_mode(std::vector<Json>* collect) {
+    key_mode().on = true;
+    key_mode().collect = collect;
+}
+
+Json tool_record() {
+    // version_text() (cli/version.hpp): "0.1.0 (git b0b597a1c2d3-dirty)", or "0.1.0" without git.
+    const std::string text = version_text();
+    const auto open = text.find(" (git ");
+    const std::string version = text.substr(0, open);
+    std::string commit = "unknown";
+    if (open != std::string::npos) {
+        commit = text.substr(open + 6);
+        if (!commit.empty() && commit.back() == ')') commit.pop_back();
+    }
+    return Json{{"name", "fa-sim"}, {"version", version}, {"commit", commit}};
+}
+
+int Lesson::check(const std::vector<std::string>& specs, bool json) const {
     auto ids = [&] {
         std::string s;
         for (std::size_t i = 0; i < exercises_.size(); ++i) s += (i ? ", " : "") + exercises_[i].id;
@@ -338,7 +383,10 @@ int Lesson::check(const std::vector<std::string>& specs) const {
                               "see the exercises at the end of " + program() + " or in its --json");
         todo.emplace_back(&*it, trim(spec.substr(eq + 1)));
     }
+    // Grade. Neither the text nor the record contains the right answer.
     bool all = true;
+    std::int64_t correct = 0;
+    Json graded = Json::array();
     for (const auto& [e, given] : todo) {
         bool ok = false;
         std::string why;
@@ -358,10 +406,71 @@ int Lesson::check(const std::vector<std::string>& specs) const {
             }
         }
         all &= ok;
-        if (ok) std::cout << e->id << ": correct\n";
-        else print_para(std::cout, e->id + ": not correct. " + why + "Hint: " + e->hint, "", "    ");
+        correct += ok ? 1 : 0;
+        if (json) {
+            Json g{{"id", e->id}, {"answer", given}, {"correct", ok}, {"answer_type", kind_name(e->kind)},
+                   {"tolerance", tolerance_text(*e)}, {"unit", e->unit}};
+            g["feedback"] = ok ? "correct" : "not correct. " + why + "Hint: " + e->hint;
+            graded.push_back(g);
+        } else if (ok) {
+            std::cout << e->id << ": correct\n";
+        } else {
+            print_para(std::cout, e->id + ": not correct. " + why + "Hint: " + e->hint, "", "    ");
+        }
+    }
+    if (json) {
+        Json doc;
+        doc["schema_version"] = 1;
+        doc["record"] = "graded";
+        doc["tool"] = tool_record();
+        doc["lesson"] = number_;
+        doc["slug"] = slug_;
+        doc["program"] = program();
+        doc["parameters"] = parameters();
+        doc["results"] = graded;
+        doc["correct"] = correct;
+        doc["total"] = static_cast<std::int64_t>(todo.size());
+        doc["all_correct"] = all;
+        std::cout << doc.dump(2) << '\n';
     }
     return all ? 0 : 1;
+}
+
+// lesson-answers NN: the computed answers for this run's GPU and sizes.
+int Lesson::answer_key() const {
+    Json answers = Json::array();
+    for (const Exercise& e : exercises_) {
+        Json a{{"id", e.id}, {"answer_type", kind_name(e.kind)}};
+        if (e.kind == Exercise::Kind::choice) a["answer"] = e.text();
+        else if (e.kind == Exercise::Kind::integer) a["answer"] = static_cast<std::int64_t>(std::llround(e.number()));
+        else a["answer"] = e.number();
+        a["tolerance"] = tolerance_text(e);
+        if (e.kind == Exercise::Kind::number) {
+            a["relative_tolerance"] = e.rel_tol;
+            a["absolute_tolerance"] = e.abs_tol;
+        }
+        a["unit"] = e.unit;
+        a["question"] = e.question;
+        answers.push_back(a);
+    }
+    Json doc;
+    doc["schema_version"] = 1;
+    doc["record"] = "answer_key";
+    doc["tool"] = tool_record();
+    doc["lesson"] = number_;
+    doc["slug"] = slug_;
+    doc["program"] = program();
+    doc["parameters"] = parameters();
+    doc["answers"] = answers;
+    if (key_mode().collect) {
+        key_mode().collect->push_back(doc);
+    } else if (json_) {
+        std::cout << doc.dump(2) << '\n';
+    } else {
+        for (const Exercise& e : exercises_)
+            std::cout << e.id << '=' << (e.kind == Exercise::Kind::choice ? e.text() : num(e.number(), 12)) << '\n';
+    }
+    return 0;
 }
 
 int Lesson::dispatch() {
@@ -376,18 +485,16 @@ int Lesson::dispatch() {
         for (const Step& s : steps_) nb.steps.push_back({s.id, s.title, s.prose, s.python});
         for (const Exercise& e : exercises_) nb.exercise_ids.push_back(e.id);
         std::filesystem::path path = export_path_;
-        if (std::filesystem::is_directory(path)) path /= notebook_file_name(number_, slug_);
-        write_notebook(nb, path.string());
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) path /= notebook_file_name(number_, slug_);
+        // Atomically, through a uniquely named temporary file that is removed on any failure.
+        plot::atomic_write_file(path, notebook_text(nb));
         return 0;
     }
+    if (key_mode().on) return answer_key();
+    if (!checks_.empty()) return check(checks_, json_);
     if (json_) {
         std::cout << json_document().dump(2) << '\n';
-        return 0;
-    }
-    if (!checks_.empty()) return check(checks_);
-    if (answer_key_) {
-        for (const Exercise& e : exercises_)
-            std::cout << e.id << '=' << (e.kind == Exercise::Kind::choice ? e.text() : num(e.number(), 12)) << '\n';
         return 0;
     }
 

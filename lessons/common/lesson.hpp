@@ -8,11 +8,16 @@
 //   lesson-NN --step             the same, waiting for Enter between steps (terminals only)
 //   lesson-NN --only K           step K alone (--no-prose: without its prose)
 //   lesson-NN --json             the exercises and every step's key results, deterministic
-//   lesson-NN --check ID=ANSWER  grades one exercise (repeatable): exit 0 correct, 1 not
+//   lesson-NN --check ID=ANSWER  grades one exercise (repeatable): exit 0 correct, 1 not;
+//                                it never prints the right answer
+//   lesson-NN --check ... --json the same as a graded record in JSON (tool version and commit)
 //   lesson-NN --export-notebook F  the Jupyter notebook of this lesson (prose copied from
 //                                the steps, code cells that run this program)
-//   lesson-NN --answer-key       the computed answers, ID=VALUE per line (for instructors)
 // Bad flags: one line naming the value, the range and a fix, exit code 2.
+//
+// The answer keys are not in the lesson executables' options: the instructors' program
+// lesson-answers (lessons/answers/) links every lesson and runs it in answer-key mode
+// (answer_key_mode below), with the same --gpu and size flags.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +75,22 @@ struct Exercise {
     double abs_tol = 0;                 // number: accepted absolute error (when larger)
 };
 
+// Each lesson's entry point. lessons/CMakeLists.txt compiles lesson_NN.cpp with
+// FASIM_LESSON_ENTRY=lesson_NN_main: lesson-NN's main() calls it (common/lesson_main.cpp), and
+// so does lesson-answers.
+#ifndef FASIM_LESSON_ENTRY
+#define FASIM_LESSON_ENTRY main
+#endif
+
+// Answer-key mode, for lesson-answers only: from now on Lesson::run prints the answer key for the
+// GPU and sizes its flags give (ID=VALUE lines, or with --json a key record) instead of the lesson.
+// With `collect`, it appends the key records there instead of printing them.
+void answer_key_mode(std::vector<Json>* collect = nullptr);
+
+// The tool's version and git commit as every JSON record carries them:
+// {"name": "fa-sim", "version": "0.1.0", "commit": "b0b597a1c2d3-dirty"} ("unknown" without git).
+Json tool_record();
+
 // Which problem-size flags a lesson offers.
 enum ProblemFlag : unsigned {
     kN = 1, kD = 2, kHeads = 4, kBatch = 8, kDtype = 16, kCausal = 32,
@@ -119,7 +140,8 @@ private:
     void run_step(std::size_t i, std::ostream& out, Json& results, bool prose) const;
     void print_exercises(std::ostream& out) const;
     Json json_document() const;
-    int check(const std::vector<std::string>& specs) const;
+    int check(const std::vector<std::string>& specs, bool json) const;
+    int answer_key() const;
     void export_notebook(const std::string& path) const;
     Json parameters() const;
 
@@ -134,7 +156,7 @@ private:
     GpuSpec gpu_;
     std::string default_gpu_;
     std::string gpu_name_, gpu_file_, n_, d_, heads_, batch_, dtype_, only_, export_path_, notebook_repo_;
-    bool step_mode_ = false, no_prose_ = false, json_ = false, answer_key_ = false;
+    bool step_mode_ = false, no_prose_ = false, json_ = false;
     std::vector<std::string> checks_;
     std::vector<Step> steps_;
     std::vector<Exercise> exercises_;

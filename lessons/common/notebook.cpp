@@ -40,16 +40,26 @@ def _repo_root():
         return d
     raise RuntimeError(
         "fa-sim's sources are not in " + str(here) + " or above it: open this "
-        "notebook from notebooks_export/ in a clone of the repository, or set "
-        "FASIM_BIN to a built fa-sim (build/sim/fa-sim)")
+        "notebook from notebooks_export/ in a clone of the repository, set "
+        "FASIM_BIN to a built fa-sim (build/sim/fa-sim), or install fa-sim and "
+        "the lessons on the PATH (cmake --install build)")
 
 
 def _tools():
     if os.environ.get("FASIM_BIN"):
         fasim = pathlib.Path(os.environ["FASIM_BIN"]).resolve()
-        lessons = os.environ.get("FASIM_LESSONS_DIR", fasim.parent.parent / "lessons")
+        lessons = os.environ.get("FASIM_LESSONS_DIR")
+        if not lessons:  # installed (cmake --install): beside fa-sim; a build tree: build/lessons
+            lessons = fasim.parent if (fasim.parent / LESSON).exists() else fasim.parent.parent / "lessons"
         return fasim, pathlib.Path(lessons).resolve() / LESSON
-    root = _repo_root()
+    try:
+        root = _repo_root()
+    except RuntimeError:
+        installed = shutil.which("fa-sim")  # cmake --install puts the lessons beside it
+        if installed and (pathlib.Path(installed).resolve().parent / LESSON).exists():
+            fasim = pathlib.Path(installed).resolve()
+            return fasim, fasim.parent / LESSON
+        raise
     build = root / "build"
     fasim, lesson = build / "sim" / "fa-sim", build / "lessons" / LESSON
     if not (fasim.exists() and lesson.exists()):

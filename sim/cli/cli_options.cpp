@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <algorithm>
 #include <limits>
 
 #include "common/errors.hpp"
@@ -29,6 +30,25 @@ std::string trim(const std::string& s) {
     return s.substr(a, b - a);
 }
 
+// Ids are matched case-insensitively (--algo FA2, --dtype FP16), as --gpu names are.
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// "fa2, fa1" -> {"fa2", "fa1"} (each trimmed; empty items kept, so that "fa2," can be refused).
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> items;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = s.find(',', start);
+        items.push_back(trim(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return items;
+}
+
 }  // namespace
 
 std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
@@ -54,8 +74,8 @@ Sweep parse_sweep(const std::string& spec) {
     const auto eq = spec.find('='), colon = spec.find(':');
     if (eq == std::string::npos || colon == std::string::npos || colon < eq)
         throw usage_error("--sweep '" + spec + "' is not of the form N=FROM:TO", "the sweep parameter is N or Nk", fix);
-    const std::string name = trim(spec.substr(0, eq));
-    if (name != "N" && name != "Nk")
+    const std::string name = lower(trim(spec.substr(0, eq)));  // n, N, nk, Nk, NK
+    if (name != "n" && name != "nk")
         throw usage_error("--sweep parameter '" + spec.substr(0, eq) + "' is not supported",
                           "N (the query length, and the key length with it) or Nk (the key length alone) can be swept", fix);
     const std::int64_t lo = parse_integer("--sweep FROM", spec.substr(eq + 1, colon - eq - 1), 1, ProblemLimits::max_seq, fix);
@@ -65,7 +85,7 @@ Sweep parse_sweep(const std::string& spec) {
         throw usage_error("--sweep " + spec + " has an end that is not a power of two", "FROM and TO must be powers of two", fix);
     if (lo > hi) throw usage_error("--sweep " + spec + " runs backwards", "FROM must be at most TO", fix);
     Sweep s;
-    s.parameter = name == "Nk" ? SweepParameter::Nk : SweepParameter::N;
+    s.parameter = name == "nk" ? SweepParameter::Nk : SweepParameter::N;
     for (std::int64_t n = lo; n <= hi; n *= 2) s.values.push_back(n);
     return s;
 }
@@ -77,11 +97,11 @@ namespace {
 // measured run's launch this way): they win, and with tiles of one's own the catalog's register count
 // (measured with the kernel's tiles) no longer applies.
 void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul) {
-    const KernelVariant* k = find_kernel(name);
+    const KernelVariant* k = find_kernel(lower(trim(name)));
     if (!k)
         throw usage_error("--kernel '" + name + "' is not in the kernel catalog", "choose " + kernel_names(),
                           "e.g. --kernel fa2_tc (fa-sim --list-kernels)");
-    if (algo && *algo != k->algorithm)
+    if (algo && lower(trim(*algo)) != k->algorithm)
         throw usage_error("--kernel " + name + " implements " + std::string(k->algorithm) + ", not --algo " + *algo,
                           "--kernel picks its own algorithm", "drop --algo");
     if (cuda_cores || matmul)
@@ -135,36 +155,46 @@ CliOptions parse_cli(int argc, const char* const* argv) {
             if (a->*capability) s += (s.empty() ? "" : separator) + std::string(a->id);
         return s;
     };
-    app.add_option("--algo", algo, algorithm_ids(", ") + " or all (default fa2; --list-algos)");
+    app.add_option("--algo", algo, algorithm_ids(", ") + ", a comma-separated list of them (e.g. fa2,fa1) or all "
+                                   "(default fa2; --list-algos; case does not matter)")
+        ->type_name("ALGO[,ALGO...]");
     std::string pass = "fwd";
     app.add_option("--pass", pass, "fwd (default), bwd (the backward pass: dQ, dK, dV from dO) or fwd+bwd (training: both, "
-                                   "one after the other)");
-    app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)");
-    app.add_option("--Nk", nk, "key sequence length (default: N, self-attention)");
-    app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)");
-    app.add_option("--heads", heads, "attention heads, 1..1024 (default 16)");
-    app.add_option("--batch", batch, "batch size, 1..1024; batch*heads <= 1024 (default 1)");
+                                   "one after the other)")
+        ->type_name("PASS");
+    app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)")->type_name("INT");
+    app.add_option("--Nk", nk, "key sequence length, 1..1048576 (default: N, self-attention)")->type_name("INT");
+    app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)")->type_name("INT");
+    app.add_option("--heads", heads, "attention heads, 1..1024 (default 16)")->type_name("INT");
+    app.add_option("--batch", batch, "batch size, 1..1024; batch*heads <= 1024 (default 1)")->type_name("INT");
     app.add_option("--kv-heads", kv_heads,
                    "K/V heads, a divisor of --heads: grouped-query attention (1: multi-query); default: --heads. For " +
-                       ids_with(&Algorithm::grouped_kv, ", "));
-    app.add_option("--dtype", dtype, "storage precision: fp32, fp16 or bf16 (default fp16)");
+                       ids_with(&Algorithm::grouped_kv, ", "))
+        ->type_name("INT");
+    app.add_option("--dtype", dtype, "storage precision: fp32, fp16 or bf16 (default fp16)")->type_name("DTYPE");
     app.add_flag("--causal", o.problem.causal, "causal mask (bottom-right aligned)");
-    app.add_option("--gpu", gpu_name, "GPU preset (default " + default_gpu_name() + "; see --list-gpus)");
-    app.add_option("--gpu-file", gpu_file, "describe another GPU in a JSON file (docs/gpu-file.md)");
-    app.add_option("--Br", br, "Q-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + " (default: the paper's choice)");
-    app.add_option("--Bc", bc, "K/V-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + " (default: the paper's choice)");
+    app.add_option("--gpu", gpu_name, "GPU preset (default " + default_gpu_name() + "; see --list-gpus)")->type_name("NAME");
+    app.add_option("--gpu-file", gpu_file, "describe another GPU in a JSON file (docs/gpu-file.md)")->type_name("FILE");
+    app.add_option("--Br", br, "Q-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + ", 1..4096 (default: the paper's choice)")
+        ->type_name("INT");
+    app.add_option("--Bc", bc, "K/V-tile rows for " + ids_with(&Algorithm::tunable_tiles, "/") + ", 1..4096 (default: the paper's choice)")
+        ->type_name("INT");
     app.add_option("--q-splits", q_splits,
                    ids_with(&Algorithm::q_splits, ", ") + " only: blocks per batch*head, 1..ceil(N/Br); each takes every q-splits-th Q tile and reads the "
-                   "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)");
+                   "K/V tiles they see itself (FlashAttention-1's num_splits; default 1, Algorithm 1's one block)")
+        ->type_name("INT");
     app.add_option("--kv-splits", kv_splits,
                    ids_with(&Algorithm::kv_splits, ", ") + " only: blocks the keys of each row group are split over, 1..ceil(Nk/Bc) "
-                   "(default: flash-attention's heuristic, which fills the SMs)");
+                   "(default: flash-attention's heuristic, which fills the SMs)")
+        ->type_name("INT");
     app.add_option("--registers", registers,
                    "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
-                   "instead of the estimate from the register-resident tiles");
+                   "instead of the estimate from the register-resident tiles")
+        ->type_name("INT");
     app.add_option("--matmul", matmul,
                    "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like: "
-                   "32768-element tiles for fp16/bf16, 64x64 for fp32)");
+                   "32768-element tiles for fp16/bf16, 64x64 for fp32)")
+        ->type_name("MODE");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
                  "model fa-sim's own CUDA-core kernels: every matrix product on the CUDA cores (no tensor cores), S/P staged in shared memory");
@@ -175,16 +205,21 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     std::string kernel;
     app.add_option("--kernel", kernel,
                    "model one kernel of the catalog as it runs (its algorithm, tiles, products and registers), e.g. "
-                   "fa2_tc; --list-kernels shows them");
+                   "fa2_tc; --list-kernels shows them")
+        ->type_name("NAME");
     app.add_flag("--list-kernels", o.list_kernels, "list the kernel catalog (with --json: as JSON, for scripts)");
-    app.add_option("--sweep", sweep, "sweep N over powers of two, e.g. N=512:65536");
-    app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR "
-                   "(default fa-sim-plots); --sweep sets the N range of the sweeps")->expected(0, 1);
-    app.add_option("--measured", measured, "with --plot: fa-validate results (JSON) for the predicted-vs-measured figure");
+    app.add_option("--sweep", sweep, "sweep N (or Nk) over powers of two, e.g. N=512:65536")->type_name("N=FROM:TO");
+    app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR, which must "
+                   "exist (default fa-sim-plots, created when missing); --sweep sets the N range of the sweeps")
+        ->expected(0, 1)
+        ->type_name("[DIR]");
+    app.add_option("--measured", measured, "with --plot: fa-validate results (JSON) for the predicted-vs-measured figure")
+        ->type_name("FILE");
     app.add_flag("--trace", o.trace,
                  "run the tile program on real numbers and print every step, then compare with exact attention "
                  "(tiny problems: N, Nk <= 64; --heads defaults to 1 with --trace)");
-    app.add_option("--seed", seed, "seed of the random Q, K, V for --trace (default 1)");
+    app.add_option("--seed", seed, "seed of the random Q, K, V for --trace, 0..2^63-1 (default 1)")->type_name("INT");
+    app.add_flag("--version", o.version, "print fa-sim's version (and the git commit it was built from) and exit");
 
     try {
         app.parse(argc, argv);
@@ -195,8 +230,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     } catch (const CLI::ParseError& e) {
         throw usage_error(std::string(e.what()), "see the options in fa-sim --help", "correct the command line");
     }
+    if (o.version) return o;
     o.model.tensor_cores = !cuda_cores;
-    if (app.count("--plot")) o.plot_dir = plot_dir.empty() ? "fa-sim-plots" : plot_dir;
+    if (app.count("--plot")) {
+        o.plot_dir_is_default = plot_dir.empty();
+        o.plot_dir = plot_dir.empty() ? std::string(kDefaultPlotDir) : plot_dir;
+    }
     if (!measured.empty()) {
         if (!o.plot_dir)
             throw usage_error("--measured " + measured + " was given without --plot", "it feeds the predicted-vs-measured figure",
@@ -204,26 +243,45 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         o.measured = measured;
     }
 
-    if (pass == "fwd") o.pass = PassSelection::fwd;
-    else if (pass == "bwd") o.pass = PassSelection::bwd;
-    else if (pass == "fwd+bwd") o.pass = PassSelection::fwd_bwd;
+    const std::string pass_id = lower(trim(pass));
+    if (pass_id == "fwd") o.pass = PassSelection::fwd;
+    else if (pass_id == "bwd") o.pass = PassSelection::bwd;
+    else if (pass_id == "fwd+bwd") o.pass = PassSelection::fwd_bwd;
     else throw usage_error("--pass '" + pass + "' is not a pass", "choose fwd, bwd or fwd+bwd", "e.g. --pass fwd+bwd");
-    if (algo == "all") {
+    // --algo: one id, a comma-separated list of forward ids (fa-validate's form), or all.
+    const std::vector<std::string> algo_items = split_list(lower(algo));
+    const std::string algo_choices = "choose " + algorithm_ids(", ") + ", a comma-separated list of them, or all";
+    for (const std::string& item : algo_items)
+        if (item.empty())
+            throw usage_error("--algo '" + algo + "' has an empty name in its list", algo_choices, "e.g. --algo fa2,fa1");
+    if (algo_items.size() == 1 && algo_items.front() == "all") {
         o.all = true;
         o.algos = algorithms(Pass::forward);
         if (o.pass != PassSelection::fwd)  // those with a backward pass
             std::erase_if(o.algos, [](const Algorithm* a) { return backward_of(*a) == nullptr; });
-    } else if (const Algorithm* a = find_algorithm(algo); a && a->pass == Pass::forward) {
-        o.algos = {a};
-    } else if (a && a->pass == Pass::backward) {  // --algo fa2_bwd: fa2's backward pass
-        if (app.count("--pass") && o.pass == PassSelection::fwd)
-            throw usage_error("--algo " + algo + " is a backward pass, and --pass fwd was given", "fa-sim runs " + algo +
-                              " with --pass bwd or fwd+bwd", "use --algo " + std::string(a->family) + " --pass fwd, or drop --pass");
-        o.algos = {&algorithm(a->family)};
-        if (!app.count("--pass")) o.pass = PassSelection::bwd;
     } else {
-        throw usage_error("--algo '" + algo + "' is not an algorithm", "choose " + algorithm_ids(", ") + " or all",
-                          "e.g. --algo fa2 (fa-sim --list-algos)");
+        o.algos.clear();
+        for (const std::string& item : algo_items) {
+            if (item == "all")
+                throw usage_error("--algo '" + algo + "' lists all beside other algorithms", algo_choices,
+                                  "pass --algo all alone, or list the algorithms you want");
+            const Algorithm* a = find_algorithm(item);
+            if (!a)
+                throw usage_error("--algo '" + (algo_items.size() == 1 ? algo : item) + "' is not an algorithm", algo_choices,
+                                  "e.g. --algo fa2 (fa-sim --list-algos)");
+            if (a->pass == Pass::backward) {  // --algo fa2_bwd: fa2's backward pass
+                if (algo_items.size() > 1)
+                    throw usage_error("--algo '" + algo + "' lists the backward pass " + item + " with other algorithms",
+                                      "a list names forward algorithms; --pass picks their passes",
+                                      "use --algo " + std::string(a->family) + ",... --pass bwd");
+                if (app.count("--pass") && o.pass == PassSelection::fwd)
+                    throw usage_error("--algo " + item + " is a backward pass, and --pass fwd was given", "fa-sim runs " + item +
+                                      " with --pass bwd or fwd+bwd", "use --algo " + std::string(a->family) + " --pass fwd, or drop --pass");
+                a = &algorithm(a->family);
+                if (!app.count("--pass")) o.pass = PassSelection::bwd;
+            }
+            if (std::find(o.algos.begin(), o.algos.end(), a) == o.algos.end()) o.algos.push_back(a);
+        }
     }
 
     AttentionProblem& p = o.problem;
@@ -240,7 +298,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                    "pass a divisor of --heads, e.g. --kv-heads 8 for 32 heads (1: multi-query attention)");
     if (o.all && p.kv_heads > 0 && p.kv_heads != p.heads)  // --algo all: those that model grouped K/V heads
         std::erase_if(o.algos, [](const Algorithm* a) { return !a->grouped_kv; });
-    if (auto t = parse_dtype(dtype)) p.dtype = *t;
+    if (auto t = parse_dtype(lower(trim(dtype)))) p.dtype = *t;
     else throw usage_error("--dtype '" + dtype + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
     validate(p);
 
@@ -262,9 +320,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (!registers.empty())
         o.tiles.registers_per_thread = static_cast<int>(parse_integer(
             "--registers", registers, 1, 255, "pass the count ptxas -v prints for the kernel, e.g. --registers 128"));
-    if (matmul == "tiled") o.tiles.matmul = MatmulMode::tiled;
-    else if (matmul == "naive") o.tiles.matmul = MatmulMode::naive;
-    else if (matmul == "library") o.tiles.matmul = MatmulMode::library;
+    const std::string matmul_id = lower(trim(matmul));
+    if (matmul_id == "tiled") o.tiles.matmul = MatmulMode::tiled;
+    else if (matmul_id == "naive") o.tiles.matmul = MatmulMode::naive;
+    else if (matmul_id == "library") o.tiles.matmul = MatmulMode::library;
     else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled, naive or library",
                            "e.g. --matmul naive");
 

@@ -17,6 +17,9 @@
 
 namespace fasim {
 
+// Where a bare --plot writes (created when it does not exist; a DIR given must exist).
+inline constexpr const char* kDefaultPlotDir = "fa-sim-plots";
+
 struct CliOptions {
     std::vector<const Algorithm*> algos{&algorithm("fa2")};  // forward programs; --pass picks their passes
     PassSelection pass = PassSelection::fwd;
@@ -30,10 +33,12 @@ struct CliOptions {
     std::vector<std::int64_t> sweep_n;       // --sweep N=a:b or Nk=a:b (powers of two): the values
     SweepParameter sweep_parameter = SweepParameter::N;
     std::optional<std::string> plot_dir;     // --plot [DIR]: write the figures there
+    bool plot_dir_is_default = false;        // a bare --plot: kDefaultPlotDir, created when missing
     std::optional<std::string> measured;     // --measured FILE: fa-validate results for the figures
     bool trace = false;                      // run functionally, print every step
     std::uint64_t seed = 1;                  // inputs of functional runs
     bool help = false;
+    bool version = false;                    // --version: print version_text() and exit
     std::string help_text;
 };
 

@@ -557,6 +557,7 @@ std::optional<double> current_prediction(const MeasuredResults& m, const Measure
         p.d = r.d;
         p.dtype = r.dtype;
         p.causal = r.causal;
+        p.kv_heads = r.kv_heads;
         const KernelSetup s = kernel_setup(*k, p, gpu, r.launch);
         return simulate(*s.algorithm, p, gpu, s.tiles, s.options).time_s;
     } catch (const UsageError&) {  // a preset this fa-sim lacks, or tiles its model does not hold
@@ -574,7 +575,7 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
     c.add_identity_line(plot::IdentityLine(0.25, "y = x (exact prediction)", "\u00B125%"));
     // One series per measured kernel, grouped by the simulator algorithm it is compared
     // with: the algorithm's colour, a different marker per kernel of the same algorithm.
-    std::size_t within = 0, recomputed = 0;
+    std::size_t within = 0, recomputed = 0, unpredicted = 0;
     for (const Algorithm* a : algorithms()) {
         std::set<std::string> kernels;
         for (const MeasuredRecord& r : m.results)
@@ -585,7 +586,11 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
             for (const MeasuredRecord& r : m.results) {
                 if (r.algo != a || r.kernel != kernel) continue;
                 const std::optional<double> now = current_prediction(m, r);
-                const double predicted = now.value_or(r.predicted_s);
+                if (!now && !r.predicted_s) {  // neither this fa-sim nor the run's could predict it
+                    ++unpredicted;
+                    continue;
+                }
+                const double predicted = now ? *now : *r.predicted_s;
                 recomputed += now ? 1 : 0;
                 x.push_back(r.measured_s);
                 y.push_back(predicted);
@@ -604,15 +609,23 @@ Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& m)
     if (!m.driver.empty()) caption += ", driver " + m.driver;
     if (!m.date.empty()) caption += ", " + m.date;
     const std::string for_preset = m.gpu_preset.empty() ? std::string() : " for the " + m.gpu_preset + " preset";
-    if (recomputed == m.results.size())
+    const std::size_t shown = m.results.size() - unpredicted;
+    if (recomputed == shown)
         caption += ". Predicted: this fa-sim's time" + for_preset + ", each kernel modelled as fa-validate does.";
     else
         caption += ". Predicted: this fa-sim's time" + for_preset + " for " + std::to_string(recomputed) + " of them; for the " +
-                   std::to_string(m.results.size() - recomputed) + " kernels it does not know, the time fa-validate recorded.";
+                   std::to_string(shown - recomputed) + " kernels it does not know, the time fa-validate recorded.";
     caption += " One point per configuration (kernel, N, d, dtype, causal, B, H). " + std::to_string(within) + " of " +
-               std::to_string(m.results.size()) + " within \u00B125% (shaded).";
+               std::to_string(shown) + " within \u00B125% (shaded).";
+    if (unpredicted > 0) {
+        caption += " " + std::to_string(unpredicted) + " measured configurations that fa-sim cannot simulate (e.g. batch" + kDot +
+                   "heads over " + std::to_string(ProblemLimits::max_batch_heads) + ") are left out.";
+        f.notes.push_back(std::to_string(unpredicted) + " configurations fa-sim cannot simulate left out");
+    }
     if (!m.failed.empty())
         caption += " " + std::to_string(m.failed.size()) + " entries whose run failed on the GPU are left out.";
+    if (!m.skipped.empty())
+        caption += " " + std::to_string(m.skipped.size()) + " configurations the run skipped (e.g. too large for the GPU's memory) are left out.";
     if (!m.command.empty()) caption += "\nCommand: " + m.command;
     const std::string preset = m.gpu_preset.empty() ? m.gpu : m.gpu_preset;
     if (preset != req.gpu.name)
@@ -696,10 +709,9 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     if (req.algos.empty())
         throw usage_error("no algorithm to plot", "at least one of standard, tiled, fa1, fa2",
                           "pass --algo all or name an algorithm");
-    // A malformed measured-results file fails before any simulation.
+    // A missing, unreadable or malformed measured-results file fails before any simulation.
     std::optional<MeasuredResults> measured;
-    if (req.measured_path && std::filesystem::exists(*req.measured_path))
-        measured = read_measured_results(*req.measured_path);
+    if (req.measured_path) measured = read_measured_results(*req.measured_path);
     std::vector<Figure> figs;
     const NSweep sweep = run_n_sweep(req, progress);
     const std::vector<AlgorithmResult> at_n = run_chosen(req);
@@ -727,9 +739,7 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     if (measured) {
         figs.push_back(predicted_vs_measured(req, *measured));
     } else if (notes) {
-        notes->push_back(req.measured_path ? "predicted_vs_measured: not drawn, " + *req.measured_path +
-                                                 " does not exist (fa-validate writes it on a GPU machine)"
-                                           : "predicted_vs_measured: not drawn, no measured-results file given");
+        notes->push_back("predicted_vs_measured: not drawn, no measured-results file given");
     }
     if (notes)
         for (const Figure& f : figs)
@@ -751,8 +761,8 @@ std::vector<Figure> make_figures(const FigureRequest& req, std::vector<std::stri
 
 std::vector<std::string> write_figures(const std::string& dir, const FigureRequest& req, std::vector<std::string>* notes) {
     const std::filesystem::path d(dir);
-    // A missing directory fails now, with the plot library's message, before any work.
-    if (!std::filesystem::is_directory(d)) plot::atomic_write_file(d / "traffic_vs_n.svg", "");
+    // A directory that is missing or does not accept files fails now, before any work.
+    plot::check_output_directory(d, "--plot");
 
     std::vector<Figure> figs;
     {
@@ -769,6 +779,7 @@ std::vector<std::string> write_figures(const std::string& dir, const FigureReque
     };
     for (const Figure& f : figs) f.chart.save_svg(d / (f.name + ".svg"));
     std::vector<plot::PngResult> pngs(figs.size());
+    for (std::size_t i = 0; i < figs.size(); ++i) pngs[i].png = d / (figs[i].name + ".png");
     auto convert = [&](std::size_t i) {
         pngs[i] = plot::convert_svg_to_png(d / (figs[i].name + ".svg"), d / (figs[i].name + ".png"));
         tick();
@@ -795,6 +806,26 @@ std::vector<std::string> write_figures(const std::string& dir, const FigureReque
         else if (req.png && png_failure.empty() && !pngs[i].message.empty()) png_failure = pngs[i].message;
     }
     if (notes && !png_failure.empty()) notes->push_back(png_failure);  // said once
+    // A PNG left by an earlier run beside an SVG whose conversion failed now shows other numbers: remove it,
+    // as a successful conversion would have replaced it.
+    std::size_t stale = 0;
+    for (std::size_t i = 0; i < figs.size(); ++i) {
+        std::error_code ec;
+        if (req.png && !pngs[i].converted && std::filesystem::is_regular_file(pngs[i].png, ec) &&
+            std::filesystem::remove(pngs[i].png, ec))
+            ++stale;
+    }
+    if (notes && stale > 0)
+        notes->push_back("removed " + std::to_string(stale) + " PNG file(s) of an earlier run in " + dir +
+                         " that no longer matched their SVGs");
+    // Only files that are there are reported as written: a directory renamed or removed meanwhile is an error.
+    for (const std::string& path : written) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(path, ec))
+            throw usage_error("--plot " + dir + ": " + path + " is gone after it was written",
+                              "the output directory must stay in place until fa-sim is done",
+                              "run the command again and leave the directory alone while it runs");
+    }
     return written;
 }
 

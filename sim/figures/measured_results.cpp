@@ -1,12 +1,14 @@
 #include "figures/measured_results.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "common/input_file.hpp"
 #include "problem/attention_problem.hpp"
 
 namespace fasim::figures {
@@ -15,8 +17,15 @@ namespace {
 
 using nlohmann::json;
 
+// JSON nested deeper than this is refused while it is parsed, before anything recurses over it (printing a
+// value in a message does: 100,000 nested '[' overflowed the stack). fa-validate's files nest 5 levels.
+constexpr int kMaxJsonDepth = 64;
+
+// Files larger than this are refused before they are read (fa-validate's largest is a few MB).
+constexpr std::uintmax_t kMaxBytes = std::uintmax_t{256} << 20;
+
 std::string shown(const json& v) {
-    std::string s = v.dump();
+    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
     if (s.size() > 60) s = s.substr(0, 57) + "...";
     return s;
 }
@@ -84,9 +93,16 @@ public:
 
     MeasuredResults parse(const std::string& text) const {
         json doc;
+        const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t event, json&) -> bool {
+            if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+                depth >= kMaxJsonDepth)
+                fail("(whole file)", "nests objects and arrays more than " + std::to_string(kMaxJsonDepth) + " deep",
+                     "a JSON object as fa-validate writes it (5 levels)", "check that this is an fa-validate results file");
+            return true;
+        };
         try {
-            doc = json::parse(text);
-        } catch (const json::parse_error& e) {
+            doc = json::parse(text, limit_depth);
+        } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
             fail("(whole file)", std::string("is not valid JSON (") + e.what() + ")", "a JSON object",
                  "fix the syntax or regenerate the file with fa-validate");
         }
@@ -115,15 +131,23 @@ public:
         if (results.empty())
             fail("results", "is empty", "at least one measured entry", "add entries or do not pass the file");
         for (std::size_t i = 0; i < results.size(); ++i) {
+            // Not run (e.g. too large for the card): left out, and said so; fa-validate records no sim_algo then.
+            if (results[i].is_object())
+                if (auto skip = results[i].find("skipped"); skip != results[i].end()) {
+                    m.skipped.push_back(shown(results[i].value("algo", json("?"))) + ": " +
+                                        (skip->is_string() ? skip->get<std::string>() : shown(*skip)));
+                    continue;
+                }
             MeasuredRecord r = record(results[i], i);
             if (auto err = results[i].find("error"); err != results[i].end()) {
                 m.failed.push_back(r.kernel + " N=" + std::to_string(r.N) + " d=" + std::to_string(r.d) + " " +
                                    dtype_name(r.dtype) + (r.causal ? " causal" : "") + ": " +
-                                   (err->is_string() ? err->get<std::string>() : err->dump()));
+                                   (err->is_string() ? err->get<std::string>() : shown(*err)));
                 continue;
             }
             r.measured_s = seconds_field(results[i], "results[" + std::to_string(i) + "].", "measured_s");
-            r.predicted_s = seconds_field(results[i], "results[" + std::to_string(i) + "].", "predicted_s");
+            if (const auto pred = results[i].find("predicted_s"); pred == results[i].end() || !pred->is_null())
+                r.predicted_s = seconds_field(results[i], "results[" + std::to_string(i) + "].", "predicted_s");
             m.results.push_back(std::move(r));
         }
         if (m.results.empty())
@@ -171,11 +195,40 @@ private:
         r.causal = causal.get<bool>();
         r.batch = int_field(member(e, path, "batch"), path + "batch", 1, ProblemLimits::max_batch);
         r.heads = int_field(member(e, path, "heads"), path + "heads", 1, ProblemLimits::max_heads);
+        if (auto it = e.find("kv_heads"); it != e.end()) r.kv_heads = int_field(*it, path + "kv_heads", 1, r.heads);
+        check_launches(e, path);
         r.launch = measured_launch(e);  // the attention kernel's: fa1's init comes first
         if (auto l = e.find("launches"); l != e.end() && l->is_array() && !l->empty() && l->back().is_object())
             if (auto g = l->back().find("registers_per_thread"); g != l->back().end())  // a bad count is an error, not a 0
                 int_field(*g, path + "launches[-1].registers_per_thread", 1, 255);
         return r;  // measured_s and predicted_s are read by the caller unless the run failed
+    }
+
+    // The launch fields the simulator reads (model/kernel_setup.cpp: measured_launch) must be whole numbers in
+    // range where they are given; other fields of a launch are the writer's and are ignored.
+    void check_launches(const json& e, const std::string& path) const {
+        const auto l = e.find("launches");
+        if (l == e.end()) return;
+        if (!l->is_array())
+            fail(path + "launches", "= " + shown(*l) + " is not an array", "\"launches\" must be a list of launch objects",
+                 "write \"launches\": [{\"Br\": 64, \"Bc\": 64, ...}] or leave it out");
+        struct Limit {
+            const char* key;
+            std::int64_t hi;
+        };
+        static constexpr Limit kLimits[] = {{"Br", 4096},           {"Bc", 4096},      {"q_splits", ProblemLimits::max_seq},
+                                            {"kv_splits", ProblemLimits::max_seq}, {"threads", 1024},
+                                            {"dynamic_smem_bytes", 4194304}};
+        for (std::size_t i = 0; i < l->size(); ++i) {
+            const json& launch = (*l)[i];
+            const std::string at = path + "launches[" + std::to_string(i) + "]";
+            if (!launch.is_object())
+                fail(at, "= " + shown(launch) + " is not an object", "every launch is an object", "write each launch as {...}");
+            for (const Limit& lim : kLimits)
+                if (auto it = launch.find(lim.key); it != launch.end()) int_field(*it, at + "." + lim.key, 0, lim.hi);
+            if (auto it = launch.find("registers_per_thread"); it != launch.end())
+                int_field(*it, at + ".registers_per_thread", 0, 255);
+        }
     }
 
     std::string origin_;
@@ -188,13 +241,9 @@ MeasuredResults parse_measured_results(const std::string& text, const std::strin
 }
 
 MeasuredResults read_measured_results(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw usage_error("measured results " + path + " cannot be read", "a readable JSON file written by fa-validate",
-                          "check the path and its permissions");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse_measured_results(ss.str(), path);
+    const std::string text = read_input_file(path, "measured results " + path, "a readable JSON file written by fa-validate",
+                                             kMaxBytes, "fa-validate --out FILE writes one on a GPU machine");
+    return parse_measured_results(text, path);
 }
 
 }  // namespace fasim::figures

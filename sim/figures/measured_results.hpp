@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,10 @@ struct MeasuredRecord {
     std::int64_t batch = 1, heads = 1;
     MeasuredLaunch launch;  // the main kernel's tiles, Q splits and registers ("launches"), 0 when not recorded
     double measured_s = 0;
-    double predicted_s = 0;  // as recorded in the file (the simulator of the day of the run)
+    std::int64_t kv_heads = 0;  // K/V heads ("kv_heads", grouped-query attention); 0: as many as heads
+    // As recorded in the file (the simulator of the day of the run); none where it recorded null (a
+    // configuration that simulator could not predict).
+    std::optional<double> predicted_s;
 };
 
 struct MeasuredResults {
@@ -46,6 +50,7 @@ struct MeasuredResults {
     std::string command, driver, date;  // empty when the file has none
     std::vector<MeasuredRecord> results;
     std::vector<std::string> failed;    // entries with an "error" (the run failed): "fa1 N=4096 d=64 fp32: ..."
+    std::vector<std::string> skipped;   // entries with "skipped" (not run, e.g. too large for the card's memory)
 };
 
 // Parses and validates the text of a measured-results file; `origin` names it in errors.

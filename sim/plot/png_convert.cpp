@@ -10,10 +10,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "plot/atomic_write.hpp"
 #include "plot/svg_document.hpp"
 
 namespace fasim::plot {
@@ -131,10 +134,24 @@ PngResult convert_svg_to_png(const fs::path& svg, const fs::path& png, const Png
     else if (const char* env = std::getenv("PATH")) search = env;
 
     const double scale = options.scale > 0 ? options.scale : 1.0;
-    const fs::path dir = png.parent_path().empty() ? fs::path(".") : png.parent_path();
-    std::string tmp_name(1, '.');
-    tmp_name.append(png.filename().string()).append(".tmp-").append(std::to_string(::getpid())).append(".png");
-    const fs::path tmp = dir / tmp_name;
+    // The converter writes into a private temporary directory; the PNG then goes to its place with
+    // atomic_write_file. Nothing is left behind in the output directory on any failure (nor when it is
+    // renamed meanwhile), and the temporary directory is removed on every path out of here.
+    const fs::path tmp_root = fs::temp_directory_path(ec);
+    std::string tmpl = ((ec ? fs::path("/tmp") : tmp_root) / "fa-sim-png-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        result.message = "only SVG written (" + svg.string() + "): no temporary directory for the PNG converter (" +
+                         std::error_code(errno, std::generic_category()).message() + ")";
+        return result;
+    }
+    struct RemoveDir {
+        fs::path dir;
+        ~RemoveDir() {
+            std::error_code ignored;
+            fs::remove_all(dir, ignored);
+        }
+    } remove_tmp{tmpl};
+    const fs::path tmp = remove_tmp.dir / "out.png";
 
     struct Candidate {
         std::string name;
@@ -157,11 +174,22 @@ PngResult convert_svg_to_png(const fs::path& svg, const fs::path& png, const Png
         const RunResult r = run_process(argv, options.timeout_seconds);
         const bool ok = r.started && !r.timed_out && r.exit_code == 0 && fs::is_regular_file(tmp, ec) &&
                         fs::file_size(tmp, ec) > 0;
-        if (ok && ::rename(tmp.c_str(), png.c_str()) == 0) {
-            result.converted = true;
-            result.tool = cand.name;
-            result.message = "wrote " + png.string() + " (" + cand.name + ")";
-            return result;
+        if (ok) {
+            std::ifstream in(tmp, std::ios::binary);
+            std::ostringstream bytes;
+            bytes << in.rdbuf();
+            if (!in.bad() && !bytes.str().empty()) {
+                try {
+                    atomic_write_file(png, bytes.str());
+                } catch (const std::exception& e) {
+                    result.message = "only SVG written (" + svg.string() + "): " + e.what();
+                    return result;
+                }
+                result.converted = true;
+                result.tool = cand.name;
+                result.message = "wrote " + png.string() + " (" + cand.name + ")";
+                return result;
+            }
         }
         ::unlink(tmp.c_str());
         if (!failures.empty()) failures += "; ";

@@ -1,6 +1,7 @@
 // The terminal report: what a student reads after `fa-sim --algo fa2 --N 4096`.
 #include <algorithm>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -35,6 +36,39 @@ void wrapped(std::ostream& out, const std::string& first_prefix, const std::stri
 
 const char* dot(const ReportStyle& s) { return s.unicode ? " \u00b7 " : " - "; }
 
+// "1 block", "2 blocks".
+std::string plural(std::int64_t n, const std::string& one, const std::string& many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// The HBM bytes the papers' formula counts, where the algorithm's closed form has a count of its own
+// that differs from the loads and stores its program issues (Algorithm 0 reads each GEMM operand
+// once; the simulated GEMMs re-read operand panels). For forward + backward: both passes' formulas,
+// each pass's papers' count or, where it has none, the count of its loads and stores.
+std::optional<ClosedForm::Bytes> papers_hbm(const AlgorithmResult& r) {
+    auto one = [&](const Algorithm* a, const TileConfig& t, bool& separate) -> std::optional<ClosedForm::Bytes> {
+        if (!a || !a->closed_form) return std::nullopt;
+        const ClosedForm f = a->closed_form(r.problem, t);
+        if (f.papers_hbm) {
+            separate = true;
+            return f.papers_hbm;
+        }
+        return f.hbm;
+    };
+    bool separate = false;
+    const auto main = one(r.algo, r.tiles, separate);
+    if (!main) return std::nullopt;
+    ClosedForm::Bytes total = *main;
+    if (r.forward) {
+        const auto fwd = one(r.forward, r.forward_tiles ? *r.forward_tiles : r.tiles, separate);
+        if (!fwd) return std::nullopt;
+        total.read += fwd->read;
+        total.write += fwd->write;
+    }
+    if (!separate) return std::nullopt;
+    return total;
+}
+
 void gpu_lines(std::ostream& out, const GpuSpec& g, const ReportStyle& st) {
     std::string line = g.name + dot(st) + std::to_string(g.sm_count) + " SMs" + dot(st) + units::capacity(static_cast<double>(g.hbm_bytes)) +
                        " HBM at " + units::rate(g.effective_hbm_bandwidth(), "B/s") + dot(st) +
@@ -49,7 +83,9 @@ void traffic_table(std::ostream& out, const AlgorithmResult& r) {
         out << "  " << pad(label, 26) << rpad(units::bytes(rd), 10) << rpad(units::bytes(wr), 11)
             << rpad(units::bytes(rd + wr), 11) << '\n';
     };
-    row("HBM (papers' sense)", static_cast<double>(r.hbm.read_bytes()), static_cast<double>(r.hbm.write_bytes()));
+    row("HBM (loads+stores issued)", static_cast<double>(r.hbm.read_bytes()), static_cast<double>(r.hbm.write_bytes()));
+    if (const auto paper = papers_hbm(r))  // e.g. standard attention: the GEMMs re-read their operands
+        row("  papers' formula", static_cast<double>(paper->read), static_cast<double>(paper->write));
     row("L2 (32-byte sectors)", static_cast<double>(r.l2.read_bytes()), static_cast<double>(r.l2.write_bytes()));
     // Requests: a 128-byte line per warp access; the L2 looks each up once, whatever its sectors.
     double requests_read = 0, requests_write = 0;
@@ -65,20 +101,20 @@ void traffic_table(std::ostream& out, const AlgorithmResult& r) {
 
 void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& t, const GpuSpec& gpu, const ReportStyle& st) {
     out << "Kernel " << k.desc.name << ": " << k.desc.role << '\n';
-    out << "  grid       " << k.desc.grid() << " blocks (" << k.desc.heads << " heads x " << k.desc.blocks_per_head
-        << " per head), " << k.desc.warps << " warps each\n";
-    out << "  occupancy  " << k.occupancy.blocks_per_sm << " blocks/SM (limited by " << k.occupancy.limiter << "), "
+    out << "  grid       " << plural(k.desc.grid(), "block", "blocks") << " (" << plural(k.desc.heads, "head", "heads") << " x "
+        << k.desc.blocks_per_head << " per head), " << plural(k.desc.warps, "warp", "warps") << " each\n";
+    out << "  occupancy  " << plural(k.occupancy.blocks_per_sm, "block/SM", "blocks/SM") << " (limited by " << k.occupancy.limiter << "), "
         << units::capacity(static_cast<double>(k.smem_bytes_per_block)) << " shared memory and " << (k.registers_given ? "" : "~")
         << k.registers_per_thread
         << " registers/thread per block" << (k.register_spill ? " (tiles exceed 255 registers: spills)" : "") << '\n';
     out << "  waves      " << units::fixed(t.waves, 2) << " (" << t.concurrent_blocks << " blocks at a time)";
     if (t.idle_sms > 0)
-        out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << t.grid << " blocks";
+        out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << plural(t.grid, "block", "blocks");
     out << '\n';
     if (t.issue_s > 0) {  // mma.sync kernels: timed by the instructions their warps issue (docs/model.md)
         const double warps = static_cast<double>(k.occupancy.blocks_per_sm * k.desc.warps) / 4;
         out << "  issue      " << units::count(static_cast<double>(k.warp_instructions)) << " warp instructions; "
-            << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << " warps per scheduler"
+            << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << (warps == 1 ? " warp" : " warps") << " per scheduler"
             << (k.row_blocks_per_warp > 1 ? " x " + std::to_string(k.row_blocks_per_warp) + " row blocks each" : "")
             << " issue in " << static_cast<int>(t.issue_fraction * 100 + 0.5) << "% of cycles\n";
     }
@@ -199,9 +235,17 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
         return std::to_string(r.tiles.Br) + "x" + std::to_string(r.tiles.Bc) +
                (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "");
     });
-    row("HBM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
+    row("HBM loads+stores", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
     vs_standard("  vs ", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
-    row("L2 requests", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.l2.total())); });
+    // The papers' formula where an algorithm's closed form has one apart from its loads and stores.
+    bool any_paper = false;
+    for (const auto& r : rs) any_paper |= papers_hbm(r).has_value();
+    if (any_paper)
+        row("  papers' formula", [](const AlgorithmResult& r) {
+            const auto paper = papers_hbm(r);
+            return paper ? units::bytes(static_cast<double>(paper->total())) : std::string("same");
+        });
+    row("L2 (32-byte sectors)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.l2.total())); });
     row("DRAM read+write", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.dram.total())); });
     vs_standard("  vs ", [](const AlgorithmResult& r) { return static_cast<double>(r.dram.total()); });
     row("shared memory", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.smem_read + r.smem_write)); });
@@ -246,7 +290,7 @@ void print_sweep(std::ostream& out, const std::vector<std::vector<AlgorithmResul
         }
         out << '\n';
     };
-    table("HBM traffic, papers' sense (read+write)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
+    table("HBM traffic, every load and store issued (read+write)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
     table("DRAM traffic after L2 (read+write)", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.dram.total())); });
     table("Predicted time", [](const AlgorithmResult& r) { return units::seconds(r.time_s); });
     bool any = false;

@@ -4,6 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -127,7 +131,7 @@ TEST_CASE("GPU files: missing and malformed files are named", "[cli][errors]") {
 TEST_CASE("the flagship command prints the report", "[cli]") {
     const auto r = run_command(fa_sim("--algo fa2 --N 4096"));
     REQUIRE(r.exit_code == 0);
-    for (const char* s : {"FlashAttention-2", "A100-SXM4-40GB", "Br=128, Bc=128", "grid       512 blocks", "HBM (papers' sense)",
+    for (const char* s : {"FlashAttention-2", "A100-SXM4-40GB", "Br=128, Bc=128", "grid       512 blocks", "HBM (loads+stores issued)",
                           "DRAM (after L2)", "L2 (32-byte sectors)", "shared memory", "matmul FLOPs", "non-matmul FLOPs",
                           "intensity", "Predicted time", "bound"})
         CHECK(r.out.find(s) != std::string::npos);
@@ -289,4 +293,245 @@ TEST_CASE("bad decode options are refused on one line with a fix", "[cli][decode
     expect_usage_error("--algo fa2 --kv-splits 3", "does not apply to fa2");
     expect_usage_error("--algo all --sweep Nk=1024:4096 --N 1 --plot /tmp/fa-sim-never-written", "--sweep Nk=1024:4096 was combined with --plot");
     expect_usage_error("--sweep K=1:4", "--sweep parameter 'K'");
+}
+
+// ---- Hardening (issue 25): no crash on any input, every refusal on one line ----
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+    return "/tmp/fasim_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// A valid GPU file (the A100 preset), as JSON to edit.
+nlohmann::json preset_json() {
+    return nlohmann::json::parse(slurp(std::string(FASIM_SOURCE_DIR) + "/sim/gpu/presets/A100-SXM4-40GB.json"), nullptr, true,
+                                 /*ignore_comments=*/true);
+}
+
+}  // namespace
+
+TEST_CASE("deeply nested JSON is refused before anything recurses over it", "[cli][errors][hardening]") {
+    const std::string deep = temp_path("deep.json");
+    write_text(deep, std::string(100000, '[') + std::string(100000, ']'));
+    expect_usage_error("--gpu-file " + deep, "nests objects and arrays more than 64 deep");
+    const std::string deep_measured = temp_path("deep_measured.json");
+    write_text(deep_measured, "{\"schema_version\": 1, \"gpu\": \"x\", \"results\": " + std::string(100000, '[') +
+                                  std::string(100000, ']') + "}");
+    const std::string dir = temp_path("deep_plots");
+    std::filesystem::create_directories(dir);
+    expect_usage_error("--plot " + dir + " --N 512 --measured " + deep_measured, "nests objects and arrays more than 64 deep");
+    expect_usage_error("--plot " + dir + " --N 512 --measured " + deep, "nests objects and arrays more than 64 deep");
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(deep);
+    std::filesystem::remove(deep_measured);
+}
+
+TEST_CASE("a measured rate far below the datasheet is refused, not turned into an infinite time", "[cli][errors][hardening]") {
+    for (const char* key : {"hbm_bandwidth_bytes_per_s", "mma_sync_fp16_flops_per_s", "fp32_flops_per_s", "tensor_fp16_flops_per_s",
+                            "l2_requests_per_s"})
+        for (const char* value : {"5e-324", "1e-300"}) {
+            CAPTURE(key, value);
+            nlohmann::json g = preset_json();
+            g["measured"] = {{key, nlohmann::json::parse(value)}, {"source", "a test"}};  // (std::stod refuses subnormals)
+            const std::string path = temp_path("tiny.json");
+            write_text(path, g.dump());
+            expect_usage_error("--gpu-file " + path, "\"measured." + std::string(key) + "\" = " + value);
+            expect_usage_error("--gpu-file " + path, "0.1 to 1.5x the datasheet");
+            std::filesystem::remove(path);
+        }
+}
+
+TEST_CASE("plot and measured paths: over-long paths, symlink loops and missing files are refused with exit code 2", "[cli][errors][hardening]") {
+    const std::string dir = temp_path("paths");
+    std::filesystem::create_directories(dir);
+    const std::string too_long = dir + "/" + std::string(300, 'a');
+    const std::string loop = dir + "/loop1";
+    std::filesystem::create_symlink(dir + "/loop2", loop);
+    std::filesystem::create_symlink(loop, dir + "/loop2");
+    expect_usage_error("--plot " + too_long + " --N 512", "File name too long");
+    expect_usage_error("--plot " + loop + " --N 512", "Too many levels of symbolic links");
+    expect_usage_error("--plot " + dir + " --N 512 --measured " + too_long, "File name too long");
+    expect_usage_error("--plot " + dir + " --N 512 --measured " + loop, "Too many levels of symbolic links");
+    // A missing --measured file is an error now (it was a note and exit code 0).
+    expect_usage_error("--plot " + dir + " --N 512 --measured /nonexistent.json", "/nonexistent.json does not exist");
+    expect_usage_error("--plot " + dir + " --N 512 --measured /dev/zero", "is not a regular file");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("control characters in values are escaped: every error stays on one line", "[cli][errors][hardening]") {
+    // /bin/sh (dash) has no $'...': printf makes the newline.
+    expect_usage_error("--algo \"$(printf 'fa2\\nx')\"", "--algo 'fa2\\nx'");
+    expect_usage_error("--gpu \"$(printf 'H1\\03300')\"", "H1\\x1b00");
+    expect_usage_error("--N \"$(printf '1\\r2')\"", "'1\\r2'");
+    // A JSON key with a newline (written \n in the file) and a measured file's string with a bell.
+    nlohmann::json g = preset_json();
+    g["sm\ncount"] = 1;
+    const std::string gpu = temp_path("key.json");
+    write_text(gpu, g.dump());
+    expect_usage_error("--gpu-file " + gpu, "\"sm\\ncount\"");
+    const std::string measured = temp_path("bell.json");
+    write_text(measured, R"({"schema_version": 1, "gpu": "x", "results": [{"algo": "k", "sim_algo": "fa2\u0007"}]})");
+    const std::string dir = temp_path("bell_plots");
+    std::filesystem::create_directories(dir);
+    expect_usage_error("--plot " + dir + " --N 512 --measured " + measured, "fa2\\x07");
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(gpu);
+    std::filesystem::remove(measured);
+}
+
+TEST_CASE("plot checks its directory before simulating, with a fix that fits", "[cli][errors][hardening]") {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_command(fa_sim("--plot /proc --algo all"));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("/proc") != std::string::npos);
+    CHECK(r.err.find("chmod") == std::string::npos);  // nobody can chmod /proc into accepting files
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(seconds < 10);  // before any simulation (all of them take about 20 s)
+}
+
+TEST_CASE("a bare --plot creates its default folder", "[cli][plot]") {
+    const std::string dir = temp_path("bare");
+    std::filesystem::create_directories(dir);
+    const auto r = run_command("cd " + dir + " && " + fa_sim("--plot --algo fa2 --N 512"));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(std::filesystem::is_regular_file(dir + "/fa-sim-plots/roofline.svg"));
+    CHECK(r.out.find("wrote fa-sim-plots/roofline.svg") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a directory moved while the figures are written: exit code 2, no temporary file left, nothing listed", "[cli][plot][hardening]") {
+    const std::string base = temp_path("moved");
+    std::filesystem::create_directories(base + "/bin");
+    std::filesystem::create_directories(base + "/out");
+    // A PNG converter that moves the output directory away while it "converts".
+    write_text(base + "/bin/rsvg-convert", "#!/bin/sh\n[ -d " + base + "/out ] && mv " + base + "/out " + base +
+                                               "/moved\nfor a in \"$@\"; do case \"$a\" in --output=*) o=\"${a#--output=}\";; esac; done\n"
+                                               "printf PNG > \"$o\"\n");
+    std::filesystem::permissions(base + "/bin/rsvg-convert", std::filesystem::perms::owner_all);
+    const auto r = run_command("PATH=" + base + "/bin:/usr/bin:/bin " + fa_sim("--plot " + base + "/out --algo fa2 --N 512"));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("is gone after it was written") != std::string::npos);
+    std::size_t leftovers = 0;
+    for (const auto& e : std::filesystem::directory_iterator(base + "/moved"))
+        leftovers += e.path().filename().string().find(".tmp-") != std::string::npos ? 1 : 0;
+    CHECK(leftovers == 0);
+    std::filesystem::remove_all(base);
+}
+
+TEST_CASE("after a failed PNG conversion only the files written are listed, and old PNGs are not left beside new SVGs", "[cli][plot][hardening]") {
+    const std::string base = temp_path("pngfail");
+    std::filesystem::create_directories(base + "/bin");
+    std::filesystem::create_directories(base + "/out");
+    write_text(base + "/out/roofline.png", "an old PNG");
+    write_text(base + "/bin/rsvg-convert", "#!/bin/sh\necho broken >&2\nexit 3\n");
+    std::filesystem::permissions(base + "/bin/rsvg-convert", std::filesystem::perms::owner_all);
+    const auto r = run_command("PATH=" + base + "/bin:/usr/bin:/bin " + fa_sim("--plot " + base + "/out --algo fa2 --N 512"));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find(".png") == std::string::npos);
+    CHECK(r.out.find("wrote " + base + "/out/roofline.svg") != std::string::npos);
+    CHECK(r.err.find("only SVG written") != std::string::npos);
+    CHECK(!std::filesystem::exists(base + "/out/roofline.png"));
+    std::filesystem::remove_all(base);
+}
+
+TEST_CASE("a report that cannot be written is an error: > /dev/full", "[cli][errors][hardening]") {
+    for (const char* args : {"--N 512", "--algo all --N 512 --json", "--help", "--list-gpus"}) {
+        CAPTURE(args);
+        const int status = std::system((fa_sim(args) + " > /dev/full 2>/dev/null").c_str());
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 2);
+    }
+    const auto r = run_command("( " + fa_sim("--N 512") + " > /dev/full )");
+    CHECK(r.err.find("fa-sim: error: writing standard output failed") == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+// ---- issue 23, the command line: type names, lists, case, --plot's folder, --version ----
+
+TEST_CASE("help names the type of every numeric option", "[cli][help]") {
+    const auto r = run_command(fa_sim("--help"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("TEXT") == std::string::npos);
+    for (const char* s : {"--N INT", "--Nk INT", "--d INT", "--heads INT", "--batch INT", "--kv-heads INT", "--Br INT", "--Bc INT",
+                          "--q-splits INT", "--kv-splits INT", "--registers INT", "--seed INT", "--algo ALGO[,ALGO...]",
+                          "--dtype DTYPE", "--gpu-file FILE", "--plot [DIR]", "--sweep N=FROM:TO", "--version"})
+        CHECK(r.out.find(s) != std::string::npos);
+}
+
+TEST_CASE("algo takes a comma-separated list, and ids are case-insensitive", "[cli][algo]") {
+    const auto list = run_command(fa_sim("--algo fa2,fa1 --N 1024 --json"));
+    REQUIRE(list.exit_code == 0);
+    const auto algos = nlohmann::json::parse(list.out).at("algorithms");
+    REQUIRE(algos.size() == 2);
+    CHECK(algos[0].at("algo") == "fa2");
+    CHECK(algos[1].at("algo") == "fa1");
+    const auto upper = run_command(fa_sim("--algo FA2 --dtype FP16 --pass FWD --matmul TILED --N 1024 --json"));
+    REQUIRE(upper.exit_code == 0);
+    const auto lower = run_command(fa_sim("--algo fa2 --dtype fp16 --N 1024 --json"));
+    CHECK(upper.out == lower.out);
+    CHECK(run_command(fa_sim("--algo Standard,TILED --N 512 --csv")).exit_code == 0);
+    CHECK(run_command(fa_sim("--kernel FA2_TC --gpu h200 --N 1024")).exit_code == 0);
+    CHECK(run_command(fa_sim("--algo fa2 --sweep n=512:1024 --csv")).exit_code == 0);
+    CHECK(run_command(fa_sim("--algo FA2_BWD --N 512")).exit_code == 0);
+    expect_usage_error("--algo fa2,", "has an empty name");
+    expect_usage_error("--algo fa2,fa9", "--algo 'fa9' is not an algorithm");
+    expect_usage_error("--algo all,fa2", "lists all beside other algorithms");
+    expect_usage_error("--algo fa2,fa2_bwd", "lists the backward pass fa2_bwd");
+    expect_usage_error("--algo fa2,fa1 --trace --N 8", "--trace was combined");
+}
+
+TEST_CASE("version prints the project version and the git commit", "[cli][version]") {
+    const auto r = run_command(fa_sim("--version"));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.rfind("fa-sim ", 0) == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    // project(fa_sim VERSION x.y.z) in CMakeLists.txt.
+    const std::string cmake = slurp(std::string(FASIM_SOURCE_DIR) + "/CMakeLists.txt");
+    const auto at = cmake.find("project(fa_sim VERSION ");
+    REQUIRE(at != std::string::npos);
+    const std::string version = cmake.substr(at + 23, cmake.find(' ', at + 23) - at - 23);
+    CHECK(r.out.rfind("fa-sim " + version, 0) == 0);
+    if (std::filesystem::exists(std::string(FASIM_SOURCE_DIR) + "/.git")) CHECK(r.out.find("(git ") != std::string::npos);
+}
+
+TEST_CASE("the lesson executables: --version, a checked standard output, no notebook temporary file left", "[cli][lessons][hardening]") {
+    const std::string lesson = std::string(FASIM_BINARY_DIR) + "/lessons/lesson-05";
+    if (!std::filesystem::exists(lesson)) {
+        WARN("lessons not built; skipped");
+        return;
+    }
+    const auto v = run_command(lesson + " --version");
+    CHECK(v.exit_code == 0);
+    CHECK(v.out.rfind("lesson-05 ", 0) == 0);
+    CHECK(v.out.substr(10) == run_command(fa_sim("--version")).out.substr(7));  // the same version text as fa-sim's
+    const auto full = run_command("( " + lesson + " --only 1 > /dev/full )");
+    CHECK(full.exit_code == 2);
+    CHECK(full.err.rfind("lesson-05: error: writing standard output failed", 0) == 0);
+    CHECK(std::count(full.err.begin(), full.err.end(), '\n') == 1);
+    // Export into a directory that exists but refuses the file name: one line, nothing left behind.
+    const std::string dir = temp_path("nb");
+    std::filesystem::create_directories(dir);
+    const auto bad = run_command(lesson + " --export-notebook " + dir + "/" + std::string(300, 'n') + ".ipynb");
+    CAPTURE(bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    const auto ok = run_command(lesson + " --export-notebook " + dir + "/x.ipynb");
+    CHECK(ok.exit_code == 0);
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        ++files;
+        CHECK(e.path().filename() == "x.ipynb");
+    }
+    CHECK(files == 1);
+    std::filesystem::remove_all(dir);
 }

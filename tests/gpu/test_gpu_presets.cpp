@@ -609,3 +609,85 @@ TEST_CASE("validation: format, names and measured numbers", "[gpu]") {
     doc["measured"]["l2_requests_per_s"] = doc["l2_bandwidth_bytes_per_s"].get<double>() / 64;
     CHECK(fasim::parse_gpu_json(doc.dump(), "test.json").l2_request_rate() == Approx(doc["l2_bandwidth_bytes_per_s"].get<double>() / 64));
 }
+
+// ---- Hardening (issue 25) ----
+
+TEST_CASE("measured rates must lie within 0.1x..1.5x their datasheet number", "[gpu][hardening]") {
+    // Tiny rates passed "positive" and gave infinite predicted times (5e-324) or 3.4e307 s (1e-300).
+    const std::pair<const char*, const char*> keys[] = {{"hbm_bandwidth_bytes_per_s", "hbm_bandwidth_bytes_per_s"},
+                                                        {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s"},
+                                                        {"tensor_bf16_flops_per_s", "tensor_bf16_flops_per_s"},
+                                                        {"fp32_flops_per_s", "fp32_flops_per_s"},
+                                                        {"mma_sync_fp16_flops_per_s", "tensor_fp16_flops_per_s"},
+                                                        {"mma_sync_bf16_flops_per_s", "tensor_bf16_flops_per_s"},
+                                                        {"l2_requests_per_s", "l2_bandwidth_bytes_per_s"}};
+    for (const auto& [key, paired] : keys) {
+        const double datasheet = user_json()[paired].get<double>() / (std::string(key) == "l2_requests_per_s" ? 32 : 1);
+        for (const double value : {5e-324, 1e-300, 1.0, 0.099 * datasheet}) {
+            CAPTURE(key, value);
+            json doc = user_json();
+            doc["measured"] = {{key, value}, {"source", "a test, 2026-11-25"}};
+            const std::string msg = error_of(doc);
+            check_message_shape(msg);
+            CHECK(contains(msg, std::string("\"measured.") + key + "\" = "));
+            CHECK(contains(msg, "is less than 0.1x the datasheet value"));
+            CHECK(contains(msg, "0.1 to 1.5x the datasheet"));
+        }
+        json doc = user_json();
+        doc["measured"] = {{key, 0.11 * datasheet}, {"source", "a test, 2026-11-25"}};
+        CHECK_NOTHROW(fasim::parse_gpu_json(doc.dump(), "test.json"));
+    }
+    // A measured rate for a unit the datasheet says the card lacks (0) is refused, not left unbounded.
+    json doc = user_json();
+    doc["tensor_bf16_flops_per_s"] = 0;
+    doc["measured"] = {{"mma_sync_bf16_flops_per_s", 1e18}, {"source", "a test, 2026-11-25"}};
+    const std::string msg = error_of(doc);
+    check_message_shape(msg);
+    CHECK(contains(msg, "\"tensor_bf16_flops_per_s\" = 0"));
+}
+
+TEST_CASE("every preset's measured numbers pass the bounds", "[gpu][hardening]") {
+    for (const GpuSpec& g : fasim::gpu_presets()) {
+        CAPTURE(g.name);
+        CHECK_NOTHROW(fasim::parse_gpu_json(fasim::gpu_spec_to_json(g), "round trip"));
+    }
+}
+
+TEST_CASE("JSON nesting is bounded while parsing, control characters in keys are escaped", "[gpu][hardening]") {
+    std::string msg = error_of_text(std::string(100000, '[') + std::string(100000, ']'));
+    check_message_shape(msg);
+    CHECK(contains(msg, "nests objects and arrays more than 64 deep"));
+    msg = error_of_text("{\"measured\": " + std::string(70, '[') + std::string(70, ']') + "}");
+    CHECK(contains(msg, "more than 64 deep"));
+    // Comments may hold brackets: they are not nesting.
+    json ok = user_json();
+    std::string text = ok.dump(2);
+    text.insert(text.find('\n'), " // [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
+    CHECK_NOTHROW(fasim::parse_gpu_json(text, "test.json"));
+    json doc = user_json();
+    doc["sm_cou\nnt"] = 1;
+    msg = error_of(doc);
+    check_message_shape(msg);
+    CHECK(contains(msg, "\"sm_cou\\nnt\""));
+}
+
+TEST_CASE("a GPU file path that is too long or a symlink loop is a usage error", "[gpu][hardening]") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "fasim_test_gpu_paths";
+    std::filesystem::create_directories(dir);
+    std::filesystem::remove(dir / "a");
+    std::filesystem::remove(dir / "b");
+    std::filesystem::create_symlink(dir / "b", dir / "a");
+    std::filesystem::create_symlink(dir / "a", dir / "b");
+    for (const std::string& path : {(dir / "a").string(), (dir / std::string(300, 'x')).string(), std::string("/dev/zero")}) {
+        CAPTURE(path);
+        try {
+            fasim::load_gpu_file(path);
+            FAIL("no UsageError");
+        } catch (const UsageError& e) {
+            const std::string m = e.what();
+            CHECK(contains(m, "Fix:"));
+            CHECK(m.find('\n') == std::string::npos);
+        }
+    }
+    std::filesystem::remove_all(dir);
+}

@@ -43,6 +43,11 @@ inline std::string lesson(int n, const std::string& args = "") {
     return std::string(FASIM_BINARY_DIR) + "/lessons/lesson-" + buf + (args.empty() ? "" : " " + args);
 }
 
+// The instructors' program: the answer keys (lesson-answers NN [flags] [--json], lesson-answers all).
+inline std::string lesson_answers(const std::string& args) {
+    return std::string(FASIM_BINARY_DIR) + "/lessons/lesson-answers " + args;
+}
+
 inline nlohmann::json lesson_json(int n, const std::string& args = "") {
     const Run r = run(lesson(n, "--json " + args));
     if (r.exit_code != 0) throw std::runtime_error("lesson " + std::to_string(n) + " --json failed: " + r.err);

@@ -89,7 +89,9 @@ TEST_CASE("only shows one step by number or id", "[lessons]") {
 TEST_CASE("every exercise accepts the right answer and rejects a wrong one with a hint", "[lessons][check]") {
     for (int n = 1; n <= kLessons; ++n) {
         const json j = lesson_json(n);
-        const Run key = run(lesson(n, "--answer-key"));
+        char nn[8];
+        std::snprintf(nn, sizeof nn, "%02d", n);
+        const Run key = run(lesson_answers(nn));
         REQUIRE(key.exit_code == 0);
         std::istringstream in(key.out);
         std::size_t count = 0;
@@ -369,7 +371,8 @@ TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 
     bad(6, "--check nosuch=1", "no exercise 'nosuch'");
     bad(6, "--check 42", "--check '42' names no exercise");
     bad(6, "--only 99", "--only '99'");
-    bad(6, "--json --check o_writes=17", "one of them per run");
+    bad(6, "--only 1 --check o_writes=17", "one of them per run");
+    bad(6, "--answer-key", "--answer-key");  // the students' program prints no answers
     bad(4, "--no-such-flag", "no-such-flag");
     bad(8, "--no-prose", "--no-prose");
     bad(11, "--kv-heads 5", "--kv-heads 5");
@@ -396,4 +399,103 @@ TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", 
     REQUIRE(again.exit_code == 0);
     CHECK(read_file(dir + "/again.ipynb") == read_file(path));
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("answer keys are the instructors' program's - students' programs grade without printing them", "[lessons][check]") {
+    auto has_tool = [](const json& j) {
+        CHECK(j["tool"]["name"] == "fa-sim");
+        CHECK(!j["tool"]["version"].get<std::string>().empty());
+        CHECK(!j["tool"]["commit"].get<std::string>().empty());
+    };
+    const json all = json::parse(run(lesson_answers("all --json")).out);
+    CHECK(all["record"] == "answer_keys");
+    has_tool(all);
+    REQUIRE(all["keys"].size() == static_cast<std::size_t>(kLessons));
+    for (int n = 1; n <= kLessons; ++n) {
+        CAPTURE(n);
+        const Run help = run(lesson(n, "--help"));
+        REQUIRE(help.exit_code == 0);
+        CHECK(help.out.find("--answer") == std::string::npos);  // no option that prints answers
+        char nn[8];
+        std::snprintf(nn, sizeof nn, "%02d", n);
+        const Run key = run(lesson_answers(std::string(nn) + " --json"));
+        REQUIRE(key.exit_code == 0);
+        const json k = json::parse(key.out);
+        CHECK(k["record"] == "answer_key");
+        has_tool(k);
+        CHECK(k["lesson"] == n);
+        CHECK(k["parameters"]["gpu"] == default_gpu_of(n));
+        CHECK(k == all["keys"][static_cast<std::size_t>(n - 1)]);
+        CHECK(k["answers"].size() == lesson_json(n)["exercises"].size());
+        has_tool(lesson_json(n));
+    }
+    // The key follows the flags, as the grading does.
+    const json h100 = json::parse(run(lesson_answers("05 --gpu H100-SXM --json")).out);
+    CHECK(h100["parameters"]["gpu"] == "H100-SXM");
+    const Run graded = run(lesson(5, "--gpu H100-SXM --check bc=" + std::to_string(h100["answers"][0]["answer"].get<long long>())));
+    CHECK(graded.exit_code == 0);
+    // lesson-answers takes no lesson modes; a bad lesson number is a usage error.
+    CHECK(run(lesson_answers("05 --check bc=1")).exit_code == 2);
+    CHECK(run(lesson_answers("12")).exit_code == 2);
+    CHECK(run(lesson_answers("all --N 1024")).exit_code == 2);
+}
+
+TEST_CASE("a graded record (--check with --json) with the tool version and commit and no answers", "[lessons][check][json]") {
+    const json key = json::parse(run(lesson_answers("07 --json")).out);
+    std::string right;
+    for (const auto& a : key["answers"])
+        if (a["id"] == "fa2_blocks") right = std::to_string(a["answer"].get<long long>());
+    REQUIRE(!right.empty());
+    const Run r = run(lesson(7, "--check fa2_blocks=" + right + " --check fa1_idle=1 --json"));
+    CHECK(r.exit_code == 1);  // one wrong: as --check alone
+    const json g = json::parse(r.out);
+    CHECK(g["schema_version"] == 1);
+    CHECK(g["record"] == "graded");
+    CHECK(g["tool"]["name"] == "fa-sim");
+    CHECK(!g["tool"]["commit"].get<std::string>().empty());
+    CHECK(g["lesson"] == 7);
+    CHECK(g["parameters"]["gpu"] == fasim::default_gpu_name());
+    REQUIRE(g["results"].size() == 2);
+    CHECK(g["results"][0]["id"] == "fa2_blocks");
+    CHECK(g["results"][0]["answer"] == right);
+    CHECK(g["results"][0]["correct"] == true);
+    CHECK(g["results"][1]["correct"] == false);
+    CHECK(g["results"][1]["feedback"].get<std::string>().find("Hint:") != std::string::npos);
+    CHECK(g["correct"] == 1);
+    CHECK(g["total"] == 2);
+    CHECK(g["all_correct"] == false);
+    // The right answer of the wrong one is nowhere in the record.
+    std::string idle;
+    for (const auto& a : key["answers"])
+        if (a["id"] == "fa1_idle") idle = std::to_string(a["answer"].get<long long>());
+    for (const auto& res : g["results"])
+        for (const auto& [field, value] : res.items()) {
+            CAPTURE(field);
+            CHECK(!(res["id"] == "fa1_idle" && value.is_string() && value.get<std::string>() == idle));
+            CHECK(field != "expected");
+        }
+    const Run again = run(lesson(7, "--check fa2_blocks=" + right + " --check fa1_idle=1 --json"));
+    CHECK(again.out == r.out);  // deterministic
+}
+
+TEST_CASE("lesson 05 counts O_acc in O's round trips - lesson 09 prints its table before the files it read", "[lessons][facts]") {
+    const json r = lesson_json(5)["results"];
+    const double oml = num(r["limits"]["o_l_m_bytes"]), acc = num(r["limits"]["o_acc_bytes"]);
+    CHECK(acc > 0);
+    CHECK(acc < oml);
+    CHECK(oml > 0.5 * (num(r["traffic"]["hbm_read_bytes"]) + num(r["traffic"]["hbm_write_bytes"])));  // O_acc dominates
+    const Run text = run(lesson(5, "--only limits --no-prose"));
+    CHECK(text.out.find("O_acc, O, ℓ and m") != std::string::npos);
+
+    const std::string fixture = std::string(FASIM_SOURCE_DIR) + "/tests/lessons/fixtures";
+    const Run nine = run(lesson(9, "--results " + fixture + " --only measured --no-prose"));
+    REQUIRE(nine.exit_code == 0);
+    CHECK(nine.err.empty());  // no progress unless stderr is a terminal
+    const auto table = nine.out.find("kernel"), files = nine.out.find("The measurements come from");
+    REQUIRE(table != std::string::npos);
+    REQUIRE(files != std::string::npos);
+    CHECK(table < files);
+    const auto device = nine.out.find("TEST FIXTURE (not a measurement), driver n/a");
+    REQUIRE(device != std::string::npos);
+    CHECK(device > files);
 }

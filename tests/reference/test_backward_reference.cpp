@@ -3,6 +3,7 @@
 // precision against it.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <tuple>
 
@@ -99,4 +100,18 @@ TEST_CASE("with one key dQ and dK are exactly zero: the rule's floor follows the
     CHECK((s.dQ - e.dQ.cwiseAbs()).minCoeff() >= -1e-12);
     CHECK((s.dK - e.dK.cwiseAbs()).minCoeff() >= -1e-12);
     CHECK((s.dV - e.dV.cwiseAbs()).minCoeff() >= -1e-12);
+}
+
+TEST_CASE("the gradient check's bound stays finite when the naive fp16 backward overflows", "[reference][backward][hardening]") {
+    const long N = 4, d = 4;
+    fasim::reference::Matrix Q = fasim::reference::Matrix::Constant(N, d, 256.0), K = Q, V = Q * (1.0 / 256.0);
+    fasim::reference::Matrix dO = fasim::reference::Matrix::Constant(N, d, 1.0);
+    K(1, 0) = 300.0;
+    fasim::reference::AttentionOptions options;
+    const auto exact = fasim::reference::exact_attention_backward(Q, K, V, dO, options);
+    const auto checks = fasim::reference::check_gradients(exact, Q, K, V, dO, options, fasim::DType::fp16);
+    for (const auto* c : {&checks.dQ, &checks.dK, &checks.dV}) {
+        CHECK(std::isfinite(c->bound));
+        CHECK(c->pass);
+    }
 }

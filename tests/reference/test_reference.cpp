@@ -916,3 +916,42 @@ TEST_CASE("input generators are deterministic and rounded", "[reference][inputs]
     // Named cases are reproducible too.
     CHECK(named_case("ragged", DType::bf16, 5).inputs.V == named_case("ragged", DType::bf16, 5).inputs.V);
 }
+
+// ---- Hardening (issue 25): logits beyond what fp16 stores ----
+
+TEST_CASE("fp16 logits that overflow: naive attention's O is NaN, the bound stays finite, exact results pass", "[reference][tolerance][hardening]") {
+    // |scale q.k| = 0.5 * 4 * 256 * 256 = 131072 >= 65520: the stored S is inf, as on a GPU.
+    const long N = 4, d = 4;
+    Matrix Q = Matrix::Constant(N, d, 256.0), K = Matrix::Constant(N, d, 256.0);
+    Matrix V(N, d);
+    for (long i = 0; i < N; ++i)
+        for (long c = 0; c < d; ++c) V(i, c) = 0.25 * static_cast<double>(i - c);  // exact in fp16
+    K(1, 0) = 300.0;  // one key wins outright
+    AttentionOptions options;
+    REQUIRE(representable(Q, DType::fp16));
+    REQUIRE(representable(K, DType::fp16));
+    CHECK(max_abs_logit(Q, K, options) >= overflow_threshold(DType::fp16));
+    CHECK(overflow_threshold(DType::fp16) == 65520.0);
+    CHECK(max_abs_logit(Q, K, options) < overflow_threshold(DType::bf16));
+    const Matrix naive = naive_attention_in_precision(Q, K, V, options, DType::fp16);
+    CHECK_FALSE(naive.allFinite());  // faithful: S overflowed to inf, softmax gave NaN
+
+    const AttentionResult exact = exact_attention(Q, K, V, options);
+    const Matrix exact16 = round_matrix(exact.O, DType::fp16);
+    const ToleranceCheck c = check_tolerance(exact16, Q, K, V, options, DType::fp16);
+    CHECK(c.naive_overflow);
+    CHECK(std::isfinite(c.bound));  // was NaN: every answer failed
+    CHECK(c.bound == c.floor);
+    CHECK(c.pass);
+    // FlashAttention-2 keeps S in fp32 (here in double): it passes; NaN or a wrong answer still fails.
+    CHECK(check_tolerance(flash_attention_2(Q, K, V, options, 2, 2).O, Q, K, V, options, DType::fp16).pass);
+    Matrix wrong = exact16;
+    wrong(0, 0) += 0.5;
+    CHECK_FALSE(check_tolerance(wrong, Q, K, V, options, DType::fp16).pass);
+    CHECK_FALSE(check_tolerance(naive, Q, K, V, options, DType::fp16).pass);
+    // Inputs that do not overflow: unchanged.
+    const QKV x = random_qkv(16, 16, 8, 3, DType::fp16);
+    const ToleranceCheck normal = check_tolerance(exact_attention(x.Q, x.K, x.V, options).O, x.Q, x.K, x.V, options, DType::fp16);
+    CHECK_FALSE(normal.naive_overflow);
+    CHECK(normal.bound == Approx(kToleranceFactor * normal.naive_error + normal.floor));
+}
