@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The sanitizer suites of issue 25. Run by the ctest test "sanitizers" (registered when the build
-# is configured with -DFASIM_SANITIZER_SUITE=ON, as scripts/build.sh does, so the README's second
-# command, what CI runs, includes it), or by hand:
+# The sanitizer suites of issue 25. Run by the ctest test "sanitizers" (registered when the build is
+# configured with -DFASIM_SANITIZER_SUITE=ON, as scripts/build.sh does, so CI runs it), or by hand:
 #   scripts/sanitizers.sh [DIR]
 #   1. CMake preset asan into DIR/asan (default: build-asan/): every CPU target (simulator,
 #      reference, lessons, tests) built with g++ -fsanitize=address,undefined, then its test suite
@@ -10,7 +9,9 @@
 #   2. CMake preset fuzz into DIR/fuzz (default: build-fuzz/): the libFuzzer targets of fuzz/
 #      (clang++-16), each run for FASIM_FUZZ_RUNS inputs. Skipped, and said so, without clang++-16
 #      (scripts/install-deps.sh installs it on Debian 12).
-# Both builds are incremental: a second run rebuilds only what changed.
+# Both builds are incremental: a second run rebuilds only what changed. Measured from scratch on 2 cores
+# (2026-11-25): asan build 336 s, its suite 458 s, fuzz build and runs 102 s; with the ordinary suite
+# beside it, `ctest -j2` took 14 min 56 s instead of 1 min 21 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan_dir="${1:+$1/asan}"; asan_dir="${asan_dir:-build-asan}"
