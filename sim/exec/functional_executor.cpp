@@ -52,6 +52,19 @@ public:
     void release(int) override {}
 };
 
+// A load or store outside its tensor is a bug in the tile program (a ragged last tile read as a full
+// one, a head index past the last): said as such, instead of reading or writing past the matrix.
+void check_bounds(const char* op, const Region& r) {
+    const GlobalTensor& t = *r.tensor;
+    if (r.head >= 0 && r.head < t.heads && r.row0 >= 0 && r.nrows >= 0 && r.row0 + r.nrows <= t.rows && r.col0 >= 0 &&
+        r.ncols >= 0 && r.col0 + r.ncols <= t.cols)
+        return;
+    throw std::logic_error(std::string(op) + " of " + t.name + " head " + std::to_string(r.head) + " rows " +
+                           std::to_string(r.row0) + ".." + std::to_string(r.row0 + r.nrows - 1) + " cols " +
+                           std::to_string(r.col0) + ".." + std::to_string(r.col0 + r.ncols - 1) + " is outside the tensor (" +
+                           std::to_string(t.heads) + " heads of " + std::to_string(t.rows) + " x " + std::to_string(t.cols) + ")");
+}
+
 }  // namespace
 
 // A thread block with real numbers. Each operation goes to the inner (counting)
@@ -76,6 +89,7 @@ public:
     }
 
     Tile load(const Region& r, Space to, std::string_view label) override {
+        check_bounds("load", r);
         Tile t = make(inner_.load(r, to, label), label);
         const MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
         const MatrixF block = g.block(r.row0, r.col0, r.nrows, r.ncols);
@@ -85,6 +99,7 @@ public:
     }
 
     void store(const Tile& t, const Region& r, StoreMode mode) override {
+        check_bounds("store", r);
         inner_.store(inner(t), r, mode);
         MatrixF& g = x_.global_[static_cast<std::size_t>(r.tensor->id)][static_cast<std::size_t>(r.head)];
         MatrixF v = r.tensor->row_statistic ? MatrixF(data(t).transpose()) : data(t);
