@@ -1,33 +1,23 @@
-// peak-rates: the ceilings a kernel of this project can reach on the GPU at hand, measured, not
-// taken from a datasheet:
-//   ffma      fp32 fused multiply-add on the CUDA cores (what cuda/kernels/fa2.cu and friends use)
-//   mma.sync  m16n8k16 fp16 and bf16 products with fp32 accumulation (the Ampere-style tensor-core
-//             instruction that FlashAttention-2 and cuda/kernels/fa2_tensor_core.cu issue; on Hopper
-//             it does not reach the wgmma rate that cuBLAS uses, hence a separate ceiling)
-//   L2 requests  ld.global.cg reads served by L2, with the 32 lanes of a warp spread over 32, 4, 2 or
-//             1 cache lines (128 B) per load: the L2 counts a request per line a load touches, and
-//             the naive GEMM's loads touch 16 lines with one sector each (cuda/results/README.md)
-//   copy      device-to-device cudaMemcpyAsync of 1 GiB, best of 10, in read + write bytes per second
-//             (how the GPU presets' "device-to-device copy" bandwidth was measured): the streaming
-//             ceiling that decoding's K/V reads are held to (flash_decoding, fa-validate --grid decode)
+// The microbenchmarks behind peak-rates and fa-calibrate (bench/microbench.hpp says what each measures).
 // Arithmetic operands live in registers (no memory traffic); every warp keeps several independent
 // accumulators so that the pipeline, not the dependency latency, sets the rate. One resident grid of
-// 4 blocks x 256 threads per SM (the L2 probe: 8, as many warps as the naive GEMM keeps); time with
-// CUDA events, median of 20 runs.
-//
-//   build/cuda/peak-rates                  prints the rates (JSON with --json)
-//   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
+// 4 blocks x 256 threads per SM (the L2 request probe: 8, as many warps as the naive GEMM keeps); time
+// with CUDA events, median of 20 runs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/microbench.hpp"
 #include "common/check.hpp"
+
+namespace fasim::bench {
 
 namespace {
 
@@ -116,13 +106,69 @@ __global__ void l2_request_kernel(const float* __restrict__ buf, int iters, floa
     if (s == 1234.5f) sink[threadIdx.x] = s;  // the buffer is zero: never true
 }
 
-struct L2Rate {
-    int group;
-    double requests_per_s, sectors_per_s;
-};
 
-template <int kGroup>
-L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters);
+
+// exp2 on the SFUs: ex2.approx.ftz.f32 (MUFU.EX2), what the flash kernels' softmax issues
+// (exp2f(s * scale_log2 - m)). Independent chains; the result feeds the next input so that nothing is
+// hoisted, and stays finite (2^x of x in [-1, 0) lies in [0.5, 1)).
+__global__ void exp2_kernel(float* sink, float bias) {
+    float x[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) x[c] = -0.5f - 0.01f * static_cast<float>(c);
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) {
+            float y;
+            asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
+            x[c] = y - bias;  // in [-0.5 - bias, 1 - bias): stays in [-1, 0) for bias = 1
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += x[c];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+}
+
+// L2 read bandwidth: every thread re-reads a buffer that fits in L2 with 16-byte ld.global.cg loads
+// (bypassing L1), as the presets' L2 figures were measured (docs/gpu-file.md, "L2 read probe").
+__global__ void l2_read_kernel(const float4* __restrict__ a, size_t n, int reps, float* sink) {
+    float s = 0.f;
+    const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (int r = 0; r < reps; ++r)
+        for (size_t i = tid; i < n; i += stride) {
+            const float4 v = __ldcg(a + i);
+            s += v.x + v.y + v.z + v.w;
+        }
+    if (s == 1234.5f) sink[0] = s;  // the buffer is zero: never true
+}
+
+// DRAM latency: one thread follows a chain of indices through a buffer 4x larger than L2, one hop per
+// 128-byte line, the lines in a random cycle, so every load misses L1 and L2 and waits for the one
+// before. Each launch continues where the last one stopped (`at`), so no launch revisits a line.
+__global__ void chase_kernel(const unsigned* __restrict__ next, int hops, unsigned* at_io) {
+    unsigned at = at_io[0];
+    for (int i = 0; i < hops; ++i) at = __ldcg(next + at);
+    at_io[0] = at;
+}
+
+// Streaming reads of one block (its loads in flight set its bandwidth: Little's law, bytes in flight =
+// bandwidth x latency): each thread keeps kStreamUnroll 16-byte loads in flight.
+constexpr int kStreamUnroll = 4;
+__global__ void stream_kernel(const float4* __restrict__ a, size_t n, float* sink) {
+    float s = 0.f;
+    const size_t step = static_cast<size_t>(blockDim.x) * kStreamUnroll;
+    for (size_t base = threadIdx.x; base + (kStreamUnroll - 1) * blockDim.x < n; base += step) {
+        float4 v[kStreamUnroll];
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) v[u] = __ldcg(a + base + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+    }
+    if (s == 1234.5f) sink[0] = s;
+}
+
+__global__ void empty_kernel() {}
 
 template <typename Launch>
 double median_ms(Launch&& launch) {
@@ -157,10 +203,11 @@ L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters) {
     const double loads = static_cast<double>(grid.x) * (kThreads / 32) * iters * kL2Unroll;
     const double requests = loads * (32 / kGroup);
     const double sectors_per_line = kGroup * 4 / 32 > 1 ? kGroup * 4 / 32 : 1;
-    return {kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
+    return {32 / kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
 }
 
-// Read + write bytes per second of the best of 10 device-to-device copies of 1 GiB (after one untimed).
+}  // namespace
+
 double copy_bytes_per_s() {
     constexpr std::size_t kBytes = std::size_t{1} << 30;
     void* src = nullptr;
@@ -189,99 +236,140 @@ double copy_bytes_per_s() {
     return 2.0 * static_cast<double>(kBytes) / (best_ms * 1e-3);
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-    bool json = false, copy_only = false;
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (std::strcmp(argv[i], "--copy") == 0) {
-            copy_only = true;
-        } else {
-            std::fprintf(stderr, "usage: peak-rates [--copy] [--json]\n");
-            return 2;
-        }
-    }
-    try {
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-            std::fprintf(stderr, "peak-rates: SKIPPED: no CUDA device\n");
-            return 77;
-        }
-        cudaDeviceProp prop{};
-        CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-        int clock_khz = 0;
-        CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-        const double copy = copy_bytes_per_s();
-        if (copy_only) {
-            if (json)
-                std::printf("{\"gpu\": \"%s\", \"d2d_copy_bytes_per_s\": %.4g}\n", prop.name, copy);
-            else
-                std::printf("%s: device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best "
-                            "of 10)\n", prop.name, copy * 1e-12);
-            return 0;
-        }
-        float* sink = nullptr;
-        CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
-        const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * kBlocksPerSm));
-        const double threads = static_cast<double>(grid.x) * kThreads;
-
-        struct Row { std::string name; double tflops; };
-        std::vector<Row> rows;
-        const double ffma_ms = median_ms([&] {
-            ffma_kernel<<<grid, kThreads>>>(sink, 0.999f, 1e-3f);
-            CUDA_CHECK(cudaGetLastError());
-        });
-        rows.push_back({"ffma_fp32", threads * kIters * kChains * 2.0 / (ffma_ms * 1e-3) / 1e12});
-        if (prop.major >= 8) {
-            const double warps = threads / 32.0;
-            const double mma_flops = warps * kIters * kChains * 2.0 * 16 * 8 * 16;
-            const double f16 = median_ms([&] {
-                mma_kernel<false><<<grid, kThreads>>>(sink, 0x3c003c00u, 0x3c003c00u);
-                CUDA_CHECK(cudaGetLastError());
-            });
-            const double b16 = median_ms([&] {
-                mma_kernel<true><<<grid, kThreads>>>(sink, 0x3f803f80u, 0x3f803f80u);
-                CUDA_CHECK(cudaGetLastError());
-            });
-            rows.push_back({"mma_sync_fp16", mma_flops / (f16 * 1e-3) / 1e12});
-            rows.push_back({"mma_sync_bf16", mma_flops / (b16 * 1e-3) / 1e12});
-        }
-
-        const int sms = prop.multiProcessorCount;
-        const size_t l2_floats = static_cast<size_t>(sms) * kL2ProbeBlocksPerSm * kL2SliceLines * kFloatsPerLine;
-        float* l2_buf = nullptr;
-        CUDA_CHECK(cudaMalloc(&l2_buf, l2_floats * sizeof(float)));
-        CUDA_CHECK(cudaMemset(l2_buf, 0, l2_floats * sizeof(float)));
-        // Iterations scaled so that every probe moves about the same number of bytes.
-        const std::vector<L2Rate> l2 = {measure_l2_requests<1>(l2_buf, sink, sms, 512),
-                                        measure_l2_requests<8>(l2_buf, sink, sms, 4096),
-                                        measure_l2_requests<16>(l2_buf, sink, sms, 4096),
-                                        measure_l2_requests<32>(l2_buf, sink, sms, 8192)};
-        CUDA_CHECK(cudaFree(l2_buf));
-        CUDA_CHECK(cudaFree(sink));
-        if (json) {
-            std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, prop.multiProcessorCount,
-                        clock_khz / 1000);
-            for (const auto& r : rows) std::printf(", \"%s_tflops\": %.1f", r.name.c_str(), r.tflops);
-            for (const auto& r : l2)
-                std::printf(", \"l2_lines_per_load_%d\": {\"requests_per_s\": %.4g, \"sectors_per_s\": %.4g}", 32 / r.group,
-                            r.requests_per_s, r.sectors_per_s);
-            std::printf(", \"d2d_copy_bytes_per_s\": %.4g}\n", copy);
-        } else {
-            std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1000);
-            for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
-            std::printf("  L2 reads (ld.global.cg, %d warps per SM):\n", kL2ProbeBlocksPerSm * kThreads / 32);
-            for (const auto& r : l2)
-                std::printf("    %2d line(s) per warp load: %7.1f G requests/s, %7.1f G sectors/s (%.2f TB/s)\n", 32 / r.group,
-                            r.requests_per_s / 1e9, r.sectors_per_s / 1e9, r.sectors_per_s * 32 / 1e12);
-            std::printf("  device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best of 10)\n",
-                        copy * 1e-12);
-        }
-        return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "peak-rates: %s\n", e.what());
-        return 1;
-    }
+double ffma_flops_per_s(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        ffma_kernel<<<grid, kThreads>>>(sink, 0.999f, 1e-3f);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(grid.x) * kThreads * kIters * kChains * 2.0 / (ms * 1e-3);
 }
+
+double mma_sync_flops_per_s(int sms, bool bf16) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        if (bf16) mma_kernel<true><<<grid, kThreads>>>(sink, 0x3f803f80u, 0x3f803f80u);
+        else mma_kernel<false><<<grid, kThreads>>>(sink, 0x3c003c00u, 0x3c003c00u);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    const double warps = static_cast<double>(grid.x) * kThreads / 32.0;
+    return warps * kIters * kChains * 2.0 * 16 * 8 * 16 / (ms * 1e-3);
+}
+
+std::vector<L2Rate> l2_request_rates(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const size_t l2_floats = static_cast<size_t>(sms) * kL2ProbeBlocksPerSm * kL2SliceLines * kFloatsPerLine;
+    float* l2_buf = nullptr;
+    CUDA_CHECK(cudaMalloc(&l2_buf, l2_floats * sizeof(float)));
+    CUDA_CHECK(cudaMemset(l2_buf, 0, l2_floats * sizeof(float)));
+    // Iterations scaled so that every probe moves about the same number of bytes.
+    std::vector<L2Rate> rates = {measure_l2_requests<1>(l2_buf, sink, sms, 512), measure_l2_requests<8>(l2_buf, sink, sms, 4096),
+                                 measure_l2_requests<16>(l2_buf, sink, sms, 4096),
+                                 measure_l2_requests<32>(l2_buf, sink, sms, 8192)};
+    CUDA_CHECK(cudaFree(l2_buf));
+    CUDA_CHECK(cudaFree(sink));
+    return rates;
+}
+
+double exp2_per_s(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        exp2_kernel<<<grid, kThreads>>>(sink, 1.0f);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(grid.x) * kThreads * kIters * kChains / (ms * 1e-3);
+}
+
+double l2_read_bytes_per_s(int sms, std::size_t l2_bytes) {
+    // Three quarters of L2, in 16-byte elements, re-read 100 times by 4 blocks of 1024 threads per SM.
+    const std::size_t n = l2_bytes * 3 / 4 / 16;
+    constexpr int kReps = 100;
+    float4* a = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    const double ms = median_ms([&] {
+        l2_read_kernel<<<static_cast<unsigned>(sms * 4), 1024>>>(a, n, kReps, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(n) * 16 * kReps / (ms * 1e-3);
+}
+
+double dram_latency_s(std::size_t l2_bytes) {
+    // One 128-byte line per hop over 4 x L2 (at least 256 MiB), in a random cycle (fixed seed).
+    const std::size_t bytes = std::max<std::size_t>(4 * l2_bytes, std::size_t{256} << 20);
+    constexpr std::size_t kStride = 128 / sizeof(unsigned);
+    const std::size_t lines = bytes / 128;
+    std::vector<unsigned> order(lines);
+    for (std::size_t i = 0; i < lines; ++i) order[i] = static_cast<unsigned>(i);
+    std::uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (std::size_t i = lines - 1; i > 0; --i) {  // Fisher-Yates with a 64-bit LCG
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(order[i], order[(state >> 33) % (i + 1)]);
+    }
+    std::vector<unsigned> next(lines * kStride, 0);
+    for (std::size_t i = 0; i < lines; ++i)
+        next[order[i] * kStride] = static_cast<unsigned>(order[(i + 1) % lines] * kStride);
+    unsigned* d_next = nullptr;
+    unsigned* at = nullptr;
+    void* scratch = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_next, next.size() * sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&at, sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&scratch, 2 * l2_bytes));
+    CUDA_CHECK(cudaMemcpy(d_next, next.data(), next.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(at, 0, sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(scratch, 0, 2 * l2_bytes));  // evicts what the copy left in L2
+    // 21 launches (median_ms) x hops stay below the lines of the cycle: every hop is a line not yet read.
+    const int hops = static_cast<int>(std::min<std::size_t>(lines / 32, 20000));
+    const double ms = median_ms([&] {
+        chase_kernel<<<1, 1>>>(d_next, hops, at);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(d_next));
+    CUDA_CHECK(cudaFree(at));
+    CUDA_CHECK(cudaFree(scratch));
+    return ms * 1e-3 / hops;
+}
+
+double one_block_stream_bytes_per_s(int threads) {
+    // 1 GiB read by a single block: DRAM bandwidth is far above what one block's loads in flight sustain.
+    const std::size_t n = (std::size_t{1} << 30) / 16;
+    float4* a = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    const double ms = median_ms([&] {
+        stream_kernel<<<1, threads>>>(a, n, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(n) * 16 / (ms * 1e-3);
+}
+
+double launch_overhead_s() {
+    // 1000 empty kernels back to back: what each launch adds to a sequence of kernels.
+    constexpr int kLaunches = 1000;
+    const double ms = median_ms([&] {
+        for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 32>>>();
+        CUDA_CHECK(cudaGetLastError());
+    });
+    return ms * 1e-3 / kLaunches;
+}
+
+}  // namespace fasim::bench

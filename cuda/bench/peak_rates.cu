@@ -1,0 +1,81 @@
+// peak-rates: the ceilings a kernel of this project can reach on the GPU at hand, measured, not taken
+// from a datasheet (bench/microbench.hpp says what each probe does); fa-calibrate runs the same probes
+// and writes a GPU file.
+//
+//   build/cuda/peak-rates                  prints the rates (JSON with --json)
+//   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "bench/microbench.hpp"
+#include "common/check.hpp"
+
+int main(int argc, char** argv) {
+    namespace bench = fasim::bench;
+    bool json = false, copy_only = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (std::strcmp(argv[i], "--copy") == 0) {
+            copy_only = true;
+        } else {
+            std::fprintf(stderr, "usage: peak-rates [--copy] [--json]\n");
+            return 2;
+        }
+    }
+    try {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+            std::fprintf(stderr, "peak-rates: SKIPPED: no CUDA device\n");
+            return 77;
+        }
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        int clock_khz = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+        const double copy = bench::copy_bytes_per_s();
+        if (copy_only) {
+            if (json)
+                std::printf("{\"gpu\": \"%s\", \"d2d_copy_bytes_per_s\": %.4g}\n", prop.name, copy);
+            else
+                std::printf("%s: device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best "
+                            "of 10)\n", prop.name, copy * 1e-12);
+            return 0;
+        }
+        const int sms = prop.multiProcessorCount;
+        struct Row { std::string name; double tflops; };
+        std::vector<Row> rows;
+        rows.push_back({"ffma_fp32", bench::ffma_flops_per_s(sms) / 1e12});
+        if (prop.major >= 8) {
+            rows.push_back({"mma_sync_fp16", bench::mma_sync_flops_per_s(sms, false) / 1e12});
+            rows.push_back({"mma_sync_bf16", bench::mma_sync_flops_per_s(sms, true) / 1e12});
+        }
+        const std::vector<bench::L2Rate> l2 = bench::l2_request_rates(sms);
+        if (json) {
+            std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, sms, clock_khz / 1000);
+            for (const auto& r : rows) std::printf(", \"%s_tflops\": %.1f", r.name.c_str(), r.tflops);
+            for (const auto& r : l2)
+                std::printf(", \"l2_lines_per_load_%d\": {\"requests_per_s\": %.4g, \"sectors_per_s\": %.4g}", r.lines_per_load,
+                            r.requests_per_s, r.sectors_per_s);
+            std::printf(", \"d2d_copy_bytes_per_s\": %.4g}\n", copy);
+        } else {
+            std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, sms, clock_khz / 1000);
+            for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
+            std::printf("  L2 reads (ld.global.cg, 64 warps per SM):\n");
+            for (const auto& r : l2)
+                std::printf("    %2d line(s) per warp load: %7.1f G requests/s, %7.1f G sectors/s (%.2f TB/s)\n", r.lines_per_load,
+                            r.requests_per_s / 1e9, r.sectors_per_s / 1e9, r.sectors_per_s * 32 / 1e12);
+            std::printf("  device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best of 10)\n",
+                        copy * 1e-12);
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "peak-rates: %s\n", e.what());
+        return 1;
+    }
+}
