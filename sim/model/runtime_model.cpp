@@ -191,9 +191,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
             if (mma_latency && t.issue_s >= t.matmul_s + t.nonmatmul_s + t.sfu_s)
                 what = "instruction issue (mma.sync, latency-bound)";
+            // matmul, non-matmul and exp add (the same warps issue them): the bound is the one that is at
+            // least half of their sum, or the sum itself when none is.
             else if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
                                        : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
-            else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
+            else if (t.nonmatmul_s >= t.matmul_s + t.sfu_s) what = "FP32 non-matmul work";
+            else if (t.sfu_s >= t.matmul_s + t.nonmatmul_s) what = "exp on the SFUs (non-matmul)";
+            else what = "arithmetic: matmul + non-matmul + exp, which add (none is half)";
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
         else what = l2_requests_bind ? "L2 requests per SM (a sector per line)" : "L2 bandwidth per SM";
         t.bound = what;
