@@ -2,7 +2,7 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
+#   usage: cuda/scripts/gpu_session.sh [build|calibrate|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
 #   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
 # cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
@@ -12,7 +12,10 @@
 # backward (torch_sdpa.py --pass bwd) on the same problems; decode = FlashDecoding on decode shapes (one
 # query row, grouped K/V heads): cuda-check and compute-sanitizer of flash_decoding, fa-validate --grid decode
 # (flash_decoding and, where KV = H, fa2_tc), PyTorch's SDPA backends on the same shapes and the card's
-# device-to-device copy bandwidth, the yardsticks of the K/V streaming bandwidth.
+# device-to-device copy bandwidth, the yardsticks of the K/V streaming bandwidth; calibrate = fa-calibrate:
+# the GPU file of this card ($OUT/calibrated-gpu.json, also copied out of the archive), its probes'
+# raw results, and fa-sim's prediction with it (docs/calibrate.md). `gpu_session.sh build calibrate` is
+# the whole calibration (no network).
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -36,7 +39,7 @@ if has build; then
   log "build"
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >"$out/build.log" 2>&1 &&
-    cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim peak-rates >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
+    cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim peak-rates fa-calibrate >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
 fi
 
 # The kernel catalog's kernels of this repository (sim/kernels/kernel_catalog.cpp, as fa-sim lists it),
@@ -51,6 +54,16 @@ kernels() {
 # The decoding kernels run on decode shapes (the decode step), not on the N = Nk grids.
 not_naive='not k["forward_kernel"] and k["matmul"] != "naive" and k["algorithm"] != "flash_decoding"'
 naive='not k["forward_kernel"] and k["matmul"] == "naive"'
+
+if has calibrate; then
+  log "fa-calibrate"
+  "$build/cuda/fa-calibrate" --out "$out/calibrated-gpu.json" --raw "$out/calibrate_raw.json" > "$out/calibrate.txt" 2>&1
+  echo "exit $?" >> "$out/calibrate.txt"
+  cat "$out/calibrate.txt"
+  cp "$out/calibrated-gpu.json" "$out/calibrate_raw.json" "$final/" 2>/dev/null
+  "$build/sim/fa-sim" --gpu-file "$out/calibrated-gpu.json" --algo fa2 --N 4096 > "$out/calibrate_fa2.txt" 2>&1
+  tail -4 "$out/calibrate_fa2.txt"
+fi
 
 if has check; then
   log "cuda-check"

@@ -134,19 +134,21 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
         c.reasons.push_back("library GEMMs in fp32 (cuBLAS SGEMM, not profiled): 64x64 output tiles at cuBLAS's "
                             "measured FP32 rate");
     } else if (c.matmul == MatmulMode::library) {
-        // cuBLAS on the H200 (ncu, cuda/results/2026-11-23-h200/profile_cublas_fp16_d*): 384-thread
-        // blocks, k-step 64 fp16 elements (128 bytes), output tiles of 32768 elements: 256x128 for S,
-        // 512x64 or 256x128 for O. Taken here as (32768/d) x d for O, at most 512 rows (so the
-        // operand tiles of d = 32 still fit).
-        c.gemm_m = 256;
-        c.gemm_n = 128;
-        c.gemm_k = 128 / e;
-        c.pv_n = std::min<std::int64_t>(d, 128);
-        c.pv_m = std::min<std::int64_t>(32768 / c.pv_n, 512);
-        c.gemm_warps = 12;
-        c.reasons.push_back("library GEMMs (cuBLAS-like): output tiles S 256x128, O " + std::to_string(c.pv_m) + "x" +
+        // The library's output tiles, k-step and warps are the GPU's (gpu.model.library_gemm_*: cuBLAS on
+        // the H200, ncu: 384-thread blocks, k-step 128 bytes, 256x128 tiles for S, 32768 outputs for O:
+        // 512x64 or 256x128). O's tile is (outputs/d) x d, d at most S's tile columns, at most max_rows
+        // rows (so the operand tiles of d = 32 still fit).
+        const GpuSpec::Model& m = gpu.model;
+        c.gemm_m = m.library_gemm_s_rows;
+        c.gemm_n = m.library_gemm_s_cols;
+        c.gemm_k = std::max<std::int64_t>(1, m.library_gemm_k_step_bytes / e);
+        c.pv_n = std::min<std::int64_t>(d, m.library_gemm_s_cols);
+        c.pv_m = std::min<std::int64_t>(m.library_gemm_o_outputs / c.pv_n, m.library_gemm_o_max_rows);
+        c.gemm_warps = m.library_gemm_warps;
+        c.reasons.push_back("library GEMMs (cuBLAS-like): output tiles S " + std::to_string(c.gemm_m) + "x" +
+                            std::to_string(c.gemm_n) + ", O " + std::to_string(c.pv_m) + "x" +
                             std::to_string(c.pv_n) + ", k-step " + std::to_string(c.gemm_k) +
-                            " double-buffered, 12 warps per block");
+                            " double-buffered, " + std::to_string(c.gemm_warps) + " warps per block");
     } else {
         c.reasons.push_back("tiled GEMMs: 64x64 output tile per block, k-step 32, operand tiles in shared memory");
     }

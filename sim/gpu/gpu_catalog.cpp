@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -30,6 +31,7 @@ namespace fasim::detail {
 std::size_t embedded_gpu_file_count();
 const char* embedded_gpu_file_name(std::size_t index);
 const char* embedded_gpu_file_text(std::size_t index);
+const char* embedded_model_defaults_text();  // sim/gpu/model_defaults.json
 }  // namespace fasim::detail
 
 namespace fasim {
@@ -152,8 +154,8 @@ struct MeasuredField {
     const char* units = "FLOP/s";
 };
 
-const std::array<MeasuredField, 7>& measured_fields() {
-    static const std::array<MeasuredField, 7> fields = {{
+const std::array<MeasuredField, 8>& measured_fields() {
+    static const std::array<MeasuredField, 8> fields = {{
         {"hbm_bandwidth_bytes_per_s", "hbm_bandwidth_bytes_per_s", &GpuSpec::Measured::hbm_bandwidth,
          &GpuSpec::hbm_bandwidth, 1, "bytes/s"},
         {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::tensor_fp16_flops,
@@ -169,12 +171,60 @@ const std::array<MeasuredField, 7>& measured_fields() {
         // No datasheet gives L2 requests: at most one 32-byte sector each at the L2 bandwidth.
         {"l2_requests_per_s", "l2_bandwidth_bytes_per_s / 32", &GpuSpec::Measured::l2_requests,
          &GpuSpec::l2_bandwidth, 1.0 / 32, "requests/s"},
+        {"sfu_ops_per_s", "sfu_ops_per_s", &GpuSpec::Measured::sfu_ops, &GpuSpec::sfu_ops, 1, "results/s"},
+    }};
+    return fields;
+}
+
+// The runtime model's calibration constants ("model" in a GPU file; GpuSpec::Model says what each
+// is). Every key is optional: one left out takes the default of the GPU's compute capability from
+// sim/gpu/model_defaults.json. Ranges, as for the other fields, refuse only the impossible:
+//   schedulers 1..16               4 per SM on every architecture since Maxwell
+//   warp readiness 0.01..1         a share of cycles
+//   l2 bytes per request 32..128   a request is one to four 32-byte sectors of a line
+//   library GEMM tiles 16..1024 rows or columns, 256..2^20 outputs, k-step 16..1024 bytes, 1..32 warps
+using ModelMember = std::variant<int GpuSpec::Model::*, double GpuSpec::Model::*>;
+struct ModelField {
+    const char* key;
+    bool integer;
+    double lo, hi;
+    const char* unit;
+    const char* hint;
+    ModelMember member;
+};
+
+const std::array<ModelField, 10>& model_fields() {
+    static const std::array<ModelField, 10> fields = {{
+        {"schedulers_per_sm", true, 1, 16, "schedulers", "the warp schedulers per SM (4 on sm_50 and later)",
+         &GpuSpec::Model::schedulers_per_sm},
+        {"cuda_core_warp_ready_fraction", false, 0.01, 1, "of cycles",
+         "the share of cycles a lone warp of a CUDA-core flash kernel issues (smsp__issue_active with one warp per "
+         "scheduler), e.g. 0.37",
+         &GpuSpec::Model::cuda_core_warp_ready},
+        {"mma_sync_warp_ready_fraction", false, 0.01, 1, "of cycles",
+         "the share of cycles one 16-row mma block of an mma.sync flash kernel is ready, e.g. 0.17 (docs/model.md)",
+         &GpuSpec::Model::mma_sync_warp_ready},
+        {"l2_bytes_per_request", false, 32, 128, "bytes",
+         "l2_bandwidth_bytes_per_s over the L2 request rate, e.g. 64; better, measure measured.l2_requests_per_s",
+         &GpuSpec::Model::l2_bytes_per_request},
+        {"library_gemm_s_tile_rows", true, 16, 1024, "rows", "the rows of cuBLAS's output tile for S = QK^T (ncu), e.g. 256",
+         &GpuSpec::Model::library_gemm_s_rows},
+        {"library_gemm_s_tile_cols", true, 16, 1024, "columns",
+         "the columns of cuBLAS's output tile for S = QK^T (ncu), e.g. 128", &GpuSpec::Model::library_gemm_s_cols},
+        {"library_gemm_o_tile_outputs", true, 256, 1048576, "outputs",
+         "the outputs of cuBLAS's tile for O = PV (rows x d), e.g. 32768", &GpuSpec::Model::library_gemm_o_outputs},
+        {"library_gemm_o_tile_max_rows", true, 16, 4096, "rows", "the most rows of cuBLAS's tile for O = PV, e.g. 512",
+         &GpuSpec::Model::library_gemm_o_max_rows},
+        {"library_gemm_k_step_bytes", true, 16, 1024, "bytes", "the bytes of one k-step of cuBLAS's operand tiles, e.g. 128",
+         &GpuSpec::Model::library_gemm_k_step_bytes},
+        {"library_gemm_warps_per_block", true, 1, 32, "warps", "the warps of one cuBLAS GEMM block (ncu), e.g. 12",
+         &GpuSpec::Model::library_gemm_warps},
     }};
     return fields;
 }
 
 constexpr std::array<const char*, 4> kStringKeys = {"format", "name", "description", "architecture"};
-constexpr std::array<const char*, 2> kObjectKeys = {"measured", "sources"};
+constexpr std::array<const char*, 3> kObjectKeys = {"model", "measured", "sources"};
 
 // A measured ceiling above this multiple of the datasheet number is a unit mistake; one below
 // kMinMeasuredOverDatasheet of it is a failed measurement or a unit mistake too (GB/s written for
@@ -186,7 +236,7 @@ constexpr double kMinMeasuredOverDatasheet = 0.1;
 
 // JSON nested deeper than this is refused while it is parsed (nlohmann's parser is iterative, but
 // printing or destroying a value recurses: 100,000 nested '[' overflowed the stack). A GPU file
-// nests two levels (the file, then "measured" and "sources").
+// nests two levels (the file, then "model", "measured" and "sources").
 constexpr int kMaxJsonDepth = 64;
 
 std::vector<std::string> top_level_keys() {
@@ -203,10 +253,19 @@ std::vector<std::string> measured_keys() {
     return keys;
 }
 
-// Keys a "sources" entry may name: every field of the file except the containers.
+std::vector<std::string> model_keys() {
+    std::vector<std::string> keys;
+    for (const ModelField& f : model_fields()) keys.emplace_back(f.key);
+    return keys;
+}
+
+// Keys a "sources" entry may name: every field of the file except the containers, and
+// "model.KEY" and "measured.KEY" for the numbers inside them.
 std::vector<std::string> source_keys() {
     std::vector<std::string> keys = {"name", "description", "architecture"};
     for (const Field& f : numeric_fields()) keys.emplace_back(f.key);
+    for (const ModelField& f : model_fields()) keys.emplace_back(std::string("model.") + f.key);
+    for (const MeasuredField& f : measured_fields()) keys.emplace_back(std::string("measured.") + f.key);
     return keys;
 }
 
@@ -531,7 +590,96 @@ void read_measured(const json& doc, const std::string& origin, GpuSpec& spec) {
     }
 }
 
-void read_sources(const json& doc, const std::string& origin, GpuSpec& spec) {
+// ---------------------------------------------------------------------------------------
+// The "model" object and its architecture defaults (sim/gpu/model_defaults.json).
+
+std::string model_range_text(const ModelField& f) {
+    const std::string lo = f.integer ? std::to_string(static_cast<std::int64_t>(f.lo)) : format_number(f.lo);
+    const std::string hi = f.integer ? std::to_string(static_cast<std::int64_t>(f.hi)) : format_number(f.hi);
+    return std::string("model.") + f.key + " must be " + (f.integer ? "an integer" : "a number") + " in " + lo + ".." + hi +
+           " " + f.unit;
+}
+
+// Reads the keys of one "model" object into `model`; returns the keys it held.
+std::vector<std::string> read_model_object(const json& m, const std::string& origin, GpuSpec::Model& model) {
+    if (!m.is_object()) {
+        throw wrong_type(origin, "model", m, "\"model\" must be an object with keys " + join(model_keys(), ", "),
+                         "write \"model\": {} (every key then takes its architecture's default) or remove it");
+    }
+    const std::vector<std::string> allowed = model_keys();
+    for (const auto& [key, value] : m.items()) {
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) throw unknown_key(origin, "model.", key, value, allowed);
+    }
+    std::vector<std::string> given;
+    for (const ModelField& f : model_fields()) {
+        if (!m.contains(f.key)) continue;
+        const std::string key = std::string("model.") + f.key;
+        const json& v = m.at(f.key);
+        const std::string fix = "set " + in_quotes(key) + " to " + f.hint + ", or remove it to take the architecture's default";
+        if (!v.is_number()) throw wrong_type(origin, key, v, model_range_text(f), "write it as a JSON number; " + fix);
+        double value = v.get<double>();
+        if (f.integer) {
+            const auto iv = integral_value(v);
+            if (!iv) throw field_error(origin, in_quotes(key) + " = " + show_value(v) + " is not an integer", model_range_text(f), fix);
+            value = static_cast<double>(*iv);
+        }
+        if (!std::isfinite(value) || value < f.lo || value > f.hi) {
+            throw field_error(origin, in_quotes(key) + " = " + show_value(v) + " is out of range", model_range_text(f), fix);
+        }
+        std::visit([&](auto member) { model.*member = static_cast<std::remove_cvref_t<decltype(model.*member)>>(value); },
+                   f.member);
+        given.emplace_back(f.key);
+    }
+    return given;
+}
+
+struct ModelDefaults {
+    int min_cc = 0, max_cc = 0;
+    std::string architectures;
+    GpuSpec::Model model;
+    std::vector<std::pair<std::string, std::string>> sources;  // key (without "model.") -> source
+};
+
+const std::vector<ModelDefaults>& model_defaults() {
+    static const std::vector<ModelDefaults> table = [] {
+        const std::string origin = "built-in sim/gpu/model_defaults.json";
+        const json doc = parse_document(detail::embedded_model_defaults_text(), origin);
+        std::vector<ModelDefaults> out;
+        for (const json& e : doc.at("defaults")) {
+            ModelDefaults d;
+            d.min_cc = e.at("compute_capability").at(0).get<int>();
+            d.max_cc = e.at("compute_capability").at(1).get<int>();
+            d.architectures = e.at("architectures").get<std::string>();
+            const std::vector<std::string> given = read_model_object(e.at("model"), origin, d.model);
+            if (given.size() != model_fields().size()) {
+                throw std::logic_error(origin + ": the entry for " + d.architectures + " must give every model key");
+            }
+            for (const std::string& key : given) d.sources.emplace_back(key, e.at("sources").at(key).get<std::string>());
+            out.push_back(std::move(d));
+        }
+        return out;
+    }();
+    return table;
+}
+
+const ModelDefaults& model_defaults_for(int compute_capability) {
+    for (const ModelDefaults& d : model_defaults()) {
+        if (compute_capability >= d.min_cc && compute_capability <= d.max_cc) return d;
+    }
+    throw std::logic_error("sim/gpu/model_defaults.json has no entry for compute capability " +
+                           std::to_string(compute_capability));
+}
+
+// Reads "model" (optional); every key it leaves out takes the default of the GPU's compute
+// capability. Returns the keys the file gave.
+std::vector<std::string> read_model(const json& doc, const std::string& origin, GpuSpec& spec) {
+    const ModelDefaults& d = model_defaults_for(spec.compute_capability);
+    spec.model = d.model;
+    if (!doc.contains("model")) return {};
+    return read_model_object(doc.at("model"), origin, spec.model);
+}
+
+void read_sources(const json& doc, const std::string& origin, const std::vector<std::string>& model_given_keys, GpuSpec& spec) {
     const std::vector<std::string> allowed = source_keys();
     std::vector<std::pair<std::string, std::string>> given;
     if (doc.contains("sources")) {
@@ -553,13 +701,21 @@ void read_sources(const json& doc, const std::string& origin, GpuSpec& spec) {
             given.emplace_back(key, value.get<std::string>());
         }
     }
-    // One entry per key in file order; numbers without a stated source say where they came from.
+    // One entry per key in file order; numbers without a stated source say where they came from:
+    // the file, or for a model key the file left out, its architecture's default.
+    const ModelDefaults& defaults = model_defaults_for(spec.compute_capability);
     spec.sources.clear();
     for (const std::string& key : allowed) {
         auto it = std::find_if(given.begin(), given.end(), [&](const auto& p) { return p.first == key; });
+        const bool model_key = key.rfind("model.", 0) == 0, measured_key = key.rfind("measured.", 0) == 0;
+        const std::string bare = model_key ? key.substr(6) : key;
+        const bool model_given = model_key && std::find(model_given_keys.begin(), model_given_keys.end(), bare) != model_given_keys.end();
         if (it != given.end()) {
             spec.sources.emplace_back(key, it->second);
-        } else if (key != "name" && key != "description" && key != "architecture") {
+        } else if (model_key && !model_given) {
+            auto dit = std::find_if(defaults.sources.begin(), defaults.sources.end(), [&](const auto& p) { return p.first == bare; });
+            spec.sources.emplace_back(key, "default for " + defaults.architectures + " (sim/gpu/model_defaults.json): " + dit->second);
+        } else if (!measured_key && key != "name" && key != "description" && key != "architecture") {
             spec.sources.emplace_back(key, "given in " + origin + " (no source stated)");
         }
     }
@@ -671,8 +827,9 @@ GpuSpec parse_gpu_json(const std::string& text, const std::string& origin) {
                           "(sm_80: 166912 per block, 167936 per SM)");
     }
 
+    const std::vector<std::string> model_given = read_model(doc, origin, spec);
     read_measured(doc, origin, spec);
-    read_sources(doc, origin, spec);
+    read_sources(doc, origin, model_given, spec);
     explain_zero_rates(spec);
     return spec;
 }
@@ -757,6 +914,12 @@ std::string gpu_spec_to_json(const GpuSpec& spec) {
             f.member);
         items.push_back("  " + in_quotes(f.key) + ": " + value);
     }
+    std::vector<std::string> model;
+    for (const ModelField& f : model_fields()) {
+        std::visit([&](auto member) { model.push_back("    " + in_quotes(f.key) + ": " + format_number(static_cast<double>(spec.model.*member))); },
+                   f.member);
+    }
+    items.push_back("  \"model\": {\n" + join(model, ",\n") + "\n  }");
     std::vector<std::string> measured;
     for (const MeasuredField& f : measured_fields()) {
         const double v = spec.measured.*(f.member);

@@ -2,6 +2,8 @@
 // has one, else the datasheet number. See gpu_spec.hpp.
 #include "gpu_spec.hpp"
 
+#include <cstdio>
+
 namespace fasim {
 
 namespace {
@@ -21,8 +23,31 @@ double GpuSpec::effective_hbm_bandwidth() const {
     return prefer_measured(measured.hbm_bandwidth, hbm_bandwidth);
 }
 
+double GpuSpec::effective_sfu_ops() const {
+    return prefer_measured(measured.sfu_ops, sfu_ops);
+}
+
 double GpuSpec::l2_request_rate() const {
-    return prefer_measured(measured.l2_requests, l2_bandwidth / kL2BytesPerRequest);
+    return prefer_measured(measured.l2_requests, l2_bandwidth / model.l2_bytes_per_request);
+}
+
+std::string GpuSpec::measured_ceilings_text() const {
+    std::string out;
+    auto add = [&](double v, const char* what, double scale, const char* unit) {
+        if (!(v > 0)) return;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s%s %.3g %s", out.empty() ? "" : ", ", what, v / scale, unit);
+        out += buf;
+    };
+    add(measured.hbm_bandwidth, "copy", 1e12, "TB/s");
+    add(measured.tensor_fp16_flops, "GEMM fp16", 1e12, "TFLOP/s");
+    add(measured.tensor_bf16_flops, "GEMM bf16", 1e12, "TFLOP/s");
+    add(measured.mma_sync_fp16_flops, "mma.sync fp16", 1e12, "TFLOP/s");
+    add(measured.mma_sync_bf16_flops, "mma.sync bf16", 1e12, "TFLOP/s");
+    add(measured.fp32_flops, "FP32", 1e12, "TFLOP/s");
+    add(measured.sfu_ops, "exp2", 1e12, "T/s");
+    add(measured.l2_requests, "L2 requests", 1e9, "G/s");
+    return out;
 }
 
 double GpuSpec::matmul_flops(DType dtype) const {

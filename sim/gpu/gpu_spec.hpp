@@ -59,11 +59,37 @@ struct GpuSpec {
         // warp access asks for, 1 to 4). Loads that touch a sector per line, as the naive GEMM's do,
         // are bound by it rather than by l2_bandwidth (cuda/bench/peak_rates.cu measures it).
         double l2_requests = 0;
+        double sfu_ops = 0;            // exp2 (MUFU.EX2) results per second
         std::string source;            // command, driver, date
     } measured;
 
     // Where each number came from (field name -> source text), shown by --list-gpus.
     std::vector<std::pair<std::string, std::string>> sources;
+
+    // The runtime model's calibration constants: facts of the architecture and numbers read off
+    // microbenchmarks or profiler counters of a real card, never fitted to attention timings. A GPU
+    // file sets them under "model"; a key it leaves out takes its architecture's default
+    // (sim/gpu/model_defaults.json, by compute capability), and `sources` says which.
+    struct Model {
+        // Warp schedulers per SM (4 on every architecture since Maxwell): the issue terms count warps
+        // per scheduler.
+        int schedulers_per_sm = 0;
+        // Share of cycles one warp of a CUDA-core flash kernel is ready to issue (a scheduler with W
+        // warps issues in 1 - (1 - p)^W of cycles; docs/model.md, "Latency hiding on the CUDA cores").
+        double cuda_core_warp_ready = 0;
+        // The same for one 16-row mma block of an mma.sync flash kernel (docs/model.md, "Issue on the
+        // tensor cores").
+        double mma_sync_warp_ready = 0;
+        // Bytes of L2 bandwidth per L2 request, where the request rate is not measured:
+        // l2_request_rate() = l2_bandwidth / this.
+        double l2_bytes_per_request = 0;
+        // The output tiles, k-step and warps a library GEMM (cuBLAS, fp16/bf16 on the tensor cores)
+        // picks for attention's products: S = QK^T rows x cols, O = PV (outputs / d) x d, at most
+        // max_rows rows (algorithms/standard_attention.cpp).
+        int library_gemm_s_rows = 0, library_gemm_s_cols = 0;
+        int library_gemm_o_outputs = 0, library_gemm_o_max_rows = 0;
+        int library_gemm_k_step_bytes = 0, library_gemm_warps = 0;
+    } model;
 
     // Rates the runtime model uses: the measured ceiling where known, else the datasheet.
     // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.
@@ -73,12 +99,12 @@ struct GpuSpec {
     double mma_sync_flops(DType dtype) const;
     double effective_fp32_flops() const;
     double effective_hbm_bandwidth() const;
-    // L2 requests per second: measured where known, else l2_bandwidth / kL2BytesPerRequest.
+    double effective_sfu_ops() const;
+    // L2 requests per second: measured where known, else l2_bandwidth / model.l2_bytes_per_request.
     double l2_request_rate() const;
-    // The H200's measured L2 bandwidth over its measured request rate is 62 bytes (ncu: 94 slices at
-    // 1.71 GHz, 0.9 requests and 1.7 sectors per slice and clock). GPUs without a measured request
-    // rate are taken to have the same ratio (cuda/results/README.md, ninth run).
-    static constexpr double kL2BytesPerRequest = 64;
+    // The measured ceilings the model uses, as "copy 4.19 TB/s, mma.sync fp16 642 TFLOP/s, ..."
+    // (empty when none): the report names them.
+    std::string measured_ceilings_text() const;
 };
 
 }  // namespace fasim

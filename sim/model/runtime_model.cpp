@@ -14,27 +14,19 @@ namespace fasim {
 namespace {
 
 // CUDA-core products: one FFMA per warp instruction, its operands loaded from shared memory just
-// before. A scheduler (4 per SM) hides that latency only with several warps to choose from. Nsight
-// Compute on the H200, fa-sim's fa2 fp32 kernel (N=4096, d=64; shared memory allows one 4-warp block
-// per SM, so one warp per scheduler): the scheduler issues in 37% of cycles (smsp__issue_active;
-// cuda/results/2026-11-22-h200-b/profile/). The model takes each warp to be ready in that share of
-// cycles, independently of the others: a scheduler with W warps issues in 1 - (1 - 0.37)^W of cycles
-// (0.60 for two warps, 0.94 for six). Tensor-core kernels are not subject to it.
-constexpr double kLoneWarpIssueFraction = 0.37;
-constexpr int kSchedulersPerSm = 4;
-
+// before. A scheduler (gpu.model.schedulers_per_sm per SM) hides that latency only with several warps
+// to choose from. The model takes each warp to be ready in a share p of cycles
+// (gpu.model.cuda_core_warp_ready: 0.37 on the H200, Nsight Compute's smsp__issue_active of fa-sim's
+// fa2 fp32 kernel with one warp per scheduler), independently of the others: a scheduler with W warps
+// issues in 1 - (1 - p)^W of cycles. Tensor-core kernels are not subject to it.
+//
 // Warp-level mma.sync kernels (FlashAttention's way) are latency-bound as well: the mma results,
-// the exponentials and the quad shuffles of the online softmax wait on one another. Nsight Compute
-// on the H200 (cuda/results/2026-11-25-h200/profile*/, fp16, N=4096, B=2, H=8) reads, for each kernel,
-// the warps per scheduler W and the share of cycles the scheduler issues; with R independent 16-row
-// mma blocks per warp (a warp with 32 rows has twice the independent work and counts as 2 warps), a
-// warp is ready in p = 1 - (1 - issue)^(1/(W R)) of cycles:
-//     fa2_tc d=64 0.202, d=128 0.153;  fa1_tc d=64 0.185, d=128 0.160;
-//     PyTorch's FA2 (R = 2) d=64 0.173, d=128 0.142.
-// The model takes their mean, 0.17, for every such kernel (read from the counters, not fitted to the
-// measured times). Such a kernel's blocks take at least their warp instructions (kernels/issue_costs.hpp)
-// over the issue rate 1 - (1 - 0.17)^(W R); the spread of p (0.14..0.20) is worth -13..+19% of time.
-constexpr double kMmaSyncWarpIssueFraction = 0.17;
+// the exponentials and the quad shuffles of the online softmax wait on one another. With R independent
+// 16-row mma blocks per warp (a warp with 32 rows counts as 2 warps), each ready in a share p of cycles
+// (gpu.model.mma_sync_warp_ready: 0.17 on the H200, the mean of what ncu's issue counters give for six
+// kernels, read from the counters, not fitted to the measured times), a scheduler issues in
+// 1 - (1 - p)^(W R) of cycles, and such a kernel's blocks take at least their warp instructions
+// (kernels/issue_costs.hpp) over that rate. The GPU file gives both (docs/gpu-file.md, "model").
 
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
@@ -104,14 +96,14 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
-    const double warps_per_scheduler = static_cast<double>(resident * k.desc.warps) / kSchedulersPerSm;
+    const double warps_per_scheduler = static_cast<double>(resident * k.desc.warps) / gpu.model.schedulers_per_sm;
     // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
     // Kernels without products (FA1's init, standard's softmax) are not: the cost table describes the
     // operations of flash kernels only.
     const bool mma_latency = options.tensor_cores && mma_sync && dtype != DType::fp32 && k.matmul_flops > 0;
-    if (!options.tensor_cores) t.issue_fraction = 1.0 - std::pow(1.0 - kLoneWarpIssueFraction, warps_per_scheduler);
+    if (!options.tensor_cores) t.issue_fraction = 1.0 - std::pow(1.0 - gpu.model.cuda_core_warp_ready, warps_per_scheduler);
     else if (mma_latency)
-        t.issue_fraction = 1.0 - std::pow(1.0 - kMmaSyncWarpIssueFraction, warps_per_scheduler * k.row_blocks_per_warp);
+        t.issue_fraction = 1.0 - std::pow(1.0 - gpu.model.mma_sync_warp_ready, warps_per_scheduler * k.row_blocks_per_warp);
     const double issue = options.tensor_cores ? 1.0 : t.issue_fraction;  // CUDA cores: scales their rates
     // A library GEMM on the tensor cores moves its operands through shared memory its own way
     // (large wgmma tiles); the measured library rate already includes that, so the tile program's
@@ -121,9 +113,9 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     // Non-matmul FLOPs (max, add, multiply, compare) are one instruction each, not fused pairs: the
     // FP32 pipe retires them at half its FFMA FLOP rate (docs/flop-accounting.md counts FLOPs).
     const double nonmatmul_rate = gpu.effective_fp32_flops() / 2;
-    SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.sfu_ops / sms, smem_rate,
+    SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.effective_sfu_ops() / sms, smem_rate,
               gpu.l2_bandwidth / sms, gpu.l2_request_rate() / sms};
-    if (mma_latency) r.issue = kSchedulersPerSm * gpu.clock_hz * t.issue_fraction;
+    if (mma_latency) r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
     r.cuda_core_lanes = !options.tensor_cores;
 
     // Greedy list scheduling over the slots, in launch order (head-major).
@@ -199,9 +191,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
             if (mma_latency && t.issue_s >= t.matmul_s + t.nonmatmul_s + t.sfu_s)
                 what = "instruction issue (mma.sync, latency-bound)";
+            // matmul, non-matmul and exp add (the same warps issue them): the bound is the one that is at
+            // least half of their sum, or the sum itself when none is.
             else if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
                                        : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
-            else what = t.sfu_s >= t.nonmatmul_s ? "exp on the SFUs (non-matmul)" : "FP32 non-matmul work";
+            else if (t.nonmatmul_s >= t.matmul_s + t.sfu_s) what = "FP32 non-matmul work";
+            else if (t.sfu_s >= t.matmul_s + t.nonmatmul_s) what = "exp on the SFUs (non-matmul)";
+            else what = "arithmetic: matmul + non-matmul + exp, which add (none is half)";
         } else if (t.smem_s >= t.l2_per_sm_s) what = "shared-memory bandwidth";
         else what = l2_requests_bind ? "L2 requests per SM (a sector per line)" : "L2 bandwidth per SM";
         t.bound = what;

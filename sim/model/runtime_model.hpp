@@ -8,8 +8,9 @@
 // shared-memory bytes over the SM's shared-memory bandwidth, and its L2 requests
 // over the SM's share of L2 bandwidth; the slowest of those is the block's time.
 // Blocks resident on one SM share its rates. CUDA-core products also need warps to hide
-// latency: with W warps per scheduler the compute rates are scaled by 1 - (1 - 0.37)^W
-// (measured: a lone warp of fa-sim's CUDA-core flash code issues in 37% of cycles). A greedy block scheduler (the GPU's)
+// latency: with W warps per scheduler the compute rates are scaled by 1 - (1 - p)^W, p the GPU's
+// gpu.model.cuda_core_warp_ready (the H200: a lone warp of fa-sim's CUDA-core flash code issues in 37%
+// of cycles). A greedy block scheduler (the GPU's)
 // places blocks on free slots in launch order: that gives waves, the tail, and
 // idle SMs. The chip-wide DRAM and L2 bandwidths bound the kernel from below.
 //   kernel time = launch overhead + max(schedule makespan, DRAM bytes / HBM bandwidth,

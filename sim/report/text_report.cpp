@@ -75,6 +75,10 @@ void gpu_lines(std::ostream& out, const GpuSpec& g, const ReportStyle& st) {
                        units::capacity(static_cast<double>(g.l2_bytes)) + " L2" + dot(st) +
                        units::capacity(static_cast<double>(g.smem_per_block_bytes)) + " shared memory per block";
     wrapped(out, "GPU      ", line, st.width);
+    // Which rates are measured on a card rather than a datasheet's (docs/gpu-file.md, "measured").
+    const std::string measured = g.measured_ceilings_text();
+    wrapped(out, "         ", measured.empty() ? "rates: datasheet figures (no measured ceilings in this GPU's file)"
+                                               : "measured ceilings used: " + measured, st.width);
 }
 
 void traffic_table(std::ostream& out, const AlgorithmResult& r) {
@@ -112,7 +116,7 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
         out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << plural(t.grid, "block", "blocks");
     out << '\n';
     if (t.issue_s > 0) {  // mma.sync kernels: timed by the instructions their warps issue (docs/model.md)
-        const double warps = static_cast<double>(k.occupancy.blocks_per_sm * k.desc.warps) / 4;
+        const double warps = static_cast<double>(k.occupancy.blocks_per_sm * k.desc.warps) / gpu.model.schedulers_per_sm;
         out << "  issue      " << units::count(static_cast<double>(k.warp_instructions)) << " warp instructions; "
             << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << (warps == 1 ? " warp" : " warps") << " per scheduler"
             << (k.row_blocks_per_warp > 1 ? " x " + std::to_string(k.row_blocks_per_warp) + " row blocks each" : "")
@@ -120,18 +124,38 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
     }
 }
 
-void time_table(std::ostream& out, const AlgorithmResult& r) {
+void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& st) {
     std::size_t name_w = 15;  // wider for long kernel names
     for (const auto& t : r.timing) name_w = std::max(name_w, t.name.size() + 1);
     out << "  " << pad("kernel (ms)", name_w) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
         << rpad("L2/SM", 7) << rpad("issue", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
     auto ms = [](double s) { return units::fixed(s * 1e3, s * 1e3 >= 10 ? 1 : 3); };
+    const std::string indent = "  " + std::string(name_w, ' ');
     for (const auto& t : r.timing) {
         out << "  " << pad(t.name, name_w) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
             << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.issue_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
             << rpad(ms(t.l2_s), 7) << rpad(ms(t.total_s), 8) << '\n';
-        out << "  " << std::string(name_w, ' ') << "bound: " << t.bound << '\n';
+        out << indent << "bound: " << t.bound << '\n';
+        // How the total is composed, with this kernel's numbers (the legend below says why).
+        const double arith = t.matmul_s + t.nonmatmul_s + t.sfu_s;
+        const double compute = std::max(arith, t.issue_s);
+        const double per_sm = std::max({compute, t.smem_s, t.l2_per_sm_s});
+        std::string line = "total " + ms(t.total_s) + " = launch " + ms(t.launch_s) + " + max(sched " + ms(t.schedule_s) + ", DRAM " +
+                           ms(t.dram_s) + ", L2 " + ms(t.l2_s) + "); sched: the busiest SM's max(compute " + ms(compute) + " = ";
+        line += t.issue_s > arith ? "issue " + ms(t.issue_s) + ", above matmul + non-mm + exp " + ms(arith)
+                                  : "matmul + non-mm + exp" + std::string(t.issue_s > 0 ? " (issue " + ms(t.issue_s) + " overlaps)" : "");
+        line += ", smem " + ms(t.smem_s) + ", L2/SM " + ms(t.l2_per_sm_s) + ") = " + ms(per_sm);
+        if (per_sm > 0) line += ", x " + units::fixed(t.schedule_s / per_sm, 2) + " for whole waves (" + units::fixed(t.waves, 2) + " waves)";
+        wrapped(out, indent, line, st.width);
     }
+    wrapped(out, "  ",
+            "Legend: matmul, non-mm (FP32 non-matmul) and exp (SFU) are the busiest SM's arithmetic; they add, since the "
+            "same warps issue them in turn. issue: mma.sync kernels' warp instructions at their latency-bound issue rate; "
+            "the larger of it and that sum is compute. smem and L2/SM are that SM's shared-memory and L2 traffic; they "
+            "overlap compute, so the slowest of the three sets the SM's time. sched is the schedule's makespan: that time "
+            "over whole waves of blocks (a partial last wave costs a whole one). DRAM and L2 are the chip's bandwidth "
+            "bounds; they overlap the schedule. total = launch + max(sched, DRAM, L2).",
+            st.width);
 }
 
 }  // namespace
@@ -197,7 +221,7 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
     out << "Predicted time      " << units::seconds(r.time_s) << dot(st)
         << units::rate(r.achieved_flops(), "FLOP/s") << " of matmul" << dot(st) << "bound by " << r.longest_kernel().bound
         << '\n';
-    time_table(out, r);
+    time_table(out, r, st);
 }
 
 void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs, const GpuSpec& gpu, const ReportStyle& st) {

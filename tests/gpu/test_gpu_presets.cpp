@@ -120,7 +120,19 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.measured.tensor_fp16_flops == b.measured.tensor_fp16_flops);
     CHECK(a.measured.tensor_bf16_flops == b.measured.tensor_bf16_flops);
     CHECK(a.measured.fp32_flops == b.measured.fp32_flops);
+    CHECK(a.measured.sfu_ops == b.measured.sfu_ops);
+    CHECK(a.measured.l2_requests == b.measured.l2_requests);
     CHECK(a.measured.source == b.measured.source);
+    CHECK(a.model.schedulers_per_sm == b.model.schedulers_per_sm);
+    CHECK(a.model.cuda_core_warp_ready == b.model.cuda_core_warp_ready);
+    CHECK(a.model.mma_sync_warp_ready == b.model.mma_sync_warp_ready);
+    CHECK(a.model.l2_bytes_per_request == b.model.l2_bytes_per_request);
+    CHECK(a.model.library_gemm_s_rows == b.model.library_gemm_s_rows);
+    CHECK(a.model.library_gemm_s_cols == b.model.library_gemm_s_cols);
+    CHECK(a.model.library_gemm_o_outputs == b.model.library_gemm_o_outputs);
+    CHECK(a.model.library_gemm_o_max_rows == b.model.library_gemm_o_max_rows);
+    CHECK(a.model.library_gemm_k_step_bytes == b.model.library_gemm_k_step_bytes);
+    CHECK(a.model.library_gemm_warps == b.model.library_gemm_warps);
     CHECK(a.sources == b.sources);
 }
 
@@ -252,7 +264,7 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.fp32_flops == 0);
             CHECK(g.measured.mma_sync_fp16_flops == 0);
             CHECK(g.measured.l2_requests == 0);
-            CHECK(g.l2_request_rate() == g.l2_bandwidth / 64);  // the H200's ratio (GpuSpec::kL2BytesPerRequest)
+            CHECK(g.l2_request_rate() == g.l2_bandwidth / 64);  // the H200's ratio (model_defaults.json)
             CHECK(g.measured.source.empty());
         }
     }
@@ -353,9 +365,13 @@ TEST_CASE("a user GPU file round-trips through a temporary file", "[gpu]") {
     CHECK(mine.measured.source.empty());
     CHECK(mine.effective_hbm_bandwidth() == 1.008e12);
     CHECK(mine.matmul_flops(DType::bf16) == 165.2e12);
-    REQUIRE(mine.sources.size() == kNumericKeys.size());
+    REQUIRE(mine.sources.size() == kNumericKeys.size() + 10);  // and the 10 model constants, defaulted
     for (const auto& [key, text] : mine.sources) {
         INFO(key);
+        if (key.rfind("model.", 0) == 0) {
+            CHECK(contains(text, "default for"));
+            continue;
+        }
         CHECK(contains(text, "no source stated"));
         CHECK(contains(text, path2.string()));
     }
@@ -690,4 +706,75 @@ TEST_CASE("a GPU file path that is too long or a symlink loop is a usage error",
         }
     }
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("model constants a GPU file omits take the architecture default", "[gpu][model]") {
+    const GpuSpec g = fasim::parse_gpu_json(kUserFile, "test.json");
+    CHECK(g.model.schedulers_per_sm == 4);
+    CHECK(g.model.cuda_core_warp_ready == 0.37);
+    CHECK(g.model.mma_sync_warp_ready == 0.17);
+    CHECK(g.model.l2_bytes_per_request == 64);
+    CHECK(g.model.library_gemm_s_rows == 256);
+    CHECK(g.model.library_gemm_o_outputs == 32768);
+    CHECK(g.model.library_gemm_warps == 12);
+    bool said_default = false;
+    for (const auto& [key, text] : g.sources) {
+        if (key == "model.mma_sync_warp_ready_fraction") said_default = contains(text, "default for") && contains(text, "model_defaults.json");
+    }
+    CHECK(said_default);
+}
+
+TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
+    json doc = user_json();
+    doc["model"] = {{"schedulers_per_sm", 2},          {"cuda_core_warp_ready_fraction", 0.5},
+                    {"mma_sync_warp_ready_fraction", 0.25}, {"l2_bytes_per_request", 32},
+                    {"library_gemm_s_tile_rows", 128},  {"library_gemm_s_tile_cols", 64},
+                    {"library_gemm_o_tile_outputs", 8192}, {"library_gemm_o_tile_max_rows", 256},
+                    {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8}};
+    doc["sources"] = {{"model.schedulers_per_sm", "a test"}};
+    const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
+    CHECK(g.model.schedulers_per_sm == 2);
+    CHECK(g.model.cuda_core_warp_ready == 0.5);
+    CHECK(g.model.mma_sync_warp_ready == 0.25);
+    CHECK(g.model.l2_bytes_per_request == 32);
+    CHECK(g.l2_request_rate() == g.l2_bandwidth / 32);
+    CHECK(g.model.library_gemm_s_rows == 128);
+    CHECK(g.model.library_gemm_s_cols == 64);
+    CHECK(g.model.library_gemm_o_outputs == 8192);
+    CHECK(g.model.library_gemm_o_max_rows == 256);
+    CHECK(g.model.library_gemm_k_step_bytes == 64);
+    CHECK(g.model.library_gemm_warps == 8);
+    for (const auto& [key, text] : g.sources) {
+        if (key == "model.schedulers_per_sm") CHECK(text == "a test");
+        if (key == "model.l2_bytes_per_request") CHECK(contains(text, "no source stated"));
+    }
+    // The written file gives the same spec back, model constants included.
+    check_same_spec(fasim::parse_gpu_json(fasim::gpu_spec_to_json(g), "round trip"), g);
+}
+
+TEST_CASE("model constants out of range are usage errors naming key and range", "[gpu][model]") {
+    const std::vector<std::pair<std::string, json>> bad = {
+        {"mma_sync_warp_ready_fraction", 17},     {"cuda_core_warp_ready_fraction", 0},
+        {"schedulers_per_sm", 2.5},               {"l2_bytes_per_request", 4096},
+        {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1}};
+    for (const auto& [key, value] : bad) {
+        json doc = user_json();
+        doc["model"] = {{key, value}};
+        const std::string msg = error_of(doc);
+        check_message_shape(msg);
+        CHECK(contains(msg, "model." + key));
+        CHECK(contains(msg, "must be"));
+    }
+    json doc = user_json();
+    doc["model"] = {{"schedulers_per_sm_typo", 4}};
+    CHECK(contains(error_of(doc), "did you mean \"schedulers_per_sm\""));
+}
+
+TEST_CASE("the H200 preset states its own model constants", "[gpu][model]") {
+    const GpuSpec h200 = fasim::find_gpu_preset("H200");
+    for (const auto& [key, text] : h200.sources) {
+        if (key.rfind("model.", 0) == 0) CHECK_FALSE(contains(text, "default for"));
+    }
+    const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
+    CHECK(h100.model.mma_sync_warp_ready == h200.model.mma_sync_warp_ready);  // the default is the H200's reading
 }

@@ -1,0 +1,375 @@
+// The microbenchmarks behind peak-rates and fa-calibrate (bench/microbench.hpp says what each measures).
+// Arithmetic operands live in registers (no memory traffic); every warp keeps several independent
+// accumulators so that the pipeline, not the dependency latency, sets the rate. One resident grid of
+// 4 blocks x 256 threads per SM (the L2 request probe: 8, as many warps as the naive GEMM keeps); time
+// with CUDA events, median of 20 runs.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/microbench.hpp"
+#include "common/check.hpp"
+
+namespace fasim::bench {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kBlocksPerSm = 4;
+constexpr int kIters = 4096;
+constexpr int kChains = 8;  // independent accumulators per thread
+
+__global__ void ffma_kernel(float* sink, float a, float b) {
+    float acc[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) acc[c] = static_cast<float>(threadIdx.x + c);
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) acc[c] = fmaf(acc[c], a, b);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += acc[c];
+    if (s == 1234.5f) sink[threadIdx.x] = s;  // keeps the loop alive; never true for these inputs
+}
+
+// D = A*B + D, A 16x16 (4 regs), B 16x8 (2 regs), D 16x8 fp32 (4 regs) per warp.
+template <bool kBf16>
+__global__ void mma_kernel(float* sink, unsigned a_bits, unsigned b_bits) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float d[kChains][4];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+        for (int k = 0; k < 4; ++k) d[c][k] = 0.f;
+    const unsigned a0 = a_bits ^ threadIdx.x, a1 = a_bits, a2 = a_bits, a3 = a_bits ^ 1u;
+    const unsigned b0 = b_bits ^ threadIdx.x, b1 = b_bits;
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) {
+            if constexpr (kBf16) {
+                asm volatile(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                    "{%0,%1,%2,%3};\n"
+                    : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+            } else {
+                asm volatile(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                    "{%0,%1,%2,%3};\n"
+                    : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+            }
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+#else
+    (void)sink; (void)a_bits; (void)b_bits;
+#endif
+}
+
+// L2 request probe. Each block re-reads its own 16 KB slice of a buffer that stays in L2 (no two SMs
+// touch a line); ld.global.cg bypasses L1. A warp's load puts kGroup consecutive floats of one
+// 128-byte line in each group of lanes: 32 / kGroup lines per load, kGroup * 4 / 32 sectors per line
+// (at least 1). The rates printed are as issued: with 32 lines per load the block's 8 warps cover 256
+// lines of its 128, so warps w and w + 4 ask for the same lines at once and the L1 merges about a fifth
+// of them; loads still in flight for a line also merge in the request coalescer. What the L2 served
+// is ncu's lts__t_requests_srcunit_tex_op_read (gpu_session.sh peaks; cuda/results/README.md, ninth run).
+constexpr int kL2ProbeBlocksPerSm = 8;
+constexpr int kL2SliceLines = 128;  // lines of 128 B per block: 8 blocks x 132 SMs x 16 KB = 16.5 MiB
+constexpr int kL2Unroll = 4;        // independent loads in flight per warp and iteration
+constexpr int kFloatsPerLine = 32;
+
+template <int kGroup>
+__global__ void l2_request_kernel(const float* __restrict__ buf, int iters, float* sink) {
+    constexpr int kLinesPerLoad = 32 / kGroup;
+    const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+    const int warps = static_cast<int>(blockDim.x) >> 5;
+    const float* slice = buf + static_cast<size_t>(blockIdx.x) * kL2SliceLines * kFloatsPerLine;
+    float s = 0.f;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int u = 0; u < kL2Unroll; ++u) {
+            const int line = (((i * kL2Unroll + u) * warps + warp) * kLinesPerLoad + lane / kGroup) & (kL2SliceLines - 1);
+            s += __ldcg(slice + line * kFloatsPerLine + lane % kGroup);
+        }
+    }
+    if (s == 1234.5f) sink[threadIdx.x] = s;  // the buffer is zero: never true
+}
+
+
+
+// exp2 on the SFUs: ex2.approx.ftz.f32 (MUFU.EX2), what the flash kernels' softmax issues
+// (exp2f(s * scale_log2 - m)). Independent chains; the result feeds the next input so that nothing is
+// hoisted, and stays finite (2^x of x in [-1, 0) lies in [0.5, 1)).
+__global__ void exp2_kernel(float* sink, float bias) {
+    float x[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) x[c] = -0.5f - 0.01f * static_cast<float>(c);
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) {
+            float y;
+            asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
+            x[c] = y - bias;  // in [-0.5 - bias, 1 - bias): stays in [-1, 0) for bias = 1
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += x[c];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+}
+
+// L2 read bandwidth: every thread re-reads a buffer that fits in L2 with 16-byte ld.global.cg loads
+// (bypassing L1), as the presets' L2 figures were measured (docs/gpu-file.md, "L2 read probe").
+__global__ void l2_read_kernel(const float4* __restrict__ a, size_t n, int reps, float* sink) {
+    float s = 0.f;
+    const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (int r = 0; r < reps; ++r)
+        for (size_t i = tid; i < n; i += stride) {
+            const float4 v = __ldcg(a + i);
+            s += v.x + v.y + v.z + v.w;
+        }
+    if (s == 1234.5f) sink[0] = s;  // the buffer is zero: never true
+}
+
+// DRAM latency: one thread follows a chain of indices through a buffer 4x larger than L2, one hop per
+// 128-byte line, the lines in a random cycle, so every load misses L1 and L2 and waits for the one
+// before. Each launch continues where the last one stopped (`at`), so no launch revisits a line.
+__global__ void chase_kernel(const unsigned* __restrict__ next, int hops, unsigned* at_io) {
+    unsigned at = at_io[0];
+    for (int i = 0; i < hops; ++i) at = __ldcg(next + at);
+    at_io[0] = at;
+}
+
+// Streaming reads of one block (its loads in flight set its bandwidth: Little's law, bytes in flight =
+// bandwidth x latency): each thread keeps kStreamUnroll 16-byte loads in flight.
+constexpr int kStreamUnroll = 4;
+__global__ void stream_kernel(const float4* __restrict__ a, size_t n, float* sink) {
+    float s = 0.f;
+    const size_t step = static_cast<size_t>(blockDim.x) * kStreamUnroll;
+    for (size_t base = threadIdx.x; base + (kStreamUnroll - 1) * blockDim.x < n; base += step) {
+        float4 v[kStreamUnroll];
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) v[u] = __ldcg(a + base + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+    }
+    if (s == 1234.5f) sink[0] = s;
+}
+
+__global__ void empty_kernel() {}
+
+template <typename Launch>
+double median_ms(Launch&& launch) {
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    launch();  // warm-up
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> ms;
+    for (int r = 0; r < 20; ++r) {
+        CUDA_CHECK(cudaEventRecord(start));
+        launch();
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+        ms.push_back(t);
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    std::sort(ms.begin(), ms.end());
+    return 0.5 * (ms[9] + ms[10]);
+}
+
+template <int kGroup>
+L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters) {
+    const dim3 grid(static_cast<unsigned>(sms * kL2ProbeBlocksPerSm));
+    const double ms = median_ms([&] {
+        l2_request_kernel<kGroup><<<grid, kThreads>>>(buf, iters, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    const double loads = static_cast<double>(grid.x) * (kThreads / 32) * iters * kL2Unroll;
+    const double requests = loads * (32 / kGroup);
+    const double sectors_per_line = kGroup * 4 / 32 > 1 ? kGroup * 4 / 32 : 1;
+    return {32 / kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
+}
+
+}  // namespace
+
+double copy_bytes_per_s() {
+    constexpr std::size_t kBytes = std::size_t{1} << 30;
+    void* src = nullptr;
+    void* dst = nullptr;
+    CUDA_CHECK(cudaMalloc(&src, kBytes));
+    CUDA_CHECK(cudaMalloc(&dst, kBytes));
+    CUDA_CHECK(cudaMemset(src, 1, kBytes));
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice));
+    float best_ms = 0;
+    for (int r = 0; r < 10; ++r) {
+        CUDA_CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice));
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (r == 0 || ms < best_ms) best_ms = ms;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(dst));
+    return 2.0 * static_cast<double>(kBytes) / (best_ms * 1e-3);
+}
+
+
+double ffma_flops_per_s(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        ffma_kernel<<<grid, kThreads>>>(sink, 0.999f, 1e-3f);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(grid.x) * kThreads * kIters * kChains * 2.0 / (ms * 1e-3);
+}
+
+double mma_sync_flops_per_s(int sms, bool bf16) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        if (bf16) mma_kernel<true><<<grid, kThreads>>>(sink, 0x3f803f80u, 0x3f803f80u);
+        else mma_kernel<false><<<grid, kThreads>>>(sink, 0x3c003c00u, 0x3c003c00u);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    const double warps = static_cast<double>(grid.x) * kThreads / 32.0;
+    return warps * kIters * kChains * 2.0 * 16 * 8 * 16 / (ms * 1e-3);
+}
+
+std::vector<L2Rate> l2_request_rates(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const size_t l2_floats = static_cast<size_t>(sms) * kL2ProbeBlocksPerSm * kL2SliceLines * kFloatsPerLine;
+    float* l2_buf = nullptr;
+    CUDA_CHECK(cudaMalloc(&l2_buf, l2_floats * sizeof(float)));
+    CUDA_CHECK(cudaMemset(l2_buf, 0, l2_floats * sizeof(float)));
+    // Iterations scaled so that every probe moves about the same number of bytes.
+    std::vector<L2Rate> rates = {measure_l2_requests<1>(l2_buf, sink, sms, 512), measure_l2_requests<8>(l2_buf, sink, sms, 4096),
+                                 measure_l2_requests<16>(l2_buf, sink, sms, 4096),
+                                 measure_l2_requests<32>(l2_buf, sink, sms, 8192)};
+    CUDA_CHECK(cudaFree(l2_buf));
+    CUDA_CHECK(cudaFree(sink));
+    return rates;
+}
+
+double exp2_per_s(int sms) {
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(sms * kBlocksPerSm));
+    const double ms = median_ms([&] {
+        exp2_kernel<<<grid, kThreads>>>(sink, 1.0f);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(grid.x) * kThreads * kIters * kChains / (ms * 1e-3);
+}
+
+double l2_read_bytes_per_s(int sms, std::size_t l2_bytes) {
+    // Three quarters of L2, in 16-byte elements, re-read 100 times by 4 blocks of 1024 threads per SM.
+    const std::size_t n = l2_bytes * 3 / 4 / 16;
+    constexpr int kReps = 100;
+    float4* a = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    const double ms = median_ms([&] {
+        l2_read_kernel<<<static_cast<unsigned>(sms * 4), 1024>>>(a, n, kReps, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(n) * 16 * kReps / (ms * 1e-3);
+}
+
+double dram_latency_s(std::size_t l2_bytes) {
+    // One 128-byte line per hop over 4 x L2 (at least 256 MiB), in a random cycle (fixed seed).
+    const std::size_t bytes = std::max<std::size_t>(4 * l2_bytes, std::size_t{256} << 20);
+    constexpr std::size_t kStride = 128 / sizeof(unsigned);
+    const std::size_t lines = bytes / 128;
+    std::vector<unsigned> order(lines);
+    for (std::size_t i = 0; i < lines; ++i) order[i] = static_cast<unsigned>(i);
+    std::uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (std::size_t i = lines - 1; i > 0; --i) {  // Fisher-Yates with a 64-bit LCG
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(order[i], order[(state >> 33) % (i + 1)]);
+    }
+    std::vector<unsigned> next(lines * kStride, 0);
+    for (std::size_t i = 0; i < lines; ++i)
+        next[order[i] * kStride] = static_cast<unsigned>(order[(i + 1) % lines] * kStride);
+    unsigned* d_next = nullptr;
+    unsigned* at = nullptr;
+    void* scratch = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_next, next.size() * sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&at, sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&scratch, 2 * l2_bytes));
+    CUDA_CHECK(cudaMemcpy(d_next, next.data(), next.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(at, 0, sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(scratch, 0, 2 * l2_bytes));  // evicts what the copy left in L2
+    // 21 launches (median_ms) x hops stay below the lines of the cycle: every hop is a line not yet read.
+    const int hops = static_cast<int>(std::min<std::size_t>(lines / 32, 20000));
+    const double ms = median_ms([&] {
+        chase_kernel<<<1, 1>>>(d_next, hops, at);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(d_next));
+    CUDA_CHECK(cudaFree(at));
+    CUDA_CHECK(cudaFree(scratch));
+    return ms * 1e-3 / hops;
+}
+
+double one_block_stream_bytes_per_s(int threads) {
+    // 1 GiB read by a single block: DRAM bandwidth is far above what one block's loads in flight sustain.
+    const std::size_t n = (std::size_t{1} << 30) / 16;
+    float4* a = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    const double ms = median_ms([&] {
+        stream_kernel<<<1, threads>>>(a, n, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(n) * 16 / (ms * 1e-3);
+}
+
+double launch_overhead_s() {
+    // 1000 empty kernels back to back: what each launch adds to a sequence of kernels.
+    constexpr int kLaunches = 1000;
+    const double ms = median_ms([&] {
+        for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 32>>>();
+        CUDA_CHECK(cudaGetLastError());
+    });
+    return ms * 1e-3 / kLaunches;
+}
+
+}  // namespace fasim::bench
