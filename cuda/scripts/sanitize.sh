@@ -20,7 +20,8 @@ if [[ ! -x "$exe" ]]; then
 fi
 mkdir -p "$log_dir"
 algo_args=()
-for a in ${SANITIZE_ALGOS//,/ }; do algo_args+=(--algo "$a"); done
+sanitize_algos=${SANITIZE_ALGOS:-}  # unset: every kernel
+for a in ${sanitize_algos//,/ }; do algo_args+=(--algo "$a"); done
 
 "$exe" --small --quiet "${algo_args[@]}" >/dev/null 2>&1
 rc=$?
