@@ -160,7 +160,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         ->type_name("ALGO[,ALGO...]");
     std::string pass = "fwd";
     app.add_option("--pass", pass, "fwd (default), bwd (the backward pass: dQ, dK, dV from dO) or fwd+bwd (training: both, "
-                                   "one after the other)")
+                                   "one after the other; with --plot the training figures)")
         ->type_name("PASS");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)")->type_name("INT");
     app.add_option("--Nk", nk, "key sequence length, 1..1048576 (default: N, self-attention)")->type_name("INT");
@@ -362,9 +362,6 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                   std::to_string(p.batch_heads()) + " would print too many steps",
                               "--trace needs N, Nk <= 64 and batch*heads <= 4", "e.g. --N 8 --d 4 --heads 1");
     }
-    if (o.pass != PassSelection::fwd && o.plot_dir)
-        throw usage_error("--pass " + pass + " was combined with --plot", "the figures show the forward pass",
-                          "drop --pass, or use --json/--csv for the backward");
     if (o.pass != PassSelection::fwd && o.kernel)
         throw usage_error("--pass " + pass + " was combined with --kernel", "a kernel of the catalog is one pass",
                           "name the backward kernel itself (e.g. --kernel fa2_bwd_tc; --list-kernels) and drop --pass");

@@ -237,7 +237,6 @@ TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are
     expect_usage_error("--pass sideways", "--pass 'sideways' is not a pass");
     expect_usage_error("--algo tiled --pass bwd", "tiled has no backward pass");
     expect_usage_error("--algo fa2_bwd --pass fwd", "is a backward pass");
-    expect_usage_error("--pass bwd --plot /tmp", "the figures show the forward pass");
 }
 
 TEST_CASE("fa-sim --dq separate gives FA2's backward a dQ kernel of its own in every output, and bad values are refused",
