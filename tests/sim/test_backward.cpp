@@ -239,12 +239,14 @@ TEST_CASE("training with FlashAttention moves several times fewer HBM bytes than
 TEST_CASE("memory kept between the passes: quadratic in N for standard attention (P), linear for FlashAttention "
           "(FA2: LSE, FA1: m and l)",
           "[backward][memory]") {
-    for (const char* id : kWithBackward) {
-        CAPTURE(id);
-        const AlgorithmResult a = simulate(algorithm(id), PassSelection::bwd, problem(1024, 64, 16), a100());
-        const AlgorithmResult b = simulate(algorithm(id), PassSelection::bwd, problem(2048, 64, 16), a100());
-        CHECK(b.held_between_passes_bytes == (std::string_view(id) == "standard" ? 4 : 2) * a.held_between_passes_bytes);
-    }
+    for (const char* id : kWithBackward)
+        for (PassSelection pass : {PassSelection::bwd, PassSelection::fwd_bwd})
+            for (std::int64_t N : {1024L, 2048L}) {  // each doubling up to 4096
+                CAPTURE(id, pass_name(pass), N);
+                const AlgorithmResult a = simulate(algorithm(id), pass, problem(N, 64, 16), a100());
+                const AlgorithmResult b = simulate(algorithm(id), pass, problem(2 * N, 64, 16), a100());
+                CHECK(b.held_between_passes_bytes == (std::string_view(id) == "standard" ? 4 : 2) * a.held_between_passes_bytes);
+            }
     CHECK(simulate(algorithm("standard"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
           16 * 1024 * 1024 * 2);  // P in fp16
     CHECK(simulate(algorithm("fa2"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
