@@ -72,6 +72,9 @@ TileRequest make_tile_request(const TileArgs& a) {
     else if (a.matmul == "naive") r.matmul = MatmulMode::naive;
     else if (a.matmul == "library") r.matmul = MatmulMode::library;
     else throw usage_error("matmul='" + a.matmul + "' is not a matmul mode", "choose 'tiled', 'naive' or 'library'", "e.g. matmul='naive'");
+    if (a.dq == "atomic") r.dq = DqMode::atomic;
+    else if (a.dq == "separate") r.dq = DqMode::separate;
+    else throw usage_error("dq='" + a.dq + "' is not a dQ mode", "choose 'atomic' or 'separate'", "e.g. dq='separate'");
     return r;
 }
 
@@ -134,6 +137,16 @@ Selection select_algorithms(const py::handle& algo, const std::optional<std::str
     if (s.pass != PassSelection::fwd)
         for (const Algorithm* a : s.algos) (void)backward_program(*a);  // no backward: said now
     return s;
+}
+
+void check_dq(const TileRequest& request, const Selection& s) {
+    if (request.dq != DqMode::separate) return;
+    if (s.pass == PassSelection::fwd)
+        throw usage_error("dq='separate' was given for the forward pass", "dq chooses how the backward sums dQ",
+                          "pass pass_='bwd' or 'fwd+bwd', or drop dq");
+    if (std::none_of(s.algos.begin(), s.algos.end(), [](const Algorithm* a) { return backward_program(*a).dq_modes; }))
+        throw usage_error("dq='separate' does not apply to the algorithms given", "only fa2's backward has a dQ choice",
+                          "use algo='fa2', or drop dq");
 }
 
 const Algorithm& forward_algorithm(const std::string& id) {

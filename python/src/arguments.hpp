@@ -32,6 +32,7 @@ struct TileArgs {
     std::optional<std::int64_t> Br, Bc, q_splits, kv_splits, registers;
     std::string matmul = "tiled";
     bool cuda_cores = false;
+    std::string dq = "atomic";  // FA2's backward: 'atomic' or 'separate' (fa-sim --dq)
 };
 
 DType dtype_arg(const std::string& dtype);
@@ -52,6 +53,9 @@ struct Selection {
 };
 Selection select_algorithms(const pybind11::handle& algo, const std::optional<std::string>& pass, const AttentionProblem& p,
                             bool sweep_of_nk = false);
+
+// dq='separate' needs a backward pass of an algorithm that has the choice (fa2): UsageError otherwise.
+void check_dq(const TileRequest& request, const Selection& s);
 
 // One forward program by id, for the functional executor (a backward id names its forward: "fa2_bwd" is fa2).
 const Algorithm& forward_algorithm(const std::string& id);

@@ -24,8 +24,8 @@ ProblemArgs problem_args(std::int64_t N, OptInt Nk, std::int64_t d, std::int64_t
 }
 
 TileArgs tile_args(OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul,
-                   bool cuda_cores) {
-    return TileArgs{Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores};
+                   bool cuda_cores, const std::string& dq = "atomic") {
+    return TileArgs{Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores, dq};
 }
 
 const char* kSimulateDoc = R"(Simulate attention on a GPU model: what fa-sim --json prints.
@@ -35,7 +35,8 @@ The problem: N (queries), Nk (keys; None: N), d, heads, kv_heads (None: heads; a
 grouped-query attention), batch, dtype ('fp32', 'fp16', 'bf16'), causal. gpu: a preset name
 (fasim.gpus()), a fasim.Gpu, or None (A100-SXM4-40GB). pass_: None ('fwd', or 'bwd' for a backward id),
 'fwd', 'bwd' or 'fwd+bwd'. Tiles and kernels as fa-sim's options: Br, Bc, q_splits (fa1), kv_splits
-(flash_decoding), registers, matmul ('tiled', 'naive', 'library'), cuda_cores.
+(flash_decoding), registers, matmul ('tiled', 'naive', 'library'), cuda_cores, dq ('atomic' or 'separate':
+how fa2's backward sums dQ, fa-sim --dq).
 
 Returns, for one algorithm, its entry of fa-sim --json's "algorithms" with "schema_version", "gpu" and
 "problem" added; for a list or 'all', the whole fa-sim --json document (docs/output-schema.md).
@@ -109,28 +110,30 @@ PYBIND11_MODULE(_fasim, m) {
         "simulate",
         [](const py::object& algo, std::int64_t N, OptInt Nk, std::int64_t d, std::int64_t heads, OptInt kv_heads,
            std::int64_t batch, const std::string& dtype, bool causal, const py::object& gpu, const std::optional<std::string>& pass,
-           OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul, bool cuda_cores) {
+           OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul, bool cuda_cores,
+           const std::string& dq) {
             return simulate(algo, problem_args(N, Nk, d, heads, kv_heads, batch, dtype, causal),
-                            tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores), gpu, pass);
+                            tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores, dq), gpu, pass);
         },
         kSimulateDoc, "algo"_a = "fa2", "N"_a = 4096, "Nk"_a = py::none(), "d"_a = 64, "heads"_a = 16, "kv_heads"_a = py::none(),
         "batch"_a = 1, "dtype"_a = "fp16", "causal"_a = false, "gpu"_a = py::none(), "pass_"_a = py::none(), "Br"_a = py::none(),
         "Bc"_a = py::none(), "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "registers"_a = py::none(),
-        "matmul"_a = "tiled", "cuda_cores"_a = false);
+        "matmul"_a = "tiled", "cuda_cores"_a = false, "dq"_a = "atomic");
 
     m.def(
         "sweep",
         [](const py::object& algo, const std::string& parameter, const std::optional<std::vector<std::int64_t>>& values,
            std::int64_t N, OptInt Nk, std::int64_t d, std::int64_t heads, OptInt kv_heads, std::int64_t batch,
            const std::string& dtype, bool causal, const py::object& gpu, const std::optional<std::string>& pass, OptInt Br,
-           OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul, bool cuda_cores) {
+           OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul, bool cuda_cores,
+           const std::string& dq) {
             return sweep(algo, parameter, values, problem_args(N, Nk, d, heads, kv_heads, batch, dtype, causal),
-                         tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores), gpu, pass);
+                         tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores, dq), gpu, pass);
         },
         kSweepDoc, "algo"_a = "fa2", "parameter"_a = "N", "values"_a = py::none(), "N"_a = 4096, "Nk"_a = py::none(),
         "d"_a = 64, "heads"_a = 16, "kv_heads"_a = py::none(), "batch"_a = 1, "dtype"_a = "fp16", "causal"_a = false,
         "gpu"_a = py::none(), "pass_"_a = py::none(), "Br"_a = py::none(), "Bc"_a = py::none(), "q_splits"_a = py::none(),
-        "kv_splits"_a = py::none(), "registers"_a = py::none(), "matmul"_a = "tiled", "cuda_cores"_a = false);
+        "kv_splits"_a = py::none(), "registers"_a = py::none(), "matmul"_a = "tiled", "cuda_cores"_a = false, "dq"_a = "atomic");
 
     m.def(
         "run",

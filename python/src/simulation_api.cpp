@@ -16,6 +16,7 @@ py::object simulate(const py::handle& algo, const ProblemArgs& problem, const Ti
     const GpuSpec g = gpu_arg(gpu);
     const Selection s = select_algorithms(algo, pass, p);
     const TileRequest request = make_tile_request(tiles);
+    check_dq(request, s);
     const ModelOptions options = make_model_options(tiles);
     nlohmann::json doc;
     {
@@ -53,6 +54,7 @@ py::object sweep(const py::handle& algo, const std::string& parameter, const std
     req.pass = s.pass;
     req.ns = *values;
     req.tiles = make_tile_request(tiles);
+    check_dq(req.tiles, s);
     req.model = make_model_options(tiles);
     nlohmann::json doc;
     {

@@ -15,6 +15,8 @@ const char* matmul_name(MatmulMode m) {
     return "?";
 }
 
+const char* dq_name(DqMode m) { return m == DqMode::separate ? "separate" : "atomic"; }
+
 namespace {
 std::string bytes_text(std::int64_t b) { return std::to_string(b) + " B"; }
 }  // namespace

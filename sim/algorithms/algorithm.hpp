@@ -27,6 +27,12 @@ namespace fasim {
 enum class MatmulMode { tiled, naive, library };
 const char* matmul_name(MatmulMode m);  // "tiled", "naive", "library"
 
+// How FlashAttention-2's backward sums dQ over the K/V blocks: atomic adds of fp32 partials into a
+// global buffer, then a conversion (what the official implementation does), or a kernel of its own
+// that loops over the K/V tiles per Q tile, recomputing S, P and dP, with no atomics (--dq).
+enum class DqMode : std::uint8_t { atomic, separate };
+const char* dq_name(DqMode m);  // "atomic", "separate"
+
 struct TileRequest {                 // what the user asked for (--Br/--Bc/--matmul/--q-splits)
     std::optional<std::int64_t> Br, Bc;
     MatmulMode matmul = MatmulMode::tiled;
@@ -40,6 +46,8 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // FlashDecoding only (--kv-splits): blocks the keys of each (batch, head) are split over; 0 = its
     // heuristic (fill the SMs).
     std::int64_t kv_splits = 0;
+    // FA2's backward only (--dq): how dQ is summed over the K/V blocks.
+    DqMode dq = DqMode::atomic;
     // Registers per thread of the compiled kernel (--registers; ptxas -v or ncu report it); 0 = estimate
     // them from the register-resident tiles. Used for occupancy of the kernels that multiply matrices.
     int registers_per_thread = 0;
@@ -74,6 +82,7 @@ struct TileConfig {
     // block each leaves SMs idle, so Q tiles are dealt round-robin to q_splits blocks.
     std::int64_t q_splits = 1;
     std::int64_t kv_splits = 1;          // FlashDecoding: blocks the keys of each row group are split over
+    DqMode dq = DqMode::atomic;          // FA2's backward: TileRequest::dq
     int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
     std::int64_t launched_smem_bytes = 0;  // TileRequest::launched_smem_bytes, checked against the GPU
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
@@ -119,6 +128,7 @@ struct Algorithm {
     bool matmul_modes = false;   // --matmul (how its GEMMs are written)
     bool grouped_kv = false;     // --kv-heads: reads the K/V head of a group of query heads (GQA, MQA)
     bool kv_splits = false;      // --kv-splits (FlashDecoding's split of the keys over blocks)
+    bool dq_modes = false;       // --dq (a backward that sums dQ atomically or in a kernel of its own)
     // Built for generation (few query rows against a long K/V cache): --algo all lists it only when
     // N < Nk, and the training figures (N = Nk) leave it out.
     bool decoding = false;

@@ -147,7 +147,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.footer(kExamples);
     std::string algo = "fa2", n = "4096", nk, d = "64", heads = "16", batch = "1", dtype = "fp16";
     std::string gpu_name, gpu_file, br, bc, q_splits, registers, matmul = "tiled", sweep, seed = "1", plot_dir, measured;
-    std::string kv_heads, kv_splits;
+    std::string kv_heads, kv_splits, dq;
     // Which algorithms take an option, from the registry: "tiled/fa1/fa2".
     auto ids_with = [](bool Algorithm::*capability, const char* separator) {
         std::string s;
@@ -160,7 +160,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         ->type_name("ALGO[,ALGO...]");
     std::string pass = "fwd";
     app.add_option("--pass", pass, "fwd (default), bwd (the backward pass: dQ, dK, dV from dO) or fwd+bwd (training: both, "
-                                   "one after the other)")
+                                   "one after the other; with --plot the training figures)")
         ->type_name("PASS");
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)")->type_name("INT");
     app.add_option("--Nk", nk, "key sequence length, 1..1048576 (default: N, self-attention)")->type_name("INT");
@@ -187,6 +187,14 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                    ids_with(&Algorithm::kv_splits, ", ") + " only: blocks the keys of each row group are split over, 1..ceil(Nk/Bc) "
                    "(default: flash-attention's heuristic, which fills the SMs)")
         ->type_name("INT");
+    std::string dq_ids;  // the backward programs with the choice: "fa2"
+    for (const Algorithm* a : algorithms(Pass::backward))
+        if (a->dq_modes) dq_ids += (dq_ids.empty() ? "" : ", ") + std::string(a->family);
+    app.add_option("--dq", dq,
+                   dq_ids + " with --pass bwd or fwd+bwd: how dQ is summed over the K/V blocks, atomic (default: fp32 atomic "
+                   "adds, then a conversion, as flash-attention does) or separate (a kernel of its own per Q tile "
+                   "recomputes S, P and dP; no atomics)")
+        ->type_name("MODE");
     app.add_option("--registers", registers,
                    "registers per thread of the kernel being modelled (what ptxas -v reports), 1..255: occupancy uses it "
                    "instead of the estimate from the register-resident tiles")
@@ -327,6 +335,13 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     else throw usage_error("--matmul '" + matmul + "' is not a matmul mode", "choose tiled, naive or library",
                            "e.g. --matmul naive");
 
+    if (!dq.empty()) {
+        const std::string dq_id = lower(trim(dq));
+        if (dq_id == "atomic") o.tiles.dq = DqMode::atomic;
+        else if (dq_id == "separate") o.tiles.dq = DqMode::separate;
+        else throw usage_error("--dq '" + dq + "' is not a dQ mode", "choose atomic or separate", "e.g. --dq separate");
+    }
+
     if (!kernel.empty()) apply_kernel(o, kernel, app.count("--algo") ? &algo : nullptr, cuda_cores, app.count("--matmul") > 0);
 
     if (!sweep.empty()) {
@@ -347,14 +362,19 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                   std::to_string(p.batch_heads()) + " would print too many steps",
                               "--trace needs N, Nk <= 64 and batch*heads <= 4", "e.g. --N 8 --d 4 --heads 1");
     }
-    if (o.pass != PassSelection::fwd && o.plot_dir)
-        throw usage_error("--pass " + pass + " was combined with --plot", "the figures show the forward pass",
-                          "drop --pass, or use --json/--csv for the backward");
     if (o.pass != PassSelection::fwd && o.kernel)
         throw usage_error("--pass " + pass + " was combined with --kernel", "a kernel of the catalog is one pass",
                           "name the backward kernel itself (e.g. --kernel fa2_bwd_tc; --list-kernels) and drop --pass");
     if (o.pass != PassSelection::fwd && !o.all)
         for (const Algorithm* a : o.algos) (void)backward_program(*a);  // no backward: said now, on one line
+    if (o.tiles.dq == DqMode::separate) {
+        if (o.pass == PassSelection::fwd)
+            throw usage_error("--dq separate was given for the forward pass", "--dq chooses how the backward sums dQ",
+                              "add --pass bwd or --pass fwd+bwd, or drop --dq");
+        if (std::none_of(o.algos.begin(), o.algos.end(), [](const Algorithm* a) { return backward_program(*a).dq_modes; }))
+            throw usage_error("--dq separate does not apply to --algo " + algo, "only " + dq_ids + "'s backward has a dQ choice",
+                              "use --algo " + dq_ids + ", or drop --dq");
+    }
     if (o.tiles.q_splits > 1 && o.plot_dir)
         throw usage_error("--q-splits " + std::to_string(o.tiles.q_splits) + " was combined with --plot",
                           "the figures follow the papers' grids (fa1: one block per batch*head)", "drop --q-splits");

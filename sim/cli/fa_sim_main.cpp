@@ -189,6 +189,7 @@ int run(int argc, char** argv) {
         req.tiles = o.tiles;
         req.model = o.model;
         req.algos = o.algos;
+        req.pass = o.pass;
         if (!o.sweep_n.empty()) req.sweep_n = o.sweep_n;
         req.measured_path = o.measured;
         req.progress = isatty(fileno(stderr)) != 0;

@@ -48,8 +48,15 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
         for (std::int64_t n : s.n) {
             const AttentionProblem p = problem_at(req.problem, n);
             validate(p);
-            const TileConfig t = choose_tiles(*s.algos[a], p, req.gpu, req.tiles);
-            if (over_budget(*s.algos[a], p, t)) {
+            // The programs the pass runs: the forward, its backward, or both.
+            bool over = false;
+            if (req.pass != PassSelection::bwd)
+                over = over_budget(*s.algos[a], p, choose_tiles(*s.algos[a], p, req.gpu, req.tiles));
+            if (req.pass != PassSelection::fwd) {
+                const Algorithm& b = backward_program(*s.algos[a]);
+                over = over || over_budget(b, p, choose_tiles(b, p, req.gpu, req.tiles));
+            }
+            if (over) {
                 s.over_budget[a].push_back(n);
                 if (progress) progress->tick();
             } else {
@@ -66,6 +73,7 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
         sr.ns = n;
         sr.tiles = req.tiles;
         sr.model = req.model;
+        sr.pass = req.pass;
         return run_sweep(sr, req.gpu, [progress] {
             if (progress) progress->tick();
         });
@@ -83,7 +91,8 @@ NSweep run_n_sweep(const FigureRequest& req, Progress* progress) {
 
 std::vector<AlgorithmResult> run_chosen(const FigureRequest& req) {
     std::vector<AlgorithmResult> rs;
-    for (const Algorithm* a : req.algos) rs.push_back(simulate(*a, req.problem, req.gpu, req.tiles, req.model, req.timeline_blocks));
+    for (const Algorithm* a : req.algos)
+        rs.push_back(simulate(*a, req.pass, req.problem, req.gpu, req.tiles, req.model, req.timeline_blocks));
     return rs;
 }
 

@@ -129,13 +129,37 @@ std::string matmul_peak_text(const FigureRequest& req) {
     return std::string(dtype_name(t)) + " tensor cores";
 }
 
+// " (backward)", " (forward + backward)": what a training figure's title adds.
+std::string pass_title(PassSelection pass) {
+    return pass == PassSelection::bwd ? " (backward)" : pass == PassSelection::fwd_bwd ? " (forward + backward)" : "";
+}
+
+// The leading-order closed form of the programs a result ran (both passes' terms for fwd+bwd), and how
+// the caption writes it; nullopt when one of them has none.
+std::optional<std::pair<double, std::string>> leading_form(const AlgorithmResult& r) {
+    const ClosedForm b = r.algo->closed_form(r.problem, r.tiles);
+    if (!b.leading_hbm_bytes) return std::nullopt;
+    if (!r.forward) return std::pair{*b.leading_hbm_bytes, b.leading_text};
+    const ClosedForm f = r.forward->closed_form(r.problem, *r.forward_tiles);
+    if (!f.leading_hbm_bytes) return std::nullopt;
+    return std::pair{*f.leading_hbm_bytes + *b.leading_hbm_bytes, f.leading_text + " + " + b.leading_text};
+}
+
 }  // namespace
+
+std::string pass_suffix(PassSelection pass) {
+    return pass == PassSelection::bwd ? "_bwd" : pass == PassSelection::fwd_bwd ? "_fwd_bwd" : "";
+}
 
 // ---- 1. traffic vs N ---------------------------------------------------------------
 
 Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
-    Figure f{"traffic_vs_n", Chart("Memory traffic vs sequence length: HBM requested and DRAM after L2", 980, 640),
+    Figure f{"traffic_vs_n" + pass_suffix(req.pass),
+             Chart("Memory traffic vs sequence length" + pass_title(req.pass) + ": HBM requested and DRAM after L2", 980, 640),
              {}, {}, {}, {}};
+    // Each tensor once: the forward reads Q, K, V and writes O; the backward reads Q, K, V, O, dO and
+    // writes dQ, dK, dV (2(N + Nk)·d and 4(N + Nk)·d elements).
+    const std::int64_t once = req.pass == PassSelection::fwd ? 2 : req.pass == PassSelection::bwd ? 4 : 6;
     Chart& c = f.chart;
     c.x_axis() = {ScaleKind::Log2, "sequence length N (tokens)", plot::tokens_labels()};
     c.y_axis() = {ScaleKind::Log10, "bytes read + written, all B" + kDot + "H heads", plot::si_labels("B")};
@@ -145,11 +169,12 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
     for (std::int64_t n : sweep.n) {
         xs.push_back(dbl(n));
         const AttentionProblem p = problem_at(req.problem, n);
-        compulsory.push_back(dbl(p.batch_heads() * p.elem_bytes() * (2 * p.N * p.d + 2 * p.Nk * p.d)));
+        compulsory.push_back(dbl(p.batch_heads() * p.elem_bytes() * once * (p.N + p.Nk) * p.d));
     }
     // Drawn first, so the simulated lines lie on top of it.
     add_line(f,
-             LineSeries("compulsory (Q, K, V, O once)", xs, compulsory)
+             LineSeries(req.pass == PassSelection::fwd ? "compulsory (Q, K, V, O once)" : "compulsory (each tensor once)", xs,
+                        compulsory)
                  .with_color("#888888")
                  .with_marker(Marker::None)
                  .with_style(LineStyle::Dotted)
@@ -167,7 +192,7 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
             x.push_back(dbl(r.problem.N));
             hbm.push_back(dbl(r.hbm.total()));
             dram.push_back(dbl(r.dram.total()));
-            if (auto v = algo->closed_form(r.problem, r.tiles).leading_hbm_bytes) closed.push_back(*v);
+            if (auto v = leading_form(r)) closed.push_back(v->first);
         }
         const std::string color = algo_color(algo);
         add_line(f, LineSeries(algo_label(algo) + " HBM", x, hbm).with_color(color).with_marker(Marker::Circle));
@@ -183,15 +208,18 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
                          .with_style(LineStyle::Dashed)
                          .with_width(1.4),
                      true);
-            formulas.push_back(algo->closed_form(row.front().problem, row.front().tiles).leading_text);
+            formulas.push_back(leading_form(row.front())->second);
         }
     }
 
     std::string caption = config_text(req, req.problem, false, first) + "\n";
     caption += "Solid (circles): HBM traffic as the algorithm requests it, the papers' count. Dotted (squares): DRAM "
                "bytes after the simulator's L2 model, what a DRAM counter reads; lines that coincide lie on top of each "
-               "other. Grey dotted: compulsory traffic, Q, K and V read and O written once, 2" + kDot + "(N + Nk)" + kDot +
-               "d" + kDot + "e" + kDot + "B" + kDot + "H.";
+               "other. Grey dotted: compulsory traffic, " +
+               (req.pass == PassSelection::fwd ? std::string("Q, K and V read and O written once, 2")
+                : req.pass == PassSelection::bwd ? "Q, K, V, O and dO read and dQ, dK and dV written once, 4"
+                                                 : "each tensor of both passes read or written once, 6") +
+               kDot + "(N + Nk)" + kDot + "d" + kDot + "e" + kDot + "B" + kDot + "H.";
     if (!formulas.empty())
         caption += " Dashed: leading-order closed forms, e = " + std::to_string(req.problem.elem_bytes()) +
                    " bytes per element: " + join(formulas, "; ") + ".";
@@ -235,8 +263,9 @@ Figure traffic_vs_n(const FigureRequest& req, const NSweep& sweep) {
 // ---- 2. bytes per tensor -----------------------------------------------------------
 
 Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>& at_n) {
-    Figure f{"tensor_bars",
-             Chart("Traffic per tensor at N=" + std::to_string(req.problem.N) + ": HBM requested and DRAM after L2", 900, 580),
+    Figure f{"tensor_bars" + pass_suffix(req.pass),
+             Chart("Traffic per tensor at N=" + std::to_string(req.problem.N) + pass_title(req.pass) +
+                       ": HBM requested and DRAM after L2", 900, 580),
              {}, {}, {}, {}};
     Chart& c = f.chart;
     c.y_axis() = {ScaleKind::Linear, "bytes read + written, all B" + kDot + "H heads", plot::si_labels("B")};
@@ -701,6 +730,123 @@ std::vector<Figure> decode_vs_context(const FigureRequest& req, const ContextSwe
     return {std::move(time), std::move(busy)};
 }
 
+// ---- 8. training: memory held between the passes, FLOPs with recomputation ----------
+
+namespace {
+
+// The exponent of y ∝ N^k between the first and last points (2: quadratic, 1: linear).
+double growth_exponent(const std::vector<double>& x, const std::vector<double>& y) {
+    if (x.size() < 2 || y.front() <= 0 || y.back() <= 0) return 0;
+    return std::log(y.back() / y.front()) / std::log(x.back() / x.front());
+}
+
+std::vector<const AlgorithmResult*> firsts(const NSweep& sweep) {
+    std::vector<const AlgorithmResult*> first;
+    for (const auto& row : sweep.by_algo)
+        if (!row.empty()) first.push_back(&row.front());
+    return first;
+}
+
+}  // namespace
+
+Figure held_memory_vs_n(const FigureRequest& req, const NSweep& sweep) {
+    Figure f{"held_memory_vs_n" + pass_suffix(req.pass),
+             Chart("Memory kept from the forward for the backward vs sequence length", 940, 600), {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.x_axis() = {ScaleKind::Log2, "sequence length N (tokens)", plot::tokens_labels()};
+    c.y_axis() = {ScaleKind::Log10, "bytes held in HBM between the passes, all B" + kDot + "H heads", plot::si_labels("B")};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+    std::vector<std::string> slopes;
+    std::vector<double> all_x;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+        const auto& row = sweep.by_algo[a];
+        if (row.empty()) continue;
+        std::vector<double> x, y;
+        for (const AlgorithmResult& r : row) {
+            x.push_back(dbl(r.problem.N));
+            y.push_back(dbl(r.held_between_passes_bytes));
+        }
+        if (x.size() > all_x.size()) all_x = x;
+        add_line(f, LineSeries(algo_label(sweep.algos[a]), x, y).with_color(algo_color(sweep.algos[a])).with_marker(Marker::Circle));
+        const double k = growth_exponent(x, y);
+        slopes.push_back(algo_label(sweep.algos[a]) + " N^" + sig(k, 3) + (std::llround(k) == 2 ? " (quadratic)" : std::llround(k) == 1 ? " (linear)" : ""));
+    }
+    if (!all_x.empty())
+        add_line(f,
+                 LineSeries(req.gpu.name + "'s HBM", all_x, std::vector<double>(all_x.size(), dbl(req.gpu.hbm_bytes)))
+                     .with_color("#888888")
+                     .with_marker(Marker::None)
+                     .with_style(LineStyle::Dotted)
+                     .with_width(1.4),
+                 true);
+    std::string caption = config_text(req, req.problem, false, firsts(sweep)) + "\n";
+    caption += "What the forward writes besides O and the backward reads back: standard attention P (B" + kDot + "H" + kDot +
+               "N" + kDot + "Nk elements in the storage dtype), FlashAttention-1 its row statistics m and \u2113, "
+               "FlashAttention-2 the logsumexp LSE (B" + kDot + "H" + kDot + "N fp32 values each); the flash "
+               "algorithms recompute S and P instead. Growth over the sweep: " + join(slopes, ", ") +
+               ". Grey dotted: the GPU's whole HBM.";
+    c.set_caption(caption);
+    return f;
+}
+
+Figure flops_vs_n(const FigureRequest& req, const NSweep& sweep) {
+    Figure f{"flops_vs_n" + pass_suffix(req.pass),
+             Chart("Matrix-product FLOPs vs sequence length" + pass_title(req.pass) + ", with the recomputation", 940, 600),
+             {}, {}, {}, {}};
+    Chart& c = f.chart;
+    c.x_axis() = {ScaleKind::Log2, "sequence length N (tokens)", plot::tokens_labels()};
+    c.y_axis() = {ScaleKind::Log10, "matmul FLOPs, all B" + kDot + "H heads", plot::si_labels("FLOP")};
+    c.set_legend(plot::LegendPosition::OutsideRight);
+    const AlgorithmResult* standard_last = nullptr;
+    std::vector<const AlgorithmResult*> flash_last;
+    for (std::size_t a = 0; a < sweep.algos.size(); ++a) {
+        const auto& row = sweep.by_algo[a];
+        if (row.empty()) continue;
+        std::vector<double> x, total, again;
+        for (const AlgorithmResult& r : row) {
+            x.push_back(dbl(r.problem.N));
+            total.push_back(dbl(r.matmul_flops));
+            again.push_back(dbl(r.recomputed_matmul_flops));
+        }
+        const std::string color = algo_color(sweep.algos[a]);
+        add_line(f, LineSeries(algo_label(sweep.algos[a]) + " matmul", x, total).with_color(color).with_marker(Marker::Circle));
+        if (std::any_of(again.begin(), again.end(), [](double v) { return v > 0; }))
+            add_line(f, LineSeries(algo_label(sweep.algos[a]) + " of them recomputed", x, again)
+                            .with_color(color)
+                            .with_marker(Marker::Square)
+                            .with_style(LineStyle::Dashed));
+        if (sweep.algos[a]->baseline) standard_last = &row.back();
+        else flash_last.push_back(&row.back());
+    }
+    std::string caption = config_text(req, req.problem, false, firsts(sweep)) + "\n";
+    caption += "Solid: every matrix product the passes run (2 FLOPs per multiply-add, whole tiles). Dashed: of them, "
+               "the products the backward redoes instead of reading them back (S = Q" + kDot + "K\u1D40; with --dq "
+               "separate also S and dP in FA2's dQ kernel). Standard attention reads its stored P and recomputes "
+               "nothing: the forward's 4" + kDot + "N" + kDot + "Nk" + kDot + "d and the backward's 8 per head; "
+               "FlashAttention 4 + 10; lines that coincide (FA1 and FA2 run the same products) lie on top of each other.";
+    if (standard_last) {
+        std::vector<std::string> more;
+        for (const AlgorithmResult* r : flash_last)
+            if (r->problem.N == standard_last->problem.N && standard_last->matmul_flops > 0)
+                more.push_back(algo_label(r->forward ? r->forward : r->algo) + " " +
+                               sig(dbl(r->matmul_flops) / dbl(standard_last->matmul_flops), 3) + kTimes);
+        if (!more.empty())
+            caption += " At N=" + std::to_string(standard_last->problem.N) + ", standard attention's FLOPs times: " +
+                       join(more, ", ") + ".";
+    }
+    c.set_caption(caption);
+    return f;
+}
+
+std::vector<Figure> training_figures(const FigureRequest& req, const NSweep& sweep, const std::vector<AlgorithmResult>& at_n) {
+    std::vector<Figure> figs;
+    figs.push_back(traffic_vs_n(req, sweep));
+    figs.push_back(tensor_bars(req, at_n));
+    figs.push_back(held_memory_vs_n(req, sweep));
+    figs.push_back(flops_vs_n(req, sweep));
+    return figs;
+}
+
 // ---- all of them -------------------------------------------------------------------
 
 namespace {
@@ -716,6 +862,17 @@ std::vector<Figure> make_all(const FigureRequest& req, std::vector<std::string>*
     const NSweep sweep = run_n_sweep(req, progress);
     const std::vector<AlgorithmResult> at_n = run_chosen(req);
     if (progress) progress->tick();
+    if (req.pass != PassSelection::fwd) {  // training: the figures of backward_figures.cpp
+        if (measured && notes) notes->push_back("predicted_vs_measured: not drawn with --pass (it plots the forward kernels' runs)");
+        figs = training_figures(req, sweep, at_n);
+        if (notes) {
+            notes->push_back("roofline, block_size_sweep, occupancy_timeline and decode figures: drawn for the forward pass "
+                             "only (fa-sim --plot without --pass)");
+            for (const Figure& f : figs)
+                for (const std::string& n : f.notes) notes->push_back(f.name + ": " + n);
+        }
+        return figs;
+    }
     figs.push_back(traffic_vs_n(req, sweep));
     figs.push_back(tensor_bars(req, at_n));
     figs.push_back(roofline(req, at_n));

@@ -15,6 +15,11 @@
 //   decode_sm_busy_vs_context  the share of SM time their main kernels keep busy
 //   predicted_vs_measured   only with a measured-results file (measured_results.hpp)
 //
+// With --pass bwd or fwd+bwd (FigureRequest::pass) the figures that make sense for training instead
+// (figures.cpp, 8.), named with the pass (_bwd, _fwd_bwd): traffic_vs_n and tensor_bars of the
+// passes run, held_memory_vs_n (what the forward keeps for the backward: quadratic in N for standard
+// attention, linear for flash) and flops_vs_n (matmul FLOPs, and of them those recomputed).
+//
 // Every figure function returns a Figure: the plot::Chart plus a copy of what was
 // plotted, so tests (and notebooks) can check the numbers without parsing SVG.
 // Titles, axis labels and captions are generated from the data and the request.
@@ -45,7 +50,8 @@ struct FigureRequest {
     AttentionProblem problem;              // the user's chosen N, B, H, d, dtype, causal
     TileRequest tiles;
     ModelOptions model;
-    std::vector<const Algorithm*> algos;   // in the order given
+    std::vector<const Algorithm*> algos;   // in the order given (forward programs; `pass` picks their passes)
+    PassSelection pass = PassSelection::fwd;  // --pass: bwd or fwd+bwd draws the training figures
     std::vector<std::int64_t> sweep_n;     // traffic_vs_n's x values (default_sweep_n())
     std::optional<std::string> measured_path;  // fa-validate's JSON; figure 6 only when given and present
     bool progress = false;                 // progress bars on stderr (enable only when stderr is a terminal)
@@ -141,6 +147,13 @@ Figure occupancy_timeline(const FigureRequest& req, const AlgorithmResult& r);
 Figure predicted_vs_measured(const FigureRequest& req, const MeasuredResults& measured);
 // Two figures: [0] predicted time (decode_time_vs_context), [1] SM busy share (decode_sm_busy_vs_context).
 std::vector<Figure> decode_vs_context(const FigureRequest& req, const ContextSweep& sweep);
+
+// The training figures (req.pass bwd or fwd+bwd), from a sweep and the chosen problem run with that
+// pass: traffic_vs_n, tensor_bars, held_memory_vs_n, flops_vs_n, each name ending in pass_suffix().
+std::string pass_suffix(PassSelection pass);  // "", "_bwd", "_fwd_bwd"
+Figure held_memory_vs_n(const FigureRequest& req, const NSweep& sweep);
+Figure flops_vs_n(const FigureRequest& req, const NSweep& sweep);
+std::vector<Figure> training_figures(const FigureRequest& req, const NSweep& sweep, const std::vector<AlgorithmResult>& at_n);
 
 // All figures for the request (running each simulation once). `notes` receives
 // one line per figure left out and why (e.g. no measured-results file).

@@ -114,6 +114,7 @@ json algorithm_json(const AlgorithmResult& r, const AlgorithmResult* standard) {
               {"kernels", kernels}};
     if (r.tiles.q_splits > 1) j["tiles"]["q_splits"] = r.tiles.q_splits;  // absent when 1: that output is unchanged
     if (r.algo->kv_splits) j["tiles"]["kv_splits"] = r.tiles.kv_splits;
+    if (r.algo->dq_modes) j["tiles"]["dq"] = dq_name(r.tiles.dq);  // a backward with the choice (--dq)
     if (r.pass != PassSelection::fwd) {  // keys of the backward; a forward's output is unchanged
         j["pass"] = pass_name(r.pass);
         j["programs"] = r.forward ? json{std::string(r.forward->id), std::string(r.algo->id)} : json{std::string(r.algo->id)};
@@ -201,7 +202,7 @@ json catalog_json() {
 std::string csv_header() {
     return "schema_version,gpu,algo,batch,heads,N,Nk,d,dtype,causal,Br,Bc,hbm_read_bytes,hbm_write_bytes,"
            "l2_read_bytes,l2_write_bytes,dram_read_bytes,dram_write_bytes,smem_read_bytes,smem_write_bytes,"
-           "matmul_flops,nonmatmul_flops,sfu_ops,predicted_s,bound,kv_heads";
+           "matmul_flops,nonmatmul_flops,sfu_ops,predicted_s,bound,kv_heads,dq";
 }
 
 std::string csv_row(const AlgorithmResult& r) {
@@ -217,7 +218,8 @@ std::string csv_row(const AlgorithmResult& r) {
       << r.tiles.Br << ',' << r.tiles.Bc << ',' << r.hbm.read_bytes() << ',' << r.hbm.write_bytes() << ','
       << r.l2.read_bytes() << ',' << r.l2.write_bytes() << ',' << r.dram.read_bytes() << ',' << r.dram.write_bytes()
       << ',' << r.smem_read << ',' << r.smem_write << ',' << r.matmul_flops << ',' << r.nonmatmul_flops << ','
-      << r.sfu_ops << ',' << r.time_s << ",\"" << bound << "\"," << p.kv_head_count();
+      << r.sfu_ops << ',' << r.time_s << ",\"" << bound << "\"," << p.kv_head_count() << ','
+      << (r.algo->dq_modes ? dq_name(r.tiles.dq) : "");  // dq: empty where the program has no choice
     return s.str();
 }
 

@@ -211,7 +211,8 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
     out << '\n';
     if (r.recomputed_matmul_flops > 0)
         out << "    recomputed      " << units::flops(static_cast<double>(r.recomputed_matmul_flops))
-            << " (S = Q K^T again: the backward keeps no P)\n";
+            << (r.tiles.dq == DqMode::separate ? " (S = Q K^T again: the backward keeps no P; S and dP once more in the dQ kernel)\n"
+                                               : " (S = Q K^T again: the backward keeps no P)\n");
     out << "  non-matmul FLOPs  " << units::flops(static_cast<double>(r.nonmatmul_flops)) << " (of which exp/log "
         << units::count(static_cast<double>(r.sfu_ops)) << " on the SFUs)\n";
     const double ridge = gpu.matmul_flops(p.dtype) / gpu.effective_hbm_bandwidth();
@@ -259,6 +260,8 @@ void print_comparison(std::ostream& out, const std::vector<AlgorithmResult>& rs,
         return std::to_string(r.tiles.Br) + "x" + std::to_string(r.tiles.Bc) +
                (r.tiles.q_splits > 1 ? ", q_splits=" + std::to_string(r.tiles.q_splits) : "");
     });
+    if (std::any_of(rs.begin(), rs.end(), [](const AlgorithmResult& r) { return r.algo->dq_modes; }))  // --dq
+        row("dQ summed", [](const AlgorithmResult& r) { return r.algo->dq_modes ? std::string(dq_name(r.tiles.dq)) : std::string("-"); });
     row("HBM loads+stores", [](const AlgorithmResult& r) { return units::bytes(static_cast<double>(r.hbm.total())); });
     vs_standard("  vs ", [](const AlgorithmResult& r) { return static_cast<double>(r.hbm.total()); });
     // The papers' formula where an algorithm's closed form has one apart from its loads and stores.

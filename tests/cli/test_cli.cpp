@@ -237,7 +237,39 @@ TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are
     expect_usage_error("--pass sideways", "--pass 'sideways' is not a pass");
     expect_usage_error("--algo tiled --pass bwd", "tiled has no backward pass");
     expect_usage_error("--algo fa2_bwd --pass fwd", "is a backward pass");
-    expect_usage_error("--pass bwd --plot /tmp", "the figures show the forward pass");
+}
+
+TEST_CASE("fa-sim --dq separate gives FA2's backward a dQ kernel of its own in every output, and bad values are refused",
+          "[cli][backward][dq]") {
+    const auto r = run_command(fa_sim("--algo all --pass bwd --N 1024 --dq separate --json"));
+    REQUIRE(r.exit_code == 0);
+    for (const auto& a : nlohmann::json::parse(r.out).at("algorithms")) {
+        CAPTURE(a.at("algo"));
+        if (a.at("algo") != "fa2") {
+            CHECK_FALSE(a.at("tiles").contains("dq"));  // no choice: the others are unchanged
+            continue;
+        }
+        CHECK(a.at("tiles").at("dq") == "separate");
+        CHECK_FALSE(a.at("hbm").at("by_tensor").contains("dQ_acc"));
+        CHECK(a.at("hbm").at("by_tensor").at("dQ").at("write_bytes") == 16 * 1024 * 64 * 2);
+        const auto& kernels = a.at("kernels");
+        CHECK(std::any_of(kernels.begin(), kernels.end(), [](const nlohmann::json& k) {
+            return k.at("name") == "fa2_bwd_dq" && k.at("flops").at("matmul").get<std::int64_t>() == 6LL * 16 * 1024 * 1024 * 64 &&
+                   k.at("time").at("predicted_s").get<double>() > 0;
+        }));
+    }
+    const auto csv = run_command(fa_sim("--algo fa2 --pass fwd+bwd --N 1024 --csv --dq separate"));
+    CHECK(csv.out.rfind(",kv_heads,dq\n") != std::string::npos);
+    CHECK(csv.out.find(",fa2+fa2_bwd,") != std::string::npos);
+    CHECK(csv.out.find(",16,separate\n") != std::string::npos);
+    const auto text = run_command(fa_sim("--algo fa2 --pass bwd --N 1024 --dq SEPARATE"));
+    CHECK(text.out.find("Kernel fa2_bwd_dq") != std::string::npos);
+    CHECK(text.out.find("(= 14*B*H*N*Nk*d)") != std::string::npos);
+    const auto atomic = run_command(fa_sim("--algo fa2 --pass bwd --N 1024 --csv"));
+    CHECK(atomic.out.find(",16,atomic\n") != std::string::npos);
+    expect_usage_error("--algo fa2 --pass bwd --dq sideways", "--dq 'sideways' is not a dQ mode");
+    expect_usage_error("--algo fa2 --dq separate", "--dq separate was given for the forward pass");
+    expect_usage_error("--algo fa1 --pass bwd --dq separate", "--dq separate does not apply to --algo fa1");
 }
 
 TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the gradients' check", "[cli][backward]") {

@@ -763,3 +763,84 @@ TEST_CASE("measured results: numbers beyond a double, deep nesting and control c
         CHECK(contains(e.what(), "fa2\\n\\x1b"));
     }
 }
+
+// ---- Training figures: fa-sim --plot --pass bwd|fwd+bwd ----
+
+TEST_CASE("training figures: memory held between passes grows as N^2 for standard and N for flash, FLOPs with "
+          "recomputation, fwd+bwd traffic",
+          "[figures][backward]") {
+    FigureRequest req = small_request();
+    req.algos = {&algorithm("standard"), &algorithm("fa1"), &algorithm("fa2")};
+    req.sweep_n = {1024, 2048, 4096};
+    req.problem.N = req.problem.Nk = 1024;
+    req.pass = PassSelection::fwd_bwd;
+    const NSweep sweep = run_n_sweep(req);
+    const std::vector<Figure> figs = training_figures(req, sweep, run_chosen(req));
+    std::vector<std::string> names;
+    for (const Figure& f : figs) {
+        names.push_back(f.name);
+        parse_ok(f.chart.to_svg());
+    }
+    CHECK(names == std::vector<std::string>{"traffic_vs_n_fwd_bwd", "tensor_bars_fwd_bwd", "held_memory_vs_n_fwd_bwd",
+                                            "flops_vs_n_fwd_bwd"});
+
+    const Figure& held = figs[2];
+    REQUIRE(held.series.size() == 4);  // three algorithms and the GPU's HBM
+    for (std::size_t a = 0; a < 3; ++a) {
+        const SeriesData& s = held.series[a];
+        CAPTURE(s.name);
+        REQUIRE(s.y.size() == 3);
+        const double per_doubling = a == 0 ? 4 : 2;  // P: B·H·N² elements; m, ℓ or LSE: B·H·N
+        CHECK(s.y[1] == per_doubling * s.y[0]);
+        CHECK(s.y[2] == per_doubling * s.y[1]);
+    }
+    CHECK(held.series[0].y[0] == 16.0 * 1024 * 1024 * 2);  // standard's P in fp16
+    CHECK(held.series[2].y[0] == 16.0 * 1024 * 4);         // FA2's LSE in fp32
+
+    // FLOPs: standard 4 + 8 per pair, nothing recomputed; FA1 and FA2 4 + 10, S recomputed (2).
+    const Figure& flops = figs[3];
+    std::map<std::string, std::vector<double>> by_name;
+    for (const SeriesData& s : flops.series) by_name[s.name] = s.y;
+    CHECK(by_name.count("standard of them recomputed") == 0);
+    for (std::size_t k = 0; k < 3; ++k) {
+        const double unit = 16.0 * static_cast<double>(req.sweep_n[k]) * static_cast<double>(req.sweep_n[k]) * 64;
+        CHECK(by_name["standard matmul"][k] == 12 * unit);
+        CHECK(by_name["FA2 matmul"][k] == 14 * unit);
+        CHECK(by_name["FA2 of them recomputed"][k] == 2 * unit);
+        CHECK(by_name["FA1 of them recomputed"][k] == 2 * unit);
+    }
+
+    // Traffic: every point the sum of both passes, the dashed closed forms both passes' leading terms.
+    const Figure& traffic = figs[0];
+    for (const SeriesData& s : traffic.series)
+        if (s.name == "FA2 HBM")
+            for (std::size_t k = 0; k < s.x.size(); ++k) {
+                const AttentionProblem p = problem_at(req.problem, static_cast<std::int64_t>(s.x[k]));
+                const auto both = simulate(algorithm("fa2"), PassSelection::fwd_bwd, p, req.gpu, req.tiles, req.model);
+                CHECK(s.y[k] == static_cast<double>(both.hbm.total()));
+            }
+    bool closed = false;  // FA2's dashed line: the forward's leading term plus the backward's
+    for (const SeriesData& s : traffic.series)
+        if (s.name == "FA2 closed form") {
+            closed = true;
+            const auto both = simulate(algorithm("fa2"), PassSelection::fwd_bwd, problem_at(req.problem, 4096), req.gpu, req.tiles);
+            const double expect = *algorithm("fa2").closed_form(both.problem, *both.forward_tiles).leading_hbm_bytes +
+                                  *algorithm("fa2_bwd").closed_form(both.problem, both.tiles).leading_hbm_bytes;
+            CHECK(s.y.back() == Approx(expect).epsilon(1e-12));
+        }
+    CHECK(closed);
+}
+
+TEST_CASE("write_figures with --pass bwd writes the training figures only, named with the pass", "[figures][write][backward]") {
+    TempDir dir("write-bwd");
+    FigureRequest req = small_request();
+    req.sweep_n = {512, 1024};
+    req.algos = {&algorithm("standard"), &algorithm("fa2")};
+    req.pass = PassSelection::bwd;
+    req.png = false;
+    std::vector<std::string> notes;
+    std::set<std::string> stems;
+    for (const auto& p : write_figures(dir.path.string(), req, &notes)) stems.insert(fs::path(p).stem().string());
+    CHECK(stems == std::set<std::string>{"traffic_vs_n_bwd", "tensor_bars_bwd", "held_memory_vs_n_bwd", "flops_vs_n_bwd"});
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return contains(n, "forward pass only"); }));
+}

@@ -17,14 +17,9 @@ using namespace fasim;
 using reference::Matrix;
 using test::HeadInputs;
 using test::random_heads;
+using test::test_seed;
 
 namespace {
-
-std::uint64_t test_seed() {
-    if (const char* s = std::getenv("FASIM_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-    static const std::uint64_t seed = std::random_device{}();
-    return seed;
-}
 
 const GpuSpec& gpu() {
     static const GpuSpec g = find_gpu_preset("A100-SXM4-40GB");

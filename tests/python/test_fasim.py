@@ -316,3 +316,15 @@ def test_errors():
     one_line_error(lambda: fasim.trace("fa2", np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8))),
                    "trace()")
     one_line_error(lambda: fasim.trace("fa2", Q, K, V, pass_="bwd"), "dO")
+
+
+def test_dq_separate_gives_fa2_backward_its_own_dq_kernel_and_bad_values_are_refused():
+    atomic = fasim.simulate("fa2", N=1024, pass_="bwd")
+    separate = fasim.simulate("fa2", N=1024, pass_="bwd", dq="separate")
+    assert atomic["tiles"]["dq"] == "atomic" and separate["tiles"]["dq"] == "separate"
+    assert "dQ_acc" in atomic["hbm"]["by_tensor"] and "dQ_acc" not in separate["hbm"]["by_tensor"]
+    assert [k["name"] for k in separate["kernels"]][-1] == "fa2_bwd_dq"
+    assert separate["flops"]["matmul"] * 10 == atomic["flops"]["matmul"] * 14
+    one_line_error(lambda: fasim.simulate("fa2", pass_="bwd", dq="sideways"), "sideways", "atomic")
+    one_line_error(lambda: fasim.simulate("fa2", dq="separate"), "forward pass")
+    one_line_error(lambda: fasim.simulate("fa1", pass_="bwd", dq="separate"), "fa2")

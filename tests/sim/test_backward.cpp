@@ -2,6 +2,7 @@
 // traffic against their closed forms, and what the papers say about training with FlashAttention.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <tuple>
 #include <utility>
 
@@ -61,10 +62,12 @@ TEST_CASE("every backward program's gradients equal the float64 backward within 
 
 TEST_CASE("the functional backward moves exactly what the counting executor counts", "[backward][functional][counts]") {
     const AttentionProblem p = problem(70, 16, 3, DType::fp16, true, 50);
-    for (const char* id : kWithBackward) {
-        CAPTURE(id);
+    for (const auto& [id, dq] : {std::pair{"standard", DqMode::atomic}, {"fa1", DqMode::atomic}, {"fa2", DqMode::atomic},
+                                 {"fa2", DqMode::separate}}) {
+        CAPTURE(id, dq_name(dq));
         const Algorithm& fwd = algorithm(id);
         TileRequest req;
+        req.dq = dq;
         if (fwd.tunable_tiles) req.Br = req.Bc = 16;
         const AlgorithmResult counted = simulate(fwd, PassSelection::bwd, p, a100(), req);
         const HeadInputs in = random_heads(p, 5);
@@ -92,19 +95,94 @@ TEST_CASE("backward traffic equals each program's closed form, exactly, for tile
                                {2048L, 777L, 128L, DType::fp16}, {513L, 1024L, 32L, DType::fp32}})
         for (const char* id : kWithBackward)
             for (MatmulMode m : {MatmulMode::tiled, MatmulMode::naive, MatmulMode::library}) {
-                if (m != MatmulMode::tiled && std::string_view(id) != "standard") continue;
-                if (m == MatmulMode::naive && N > 1024) continue;  // the naive GEMM's simulation is slow
-                CAPTURE(id, N, Nk, d, dtype_name(t), matmul_name(m));
-                const AttentionProblem p = problem(N, d, 4, t, false, Nk);
-                TileRequest req;
-                req.matmul = m;
-                const AlgorithmResult r = simulate(algorithm(id), PassSelection::bwd, p, a100(), req);
-                const ClosedForm f = r.algo->closed_form(p, r.tiles);
-                REQUIRE(f.hbm);
-                CHECK(r.hbm.read_bytes() == f.hbm->read);
-                CHECK(r.hbm.write_bytes() == f.hbm->write);
-                CHECK(r.matmul_flops == *f.matmul_flops);
+                for (DqMode dq : {DqMode::atomic, DqMode::separate}) {
+                    if (m != MatmulMode::tiled && std::string_view(id) != "standard") continue;
+                    if (m == MatmulMode::naive && N > 1024) continue;  // the naive GEMM's simulation is slow
+                    if (dq == DqMode::separate && !backward_program(algorithm(id)).dq_modes) continue;
+                    CAPTURE(id, N, Nk, d, dtype_name(t), matmul_name(m), dq_name(dq));
+                    const AttentionProblem p = problem(N, d, 4, t, false, Nk);
+                    TileRequest req;
+                    req.matmul = m;
+                    req.dq = dq;
+                    const AlgorithmResult r = simulate(algorithm(id), PassSelection::bwd, p, a100(), req);
+                    const ClosedForm f = r.algo->closed_form(p, r.tiles);
+                    REQUIRE(f.hbm);
+                    CHECK(r.hbm.read_bytes() == f.hbm->read);
+                    CHECK(r.hbm.write_bytes() == f.hbm->write);
+                    CHECK(r.matmul_flops == *f.matmul_flops);
+                }
             }
+}
+
+TEST_CASE("FA2 backward's separate dQ kernel gives dQ equal to the float64 backward on fresh random inputs",
+          "[backward][functional][dq]") {
+    const std::uint64_t seed = test_seed();
+    INFO("seed " << seed << " (rerun with FASIM_TEST_SEED=" << seed << ")");
+    for (auto [N, Nk, d, causal] : {std::tuple{64L, 64L, 16L, false}, {50L, 37L, 8L, true}, {33L, 70L, 16L, true}, {45L, 45L, 32L, false}})
+        for (DType t : {DType::fp32, DType::fp16, DType::bf16}) {
+            CAPTURE(N, Nk, d, causal, dtype_name(t));
+            const AttentionProblem p = problem(N, d, 2, t, causal, Nk);
+            const Algorithm& fwd = algorithm("fa2");
+            TileRequest req;
+            req.Br = req.Bc = 16;  // several tiles each way, the last ones ragged
+            req.dq = DqMode::separate;
+            const TileConfig ft = choose_tiles(fwd, p, a100(), req), bt = choose_tiles(backward_program(fwd), p, a100(), req);
+            REQUIRE(bt.dq == DqMode::separate);
+            const HeadInputs in = random_heads(p, seed);
+            const auto dO = random_dO(p, seed + 1);
+            const BackwardRun run = run_functional_backward(fwd, backward_program(fwd), p, a100(), ft, bt, in.Q, in.K, in.V, dO);
+            for (const KernelRecord& k : run.kernels) CHECK(write_of(k.hbm, "dQ_acc") == 0);  // no atomics, no fp32 buffer
+            reference::AttentionOptions o;
+            o.causal = causal;
+            for (std::size_t h = 0; h < 2; ++h) {
+                const auto checks = reference::check_gradients({run.dQ[h], run.dK[h], run.dV[h]}, in.Q[h], in.K[h], in.V[h], dO[h], o, t);
+                CAPTURE(h, checks.dQ.error, checks.dQ.bound, checks.dQ.naive_error);
+                CHECK(checks.dQ.pass);
+                CHECK(checks.dK.pass);
+                CHECK(checks.dV.pass);
+            }
+        }
+}
+
+TEST_CASE("FA2 backward's dQ traffic in closed form: atomic adds Tc fp32 partials per row, separate writes dQ once "
+          "and re-reads K and V per Q tile",
+          "[backward][closed-form][dq]") {
+    for (auto [N, d, t] : {std::tuple{4096L, 64L, DType::fp16}, {1000L, 128L, DType::bf16}, {513L, 32L, DType::fp32}}) {
+        const AttentionProblem p = problem(N, d, 4, t);
+        const std::int64_t BH = 4, e = p.elem_bytes();
+        TileRequest req;
+        const AlgorithmResult at = simulate(algorithm("fa2"), PassSelection::bwd, p, a100(), req);
+        req.dq = DqMode::separate;
+        const AlgorithmResult sep = simulate(algorithm("fa2"), PassSelection::bwd, p, a100(), req);
+        CAPTURE(N, d, dtype_name(t), at.tiles.Br, at.tiles.Bc);
+        REQUIRE(at.tiles.Br == sep.tiles.Br);
+        REQUIRE(at.tiles.Bc == sep.tiles.Bc);
+        const std::int64_t Tr = ceil_div(N, at.tiles.Br), Tc = ceil_div(N, at.tiles.Bc);
+        // Atomic: dQ_acc zeroed (N·d fp32), Tc partials added to it, read once by the conversion, which writes dQ.
+        CHECK(write_of(at.hbm, "dQ_acc") == BH * (1 + Tc) * N * d * 4);
+        CHECK(read_of(at.hbm, "dQ_acc") == BH * N * d * 4);
+        CHECK(write_of(at.hbm, "dQ") == BH * N * d * e);
+        CHECK(read_of(at.hbm, "dQ") == 0);
+        // Separate: no fp32 buffer; dQ written once; its kernel reads K and V once per Q tile.
+        CHECK(write_of(sep.hbm, "dQ_acc") + read_of(sep.hbm, "dQ_acc") == 0);
+        CHECK(write_of(sep.hbm, "dQ") == BH * N * d * e);
+        CHECK(read_of(sep.hbm, "dQ") == 0);
+        for (const char* kv : {"K", "V"}) {
+            CAPTURE(kv);
+            CHECK(read_of(sep.hbm, kv) - read_of(at.hbm, kv) == BH * Tr * N * d * e);
+        }
+        // Its own kernel, one block per Q tile, redoing S and dP and computing dQ: 14·N·Nk·d against 10.
+        const auto dq_kernel = std::find_if(sep.kernels.begin(), sep.kernels.end(), [](const KernelRecord& k) { return k.desc.name == "fa2_bwd_dq"; });
+        REQUIRE(dq_kernel != sep.kernels.end());
+        CHECK(dq_kernel->desc.grid() == BH * Tr);
+        CHECK(dq_kernel->matmul_flops == 6 * BH * N * N * d);
+        CHECK(sep.matmul_flops == 14 * BH * N * N * d);
+        CHECK(sep.recomputed_matmul_flops == 6 * BH * N * N * d);
+        CHECK(at.matmul_flops == 10 * BH * N * N * d);
+        CHECK(at.recomputed_matmul_flops == 2 * BH * N * N * d);
+        CHECK(sep.timing.size() == sep.kernels.size());
+        CHECK(sep.timing.back().total_s > 0);
+    }
 }
 
 TEST_CASE("standard attention's backward runs at every length: rows of P and dP that exceed shared memory are "
@@ -161,12 +239,14 @@ TEST_CASE("training with FlashAttention moves several times fewer HBM bytes than
 TEST_CASE("memory kept between the passes: quadratic in N for standard attention (P), linear for FlashAttention "
           "(FA2: LSE, FA1: m and l)",
           "[backward][memory]") {
-    for (const char* id : kWithBackward) {
-        CAPTURE(id);
-        const AlgorithmResult a = simulate(algorithm(id), PassSelection::bwd, problem(1024, 64, 16), a100());
-        const AlgorithmResult b = simulate(algorithm(id), PassSelection::bwd, problem(2048, 64, 16), a100());
-        CHECK(b.held_between_passes_bytes == (std::string_view(id) == "standard" ? 4 : 2) * a.held_between_passes_bytes);
-    }
+    for (const char* id : kWithBackward)
+        for (PassSelection pass : {PassSelection::bwd, PassSelection::fwd_bwd})
+            for (std::int64_t N : {1024L, 2048L}) {  // each doubling up to 4096
+                CAPTURE(id, pass_name(pass), N);
+                const AlgorithmResult a = simulate(algorithm(id), pass, problem(N, 64, 16), a100());
+                const AlgorithmResult b = simulate(algorithm(id), pass, problem(2 * N, 64, 16), a100());
+                CHECK(b.held_between_passes_bytes == (std::string_view(id) == "standard" ? 4 : 2) * a.held_between_passes_bytes);
+            }
     CHECK(simulate(algorithm("standard"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
           16 * 1024 * 1024 * 2);  // P in fp16
     CHECK(simulate(algorithm("fa2"), PassSelection::bwd, problem(1024, 64, 16), a100()).held_between_passes_bytes ==
