@@ -183,6 +183,8 @@ const std::array<MeasuredField, 8>& measured_fields() {
 //   warp readiness 0.01..1         a share of cycles
 //   l2 bytes per request 32..128   a request is one to four 32-byte sectors of a line
 //   library GEMM tiles 16..1024 rows or columns, 256..2^20 outputs, k-step 16..1024 bytes, 1..32 warps
+//   mma.sync peak fraction 0.1..1  a share of the dense tensor peak (Hopper: 0.65)
+//   DRAM latency 1e-7..1e-5 s      GPUs take 0.3-1 us from an L2 miss to its data; 100 ns to 10 us
 using ModelMember = std::variant<int GpuSpec::Model::*, double GpuSpec::Model::*>;
 struct ModelField {
     const char* key;
@@ -193,8 +195,8 @@ struct ModelField {
     ModelMember member;
 };
 
-const std::array<ModelField, 10>& model_fields() {
-    static const std::array<ModelField, 10> fields = {{
+const std::array<ModelField, 12>& model_fields() {
+    static const std::array<ModelField, 12> fields = {{
         {"schedulers_per_sm", true, 1, 16, "schedulers", "the warp schedulers per SM (4 on sm_50 and later)",
          &GpuSpec::Model::schedulers_per_sm},
         {"cuda_core_warp_ready_fraction", false, 0.01, 1, "of cycles",
@@ -219,6 +221,13 @@ const std::array<ModelField, 10>& model_fields() {
          &GpuSpec::Model::library_gemm_k_step_bytes},
         {"library_gemm_warps_per_block", true, 1, 32, "warps", "the warps of one cuBLAS GEMM block (ncu), e.g. 12",
          &GpuSpec::Model::library_gemm_warps},
+        {"mma_sync_peak_fraction", false, 0.1, 1, "of the dense tensor-core rate",
+         "the mma.sync rate over the datasheet dense tensor-core rate, e.g. 0.65 on Hopper (better, measure "
+         "measured.mma_sync_fp16_flops_per_s with fa-calibrate)",
+         &GpuSpec::Model::mma_sync_peak_fraction},
+        {"dram_latency_s", false, 1e-7, 1e-5, "s",
+         "the latency of a load that misses L2 in seconds, e.g. 5e-7 (fa-calibrate --raw: dram_latency_s)",
+         &GpuSpec::Model::dram_latency_s},
     }};
     return fields;
 }

@@ -72,7 +72,10 @@ double GpuSpec::mma_sync_flops(DType dtype) const {
     const double measured_rate = dtype == DType::fp16 ? measured.mma_sync_fp16_flops
                                : dtype == DType::bf16 ? measured.mma_sync_bf16_flops
                                                       : 0.0;
-    return measured_rate > 0 ? measured_rate : matmul_flops(dtype);
+    if (measured_rate > 0) return measured_rate;
+    const double datasheet = dtype == DType::fp16 ? tensor_fp16_flops : dtype == DType::bf16 ? tensor_bf16_flops : 0.0;
+    // Not a share of a measured library rate: cuBLAS (wgmma) and mma.sync are different instructions.
+    return datasheet > 0 ? model.mma_sync_peak_fraction * datasheet : matmul_flops(dtype);
 }
 
 }  // namespace fasim

@@ -89,13 +89,21 @@ struct GpuSpec {
         int library_gemm_s_rows = 0, library_gemm_s_cols = 0;
         int library_gemm_o_outputs = 0, library_gemm_o_max_rows = 0;
         int library_gemm_k_step_bytes = 0, library_gemm_warps = 0;
+        // The rate warp-level mma.sync reaches, as a share of the dense tensor-core peak, where the card's
+        // mma.sync ceiling is not measured: 1 where mma.sync is the tensor cores' full path (sm_75 to
+        // sm_89), about two thirds on Hopper, whose dense peak needs wgmma (docs/model.md).
+        double mma_sync_peak_fraction = 0;
+        // Seconds from a load that misses L2 to its data: with F bytes in flight a block streams from
+        // DRAM at most F / this (Little's law; docs/model.md, "Memory latency").
+        double dram_latency_s = 0;
     } model;
 
     // Rates the runtime model uses: the measured ceiling where known, else the datasheet.
     // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.
     double matmul_flops(DType dtype) const;
     // The rate of kernels that issue warp-level mma.sync: the measured mma.sync ceiling where known,
-    // else matmul_flops (before Hopper, mma.sync is the tensor cores' only instruction).
+    // else model.mma_sync_peak_fraction of the datasheet tensor-core rate (1 before Hopper, where
+    // mma.sync is the tensor cores' only instruction); without tensor cores for the dtype, matmul_flops.
     double mma_sync_flops(DType dtype) const;
     double effective_fp32_flops() const;
     double effective_hbm_bandwidth() const;

@@ -38,11 +38,21 @@ KernelExecution gemm(MatmulMode mode) {
     return e;
 }
 
+// Bytes of global loads a block keeps in flight, from the kernels' code: one K and one V tile of Bc keys.
+// fa2_tc and FlashAttention-2's kernel issue V_j with K_{j+1} (K double-buffered) and wait for V_j within
+// the step; fa-sim's CUDA-core fa2 loads K_j and V_j together, then waits; flash_decoding's split kernel
+// issues tile j + 1's K and V while it works on tile j (cuda/kernels/fa2_tensor_core.cu, fa2.cu,
+// flash_decoding.cu). Other kernels: not modelled (0).
+std::int64_t kv_tiles_in_flight(const AttentionProblem& p, std::int64_t Bc) {
+    return 2 * Bc * p.d * p.elem_bytes();
+}
+
 }  // namespace
 
 ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConfig& tiles) {
-    return [p, scores = tiles.scores, matmul = tiles.matmul](const KernelDesc& k) {
+    return [p, scores = tiles.scores, matmul = tiles.matmul, Bc = tiles.Bc](const KernelDesc& k) {
         KernelExecution e;
+        if (k.name == "fa2_forward" || k.name == "flash_decoding_split") e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
         if (k.name == "fa2_forward" || k.name == "tiled_two_pass")
             e.lanes = flash_lanes(p, std::int64_t{1} << 30, scores == Space::Shared);
         else if (k.name == "fa1_forward")

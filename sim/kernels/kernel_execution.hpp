@@ -77,6 +77,10 @@ struct KernelExecution {
     LaneGrid lanes{};
     // Register loads that feed a product are each thread's own operand reads (ThreadGather); 0: no.
     std::int64_t gather_warp_cols = 0;
+    // The most bytes of global loads one block has issued and not yet waited for, as the kernel's code
+    // issues its tile loads (cp.async stages x tile bytes): with a DRAM latency L the block streams from
+    // DRAM at most this / L (Little's law, model/runtime_model.cpp). 0: not modelled for this kernel.
+    std::int64_t bytes_in_flight = 0;
 };
 
 // A kernel's model, by the kernel the program launches.

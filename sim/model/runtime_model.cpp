@@ -35,11 +35,19 @@ struct SmRates {
     // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
     // the lanes execute (whole micro-tiles); otherwise by the bytes moved and the tile's FLOPs.
     bool cuda_core_lanes = false;
+    // Little's law: a block with F bytes in flight streams from DRAM at most F / latency (seconds per
+    // DRAM byte = latency / F); dram_share: the kernel's DRAM bytes over its L2 bytes, the part of a
+    // block's L2 traffic that misses. 0: no such term (kernels/kernel_execution.hpp, bytes_in_flight).
+    double latency_s_per_byte = 0, dram_share = 0;
 };
 
 struct BlockTerms {
     // l2: the L2's share of the block's sectors or of its requests, whichever takes longer.
     double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0, issue = 0;
+    // The block's DRAM bytes x latency / its bytes in flight. Each resident block keeps its own loads in
+    // flight, so blocks sharing an SM overlap their latencies: this bounds the SM's time for its blocks
+    // by one block's, not their sum, and binds only where few blocks are resident (a decode grid).
+    double latency = 0;
     // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
     // issue at the latency-bound rate, whichever takes longer.
     bool latency_bound_tensor = false;
@@ -47,16 +55,17 @@ struct BlockTerms {
         return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
     }
     double duration(int blocks_per_sm) const {
-        return std::max({compute(), smem, l2}) * blocks_per_sm;  // resident blocks share the SM
+        return std::max(std::max({compute(), smem, l2}) * blocks_per_sm, latency);  // resident blocks share the SM
     }
     BlockTerms& operator+=(const BlockTerms& o) {
         matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
+        latency += o.latency;
         latency_bound_tensor = o.latency_bound_tensor;
         return *this;
     }
     BlockTerms scaled(double f) const {
         BlockTerms t = *this;
-        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f;
+        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f;
         return t;
     }
 };
@@ -68,6 +77,7 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
     const double l2 = std::max(static_cast<double>(w.l2_bytes) / r.l2, static_cast<double>(w.l2_requests) / r.l2_requests);
     BlockTerms t{matmul_flops / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
                  static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, l2};
+    t.latency = static_cast<double>(w.l2_bytes) * r.dram_share * r.latency_s_per_byte;
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
         t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
@@ -117,6 +127,10 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
               gpu.l2_bandwidth / sms, gpu.l2_request_rate() / sms};
     if (mma_latency) r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
     r.cuda_core_lanes = !options.tensor_cores;
+    if (k.execution.bytes_in_flight > 0 && gpu.model.dram_latency_s > 0 && k.l2.total() > 0) {
+        r.latency_s_per_byte = gpu.model.dram_latency_s / static_cast<double>(k.execution.bytes_in_flight);
+        r.dram_share = std::min(1.0, static_cast<double>(k.dram.total()) / static_cast<double>(k.l2.total()));
+    }
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     const std::int64_t slots = t.concurrent_blocks;
@@ -169,6 +183,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.smem_s = busiest.smem;
     t.l2_per_sm_s = busiest.l2;
     t.issue_s = busiest.issue;
+    t.memory_latency_s = busiest.latency / resident;  // resident blocks overlap their latencies
     t.schedule_s = makespan;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
 
@@ -188,7 +203,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     else {
         const double compute = busiest.compute();
         std::string what;
-        if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
+        if (t.memory_latency_s > std::max({compute, t.smem_s, t.l2_per_sm_s})) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "DRAM latency: %.0f KB in flight per block over %.0f ns (Little's law), %d block%s per SM",
+                          static_cast<double>(k.execution.bytes_in_flight) / 1024, gpu.model.dram_latency_s * 1e9, resident,
+                          resident == 1 ? "" : "s");
+            what = buf;
+        } else if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
             if (mma_latency && t.issue_s >= t.matmul_s + t.nonmatmul_s + t.sfu_s)
                 what = "instruction issue (mma.sync, latency-bound)";
             // matmul, non-matmul and exp add (the same warps issue them): the bound is the one that is at

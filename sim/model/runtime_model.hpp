@@ -7,7 +7,9 @@
 // exp/log over the SFU rate (these three share the block's warps, so they add),
 // shared-memory bytes over the SM's shared-memory bandwidth, and its L2 requests
 // over the SM's share of L2 bandwidth; the slowest of those is the block's time.
-// Blocks resident on one SM share its rates. CUDA-core products also need warps to hide
+// Blocks resident on one SM share its rates. A block streams from DRAM at most its bytes in flight over
+// the DRAM latency (Little's law): resident blocks overlap their latencies, so this bounds the SM's time
+// only where few blocks are resident (decode grids), never the sum of a full SM's blocks. CUDA-core products also need warps to hide
 // latency: with W warps per scheduler the compute rates are scaled by 1 - (1 - p)^W, p the GPU's
 // gpu.model.cuda_core_warp_ready (the H200: a lone warp of fa-sim's CUDA-core flash code issues in 37%
 // of cycles). A greedy block scheduler (the GPU's)
@@ -52,6 +54,8 @@ struct KernelTiming {
     // Block-level terms, summed over the busiest SM's blocks (seconds).
     double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;
     double issue_s = 0;        // mma.sync kernels: warp instructions / the rate the schedulers issue them
+    double memory_latency_s = 0;  // the busiest SM's blocks' DRAM bytes x latency / bytes in flight (Little's
+                                  // law), over the blocks it holds at once; 0 where the kernel has no such term
     double schedule_s = 0;     // makespan of the greedy schedule
     double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds (l2_s: sectors or requests, the longer)
     double l2_requests_s = 0;     // the L2 slices' lookups alone: requests / l2_request_rate

@@ -139,12 +139,16 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
         // How the total is composed, with this kernel's numbers (the legend below says why).
         const double arith = t.matmul_s + t.nonmatmul_s + t.sfu_s;
         const double compute = std::max(arith, t.issue_s);
-        const double per_sm = std::max({compute, t.smem_s, t.l2_per_sm_s});
+        const double per_sm = std::max({compute, t.smem_s, t.l2_per_sm_s, t.memory_latency_s});
         std::string line = "total " + ms(t.total_s) + " = launch " + ms(t.launch_s) + " + max(sched " + ms(t.schedule_s) + ", DRAM " +
                            ms(t.dram_s) + ", L2 " + ms(t.l2_s) + "); sched: the busiest SM's max(compute " + ms(compute) + " = ";
         line += t.issue_s > arith ? "issue " + ms(t.issue_s) + ", above matmul + non-mm + exp " + ms(arith)
                                   : "matmul + non-mm + exp" + std::string(t.issue_s > 0 ? " (issue " + ms(t.issue_s) + " overlaps)" : "");
-        line += ", smem " + ms(t.smem_s) + ", L2/SM " + ms(t.l2_per_sm_s) + ") = " + ms(per_sm);
+        line += ", smem " + ms(t.smem_s) + ", L2/SM " + ms(t.l2_per_sm_s);
+        // Little's law, shown where it binds: DRAM bytes x latency / bytes in flight (docs/model.md).
+        if (t.memory_latency_s > std::max({compute, t.smem_s, t.l2_per_sm_s}))
+            line += ", DRAM latency " + ms(t.memory_latency_s) + " = its blocks' DRAM bytes x latency / bytes in flight";
+        line += ") = " + ms(per_sm);
         if (per_sm > 0) line += ", x " + units::fixed(t.schedule_s / per_sm, 2) + " for whole waves (" + units::fixed(t.waves, 2) + " waves)";
         wrapped(out, indent, line, st.width);
     }

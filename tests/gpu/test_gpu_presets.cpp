@@ -133,6 +133,8 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.model.library_gemm_o_max_rows == b.model.library_gemm_o_max_rows);
     CHECK(a.model.library_gemm_k_step_bytes == b.model.library_gemm_k_step_bytes);
     CHECK(a.model.library_gemm_warps == b.model.library_gemm_warps);
+    CHECK(a.model.mma_sync_peak_fraction == b.model.mma_sync_peak_fraction);
+    CHECK(a.model.dram_latency_s == b.model.dram_latency_s);
     CHECK(a.sources == b.sources);
 }
 
@@ -292,7 +294,8 @@ TEST_CASE("matmul rates per dtype", "[gpu]") {
 
     const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
     CHECK(h100.matmul_flops(DType::bf16) == 989.4e12);
-    CHECK(h100.mma_sync_flops(DType::bf16) == 989.4e12);  // not measured there: the tensor-core rate
+    // Not measured there: Hopper's mma.sync share of the dense peak (wgmma alone reaches it).
+    CHECK(h100.mma_sync_flops(DType::bf16) == Approx(0.65 * 989.4e12));
     CHECK(a40.mma_sync_flops(DType::fp16) == a40.matmul_flops(DType::fp16));  // Ampere: one instruction
     CHECK(h100.effective_hbm_bandwidth() == 3.35e12);
 
@@ -365,7 +368,7 @@ TEST_CASE("a user GPU file round-trips through a temporary file", "[gpu]") {
     CHECK(mine.measured.source.empty());
     CHECK(mine.effective_hbm_bandwidth() == 1.008e12);
     CHECK(mine.matmul_flops(DType::bf16) == 165.2e12);
-    REQUIRE(mine.sources.size() == kNumericKeys.size() + 10);  // and the 10 model constants, defaulted
+    REQUIRE(mine.sources.size() == kNumericKeys.size() + 12);  // and the 12 model constants, defaulted
     for (const auto& [key, text] : mine.sources) {
         INFO(key);
         if (key.rfind("model.", 0) == 0) {
@@ -730,7 +733,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
                     {"mma_sync_warp_ready_fraction", 0.25}, {"l2_bytes_per_request", 32},
                     {"library_gemm_s_tile_rows", 128},  {"library_gemm_s_tile_cols", 64},
                     {"library_gemm_o_tile_outputs", 8192}, {"library_gemm_o_tile_max_rows", 256},
-                    {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8}};
+                    {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8},
+                    {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7}};
     doc["sources"] = {{"model.schedulers_per_sm", "a test"}};
     const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
     CHECK(g.model.schedulers_per_sm == 2);
@@ -744,6 +748,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
     CHECK(g.model.library_gemm_o_max_rows == 256);
     CHECK(g.model.library_gemm_k_step_bytes == 64);
     CHECK(g.model.library_gemm_warps == 8);
+    CHECK(g.model.mma_sync_peak_fraction == 0.5);
+    CHECK(g.model.dram_latency_s == 7e-7);
     for (const auto& [key, text] : g.sources) {
         if (key == "model.schedulers_per_sm") CHECK(text == "a test");
         if (key == "model.l2_bytes_per_request") CHECK(contains(text, "no source stated"));
@@ -756,7 +762,8 @@ TEST_CASE("model constants out of range are usage errors naming key and range", 
     const std::vector<std::pair<std::string, json>> bad = {
         {"mma_sync_warp_ready_fraction", 17},     {"cuda_core_warp_ready_fraction", 0},
         {"schedulers_per_sm", 2.5},               {"l2_bytes_per_request", 4096},
-        {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1}};
+        {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1},
+        {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500}};
     for (const auto& [key, value] : bad) {
         json doc = user_json();
         doc["model"] = {{key, value}};
@@ -770,11 +777,33 @@ TEST_CASE("model constants out of range are usage errors naming key and range", 
     CHECK(contains(error_of(doc), "did you mean \"schedulers_per_sm\""));
 }
 
-TEST_CASE("the H200 preset states its own model constants", "[gpu][model]") {
+TEST_CASE("the H200 preset states its own model constants, all but the unmeasured DRAM latency", "[gpu][model]") {
     const GpuSpec h200 = fasim::find_gpu_preset("H200");
     for (const auto& [key, text] : h200.sources) {
-        if (key.rfind("model.", 0) == 0) CHECK_FALSE(contains(text, "default for"));
+        INFO(key);
+        if (key == "model.dram_latency_s") CHECK(contains(text, "default for Hopper"));
+        else if (key.rfind("model.", 0) == 0) CHECK_FALSE(contains(text, "default for"));
     }
     const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
     CHECK(h100.model.mma_sync_warp_ready == h200.model.mma_sync_warp_ready);  // the default is the H200's reading
+}
+
+TEST_CASE("a preset without measured mma.sync gets its architecture's share of the tensor peak, with its source",
+          "[gpu][model]") {
+    // sm_90: mma.sync reaches about two thirds of the dense peak (wgmma reaches the rest); sm_75..sm_89:
+    // mma.sync is the tensor cores' full path. --list-gpus prints these sources.
+    for (const GpuSpec& g : fasim::gpu_presets()) {
+        INFO(g.name);
+        const bool hopper = g.compute_capability >= 90;
+        CHECK(g.model.mma_sync_peak_fraction == (hopper ? 0.65 : 1.0));
+        CHECK(g.model.dram_latency_s == 5e-7);
+        for (const auto& [key, text] : g.sources) {
+            if (key == "model.dram_latency_s") CHECK(contains(text, "awaits fa-calibrate"));
+            if (key != "model.mma_sync_peak_fraction" || g.name == "H200") continue;
+            CHECK(contains(text, hopper ? "default for Hopper" : "ISA fact"));
+            if (hopper) CHECK(contains(text, "641.7"));
+        }
+        if (g.measured.mma_sync_fp16_flops == 0 && g.tensor_fp16_flops > 0)
+            CHECK(g.mma_sync_flops(DType::fp16) == Approx(g.model.mma_sync_peak_fraction * g.tensor_fp16_flops));
+    }
 }

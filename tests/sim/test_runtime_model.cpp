@@ -25,11 +25,13 @@ TEST_CASE("Hopper: flash kernels run at the measured mma.sync rate, standard's G
     REQUIRE(h200.mma_sync_flops(DType::fp16) < h200.matmul_flops(DType::fp16));
     const AttentionProblem p = problem(4096, 64, 16, DType::fp16);
 
-    // Same GPU with the mma.sync ceiling removed: the flash kernel's matmul term shrinks by the ratio
-    // of the two ceilings, standard's GEMMs do not change.
+    // Same GPU with the mma.sync ceiling removed: the flash kernel runs at Hopper's default share of the
+    // datasheet tensor rate (0.65, model_defaults.json), not at cuBLAS's measured rate; standard's GEMMs
+    // do not change.
     GpuSpec no_mma = h200;
     no_mma.measured.mma_sync_fp16_flops = 0;
-    const double ratio = h200.matmul_flops(DType::fp16) / h200.mma_sync_flops(DType::fp16);
+    REQUIRE(no_mma.model.mma_sync_peak_fraction == 0.65);
+    const double ratio = 0.65 * h200.tensor_fp16_flops / h200.mma_sync_flops(DType::fp16);
 
     const AlgorithmResult fa2 = simulate(algorithm("fa2"), p, h200, {}, {});
     const AlgorithmResult fa2_lib = simulate(algorithm("fa2"), p, no_mma, {}, {});
@@ -136,4 +138,24 @@ TEST_CASE("a compiled kernel's register count (fa-sim option registers) sets the
     CHECK(simulate(algorithm("fa2"), p, h200, req, {}).kernels.front().occupancy.blocks_per_sm == 3);
     req.registers_per_thread = 256;
     CHECK_THROWS_WITH(simulate(algorithm("fa2"), p, h200, req, {}), Catch::Contains("--registers 256") && Catch::Contains("1..255"));
+}
+
+TEST_CASE("Little's law: a lone block streams at most its bytes in flight over the DRAM latency, a full grid is not bound",
+          "[model][memory]") {
+    GpuSpec slow = find_gpu_preset("H100-SXM");
+    slow.model.dram_latency_s = 5e-6;  // ten times the default, so that the term binds
+    // Decode: 32 blocks on 132 SMs, one each; a block keeps one K and one V tile (64 x 128 fp16) in flight.
+    const AttentionProblem decode = problem(1, 128, 32, DType::fp16, false, 16384);
+    TileRequest tiles;  // fa2_tc's
+    tiles.Br = 64;
+    tiles.Bc = 64;
+    const KernelTiming t = simulate(algorithm("fa2"), decode, slow, tiles, {}).timing.front();
+    const double dram_bytes = 2.0 * 16384 * 128 * 2;  // K and V of one head, each read by one block
+    CHECK(t.memory_latency_s == Approx(dram_bytes * 5e-6 / (2 * 64 * 128 * 2)).epsilon(0.02));
+    CHECK(t.schedule_s == Approx(t.memory_latency_s));
+    CHECK(t.bound.find("DRAM latency") != std::string::npos);
+    // A full grid keeps many blocks' loads in flight and reads K/V mostly from L2: the same latency
+    // changes nothing.
+    const AttentionProblem full = problem(4096, 64, 64, DType::fp16);
+    CHECK(simulate(algorithm("fa2"), full, slow).time_s == simulate(algorithm("fa2"), full, find_gpu_preset("H100-SXM")).time_s);
 }
