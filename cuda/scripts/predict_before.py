@@ -13,7 +13,8 @@ Each kernel is modelled as fa-sim --kernel models it (its catalog row: tile rule
 fa-validate's default batch and heads; --decode instead predicts fa-validate's decode grid (one query row,
 --heads 32 over --kv-heads K/V heads, --batches, --Nk cache lengths, d = 128, fp16; a kernel without
 grouped K/V heads is predicted where K/V heads = heads only). The file records the commit of the
-simulator that predicted.
+simulator that predicted. --gpu-file instead of --gpu predicts with a GPU file, e.g. the one fa-calibrate
+measured on the card (docs/calibrate.md): what calibration changes, beside the preset's predictions.
 """
 import argparse
 import datetime
@@ -24,7 +25,9 @@ import subprocess
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gpu", required=True, help="fa-sim preset of the GPU the run will use")
+    gpu = ap.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", help="fa-sim preset of the GPU the run will use")
+    gpu.add_argument("--gpu-file", help="a GPU file (fa-sim --gpu-file), e.g. fa-calibrate's")
     ap.add_argument("--kernels", required=True, help="kernel-catalog names, comma separated")
     ap.add_argument("--N", default="1024,2048,4096,8192,16384")
     ap.add_argument("--d", default="64,128")
@@ -41,7 +44,8 @@ def main():
     results = []
 
     def predict(args, row):
-        out = subprocess.run([a.fa_sim, "--json", "--gpu", a.gpu] + args, capture_output=True, text=True)
+        gpu_args = ["--gpu", a.gpu] if a.gpu else ["--gpu-file", a.gpu_file]
+        out = subprocess.run([a.fa_sim, "--json"] + gpu_args + args, capture_output=True, text=True)
         if out.returncode != 0:
             row["error"] = out.stderr.strip()
         else:
@@ -77,7 +81,7 @@ def main():
                         predict(args, {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal,
                                        "batch": a.batch, "heads": a.heads})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"schema_version": 1, "gpu_preset": a.gpu, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    doc = {"schema_version": 1, "gpu_preset": a.gpu, "gpu_file": a.gpu_file, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "simulator_commit": commit, "command": "python3 cuda/scripts/predict_before.py " + " ".join(
                (f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v}")
                for k, v in vars(a).items() if k != "fa_sim" and v not in (None, False)),
