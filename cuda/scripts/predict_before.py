@@ -10,7 +10,7 @@ adjust afterwards (the hold-out rule: docs/model.md, "Where the constants come f
         --out cuda/results/<run>/predicted_before_decode.json
 
 Each kernel is modelled as fa-sim --kernel models it (its catalog row: tile rule, registers, warps), with
-fa-validate's default batch and heads; --decode instead predicts fa-validate's decode grid (one query row,
+fa-validate's default batch and heads; --paper predicts gpu_session.sh's paper step; --decode instead predicts fa-validate's decode grid (one query row,
 --heads 32 over --kv-heads K/V heads, --batches, --Nk cache lengths, d = 128, fp16; a kernel without
 grouped K/V heads is predicted where K/V heads = heads only). The file records the commit of the
 simulator that predicted. --gpu-file instead of --gpu predicts with a GPU file, e.g. the one fa-calibrate
@@ -35,6 +35,9 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--decode", action="store_true", help="the decode grid instead of the training grid")
+    ap.add_argument("--paper", action="store_true",
+                    help="the FlashAttention-2 paper's setting (gpu_session.sh paper): batch = 16384/N, heads = 2048/d, "
+                         "causal or not, at --N (default 2048..16384) and --d, fp16")
     ap.add_argument("--Nk", default="1024,4096,16384,65536,131072", help="--decode: cache lengths")
     ap.add_argument("--batches", default="1,8,64", help="--decode: batch sizes")
     ap.add_argument("--kv-heads", default="32,8,1", help="--decode: K/V heads (of 32 query heads)")
@@ -71,7 +74,19 @@ def main():
                                 {"algo": kernel, "N": 1, "Nk": int(nk), "d": 128, "dtype": "fp16", "causal": False,
                                  "batch": int(b), "heads": 32, "kv_heads": int(kv)})
         a.N = a.d = a.dtype = a.batch = a.heads = None
-    for kernel in a.kernels.split(",") if not a.decode else []:
+    if a.paper:
+        ns = a.N if a.N != ap.get_default("N") else "2048,4096,8192,16384"
+        for kernel in a.kernels.split(","):
+            for d in a.d.split(","):
+                for n in ns.split(","):
+                    for causal in (False, True):
+                        b, h = 16384 // int(n), 2048 // int(d)
+                        predict(["--kernel", kernel, "--N", n, "--d", d, "--batch", str(b), "--heads", str(h), "--dtype", "fp16"]
+                                + (["--causal"] if causal else []),
+                                {"algo": kernel, "N": int(n), "d": int(d), "dtype": "fp16", "causal": causal, "batch": b,
+                                 "heads": h})
+        a.N, a.dtype, a.batch, a.heads = ns, None, None, None
+    for kernel in a.kernels.split(",") if not (a.decode or a.paper) else []:
         for d in a.d.split(","):
             for n in a.N.split(","):
                 for dt in a.dtype.split(","):
@@ -84,7 +99,8 @@ def main():
     doc = {"schema_version": 1, "gpu_preset": a.gpu, "gpu_file": a.gpu_file, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "simulator_commit": commit, "command": "python3 cuda/scripts/predict_before.py " + " ".join(
                (f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v}")
-               for k, v in vars(a).items() if k != "fa_sim" and v not in (None, False)),
+               for k, v in vars(a).items()
+               if k != "fa_sim" and v not in (None, False) and (a.decode or k not in ("Nk", "batches", "kv_heads"))),
            "results": results}
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
