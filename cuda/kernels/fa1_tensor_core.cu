@@ -343,15 +343,6 @@ int fa1_tc_blocks_per_sm(int d) {
     return blocks;
 }
 
-// Blocks per batch*head (FlashAttention-1's num_splits idea): as many as one wave of the SMs holds,
-// never more than there are Q tiles. Rounding down matters: all blocks do about the same work, so
-// one block more than the slots would start a second wave and double the time.
-int fa1_tc_q_splits(int BH, int N, int sms, int blocks_per_sm) {
-    const int tiles = ceil_div(N, kT1Br);
-    const int fit = sms * blocks_per_sm / BH;
-    return fit < 1 ? 1 : (fit > tiles ? tiles : fit);
-}
-
 }  // namespace
 
 // What the catalog says this kernel has code for (kernels/kernel_catalog.cpp): a guard for callers that
@@ -383,7 +374,7 @@ std::vector<CudaKernelLaunch> launch_fa1_tc(const FlashArgs& a, cudaStream_t str
     main.Br = tiles.Br;
     main.Bc = tiles.Bc;
     const int per_sm = a.dtype == DType::fp16 ? fa1_tc_blocks_per_sm<__half>(a.d) : fa1_tc_blocks_per_sm<__nv_bfloat16>(a.d);
-    main.q_splits = fa1_tc_q_splits(a.BH, a.N, sms, per_sm);
+    main.q_splits = tile_rules::fa1_tc_q_splits(a.BH, a.N, sms, per_sm);  // kernels/tile_rules.hpp
     const dim3 grid(static_cast<unsigned>(main.q_splits), static_cast<unsigned>(a.BH), 1);
     main.grid = {grid.x, grid.y, grid.z};
     const Fa1TcParams p{a.Q, a.K, a.V, a.O, a.o_acc, a.m, a.l, a.N, a.Nk, a.causal ? 1 : 0,

@@ -127,11 +127,15 @@ def main():
     ap.add_argument("--fa-sim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "sim", "fa-sim"))
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.run)
-                   if f.endswith(".json") and not f.startswith("paper_") and not f.startswith("predicted_before"))
-    # Predictions written before the run (cuda/scripts/predict_before.py), by configuration.
+                   if f.endswith(".json") and not f.startswith("paper_") and not f.startswith("predicted_"))
+    # Predictions written before the run (cuda/scripts/predict_before.py) on the GPU's preset, by configuration
+    # (those with a GPU file, e.g. fa-calibrate's: summarize_predictions.py).
     before = {}
     for f in sorted(f for f in os.listdir(a.run) if f.startswith("predicted_before") and f.endswith(".json")):
-        for r in json.load(open(os.path.join(a.run, f)))["results"]:
+        doc = json.load(open(os.path.join(a.run, f)))
+        if not doc.get("gpu_preset"):
+            continue
+        for r in doc["results"]:
             if "predicted_s" in r:
                 before[(r["algo"], r["N"], r["d"], r["dtype"], r["causal"])] = r["predicted_s"]
     paper_files = sorted(f for f in os.listdir(a.run) if f.startswith("paper_") and f.endswith(".json"))

@@ -34,6 +34,14 @@ inline constexpr int kFa2TcBc = 64;
 // K/V tile 256 keys at d = 64, 128 at d = 128 (the split-K warps each take a quarter).
 inline constexpr int kFa1TcBr = 16;
 FASIM_HD constexpr int fa1_tc_bc(int d) { return d <= 64 ? 256 : 128; }
+// fa1_tc's blocks per batch*head (FlashAttention-1's num_splits idea): as many as one wave of the SMs
+// holds, never more than there are Q tiles. Rounding down matters: all blocks do about the same work,
+// so one block more than the slots would start a second wave and double the time.
+FASIM_HD constexpr int fa1_tc_q_splits(long long BH, long long N, int sms, int blocks_per_sm) {
+    const long long tiles = (N + kFa1TcBr - 1) / kFa1TcBr;
+    const long long fit = static_cast<long long>(sms) * blocks_per_sm / BH;
+    return static_cast<int>(fit < 1 ? 1 : (fit > tiles ? tiles : fit));
+}
 
 // fa2_bwd_tc (cuda/kernels/fa2_backward_tensor_core.cu): one block (8 warps x 16 keys) per K/V tile of
 // kFa2BwdTcBc = 128 keys, stepping over Q tiles of kFa2BwdTcBr = 64 rows, at every head dim.

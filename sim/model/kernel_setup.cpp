@@ -3,6 +3,8 @@
 #include <stdexcept>
 
 #include "common/errors.hpp"
+#include "kernels/tile_rules.hpp"
+#include "machine/occupancy.hpp"
 
 namespace fasim {
 
@@ -86,6 +88,15 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
     } else if (!recorded.recorded() && k.registers_at(static_cast<int>(p.d)) > 0) {
         req.registers_per_thread = k.registers_at(static_cast<int>(p.d));
         req.registers_source = std::string(k.name) + "'s, from the kernel catalog";
+    }
+    // fa1_tc launches as many blocks per batch*head as one wave of the SMs holds (its launcher's rule,
+    // kernels/tile_rules.hpp). A run records what it launched; a prediction without a record applies the rule
+    // to the occupancy the model computes for those tiles.
+    if (k.tiles == TileRule::fa1_tc && !recorded.recorded()) {
+        const TileConfig cfg = choose_tiles(*s.algorithm, p, gpu, req);
+        const std::int64_t smem = cfg.launched_smem_bytes > 0 ? cfg.launched_smem_bytes : cfg.smem_bytes;
+        const Occupancy occ = compute_occupancy(gpu, cfg.warps, smem, cfg.registers_per_thread);
+        req.q_splits = tile_rules::fa1_tc_q_splits(p.batch_heads(), p.N, gpu.sm_count, occ.blocks_per_sm);
     }
     return s;
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""How well the predictions written before a run held: for each predicted_*.json of a run folder (predicted_before*: written before the run), the
+error (predicted - measured) / measured per kernel and head dimension over the run's FA2-paper timings
+(paper_d*_N*.json from fa-validate, paper_torch_*.json for PyTorch's flash backend, torch_flash),
+as one Markdown table per file: mean, range, mean absolute error, and how many within 15%.
+
+    python3 cuda/scripts/summarize_predictions.py cuda/results/2026-11-25-h100-d
+"""
+import collections
+import glob
+import json
+import os
+import sys
+
+
+def measured_times(folder):
+    times = {}
+    for path in glob.glob(os.path.join(folder, "paper_d*_N*.json")):
+        for r in json.load(open(path))["results"]:
+            if "measured_s" in r:
+                times[(r["algo"], r["N"], r["d"], r["causal"])] = r["measured_s"]
+    for path in glob.glob(os.path.join(folder, "paper_torch_*.json")):
+        for r in json.load(open(path))["results"]:
+            if r["algo"] == "torch_flash" and "measured_s" in r:
+                times[("torch_flash", r["N"], r["d"], r["causal"])] = r["measured_s"]
+    return times
+
+
+def main():
+    folder = sys.argv[1]
+    times = measured_times(folder)
+    for path in sorted(glob.glob(os.path.join(folder, "predicted_*.json"))):
+        doc = json.load(open(path))
+        errors = collections.defaultdict(list)
+        for r in doc["results"]:
+            key = (r["algo"], r["N"], r["d"], r["causal"])
+            if key in times and r.get("predicted_s"):
+                errors[(r["algo"], r["d"])].append(100 * (r["predicted_s"] - times[key]) / times[key])
+        gpu = f"GPU file `{doc['gpu_file']}`" if doc.get("gpu_file") else f"preset {doc['gpu_preset']}"
+        print(f"### `{os.path.basename(path)}`: {gpu}, simulator {doc['simulator_commit'][:7]}, {doc['date'][:16]} UTC")
+        print()
+        print("| kernel | d | configurations | mean error | range | mean absolute error | within 15% |")
+        print("|---|---|---|---|---|---|---|")
+        for (algo, d), e in sorted(errors.items()):
+            print(f"| {algo} | {d} | {len(e)} | {sum(e) / len(e):+.0f}% | {min(e):+.0f}..{max(e):+.0f}% "
+                  f"| {sum(map(abs, e)) / len(e):.1f}% | {sum(abs(x) <= 15 for x in e)} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
