@@ -29,11 +29,14 @@ from ._fasim import (  # noqa: F401  (the compiled module: python/src/)
     trace,
 )
 
+from . import course, tile  # noqa: E402,F401  (tile programs in Python, and their grader)
+
 __all__ = [
     "SCHEMA_VERSION",
     "Gpu",
     "UsageError",
     "algorithms",
+    "course",
     "gpu",
     "gpu_from_dict",
     "gpus",
@@ -43,5 +46,6 @@ __all__ = [
     "run_backward",
     "simulate",
     "sweep",
+    "tile",
     "trace",
 ]
