@@ -29,7 +29,7 @@ from ._fasim import (  # noqa: F401  (the compiled module: python/src/)
     trace,
 )
 
-from . import course, tile  # noqa: E402,F401  (tile programs in Python, and their grader)
+from . import course, lessons, text, tile  # noqa: E402,F401  (tile programs in Python, their grader; the lessons)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -41,11 +41,13 @@ __all__ = [
     "gpu_from_dict",
     "gpus",
     "kernels",
+    "lessons",
     "load_gpu_file",
     "run",
     "run_backward",
     "simulate",
     "sweep",
+    "text",
     "tile",
     "trace",
 ]

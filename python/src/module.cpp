@@ -7,6 +7,7 @@
 #include "common/errors.hpp"
 #include "course_api.hpp"
 #include "functional_api.hpp"
+#include "lessons_api.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "simulation_api.hpp"
 #include "tile_api.hpp"
@@ -171,4 +172,5 @@ PYBIND11_MODULE(_fasim, m) {
 
     bind_tile_api(m);    // fasim.tile: tile programs in Python
     bind_course_api(m);  // fasim.course: fa-grade's grader for them
+    bind_lessons_api(m); // fasim.lessons: the lessons' exercises, for the notebooks
 }
