@@ -137,7 +137,7 @@ except ImportError:
                           "then restart the kernel:  %pip install " + _where) from None
 
 import numpy as np
-from fasim.text import table, quantity
+from fasim.text import describe, quantity, table
 
 LESSON = @NUMBER@
 GPU = "@GPU@"  # a preset (fasim.gpus() lists them) or a fasim.Gpu (fasim.load_gpu_file)

@@ -3,11 +3,12 @@
     quantity(1.07e9, "B")        -> '1.07 GB'        quantity(0.00141, "s") -> '1.41 ms'
     quantity(3.12e14, "FLOP/s")  -> '312 TFLOP/s'    quantity(4096)         -> '4.1 k'
     table(["N", "bytes"], [[1024, quantity(2**30, "B")], [2048, "..."]])   # prints the columns aligned
+    describe(fasim.simulate("fa2")["problem"])  -> 'B=1 H=16 N=4096 Nk=4096 d=64 fp16 non-causal'
 """
 
 import math
 
-__all__ = ["quantity", "table"]
+__all__ = ["describe", "quantity", "table"]
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"),
              (1e-9, "n")]
@@ -41,3 +42,11 @@ def table(header, rows):
         print("  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def describe(problem):
+    """A result's "problem" dict as fa-sim writes it: 'B=1 H=16 N=4096 Nk=4096 d=64 fp16 non-causal'."""
+    p = problem
+    kv = f" KV={p['kv_heads']}" if p.get("kv_heads", p["heads"]) != p["heads"] else ""
+    return (f"B={p['batch']} H={p['heads']}{kv} N={p['N']} Nk={p['Nk']} d={p['d']} {p['dtype']} "
+            + ("causal" if p["causal"] else "non-causal"))
