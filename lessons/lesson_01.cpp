@@ -64,7 +64,26 @@ and the faster. Here are the chosen GPU's numbers, as its preset gives them
                     c.results["hbm_bandwidth"] = gpu.effective_hbm_bandwidth();
                     c.results["hbm_to_smem_capacity"] = static_cast<double>(gpu.hbm_bytes) / smem_total;
                     c.results["smem_to_hbm_bandwidth"] = smem_bw / gpu.effective_hbm_bandwidth();
-                }});
+                },
+                "",
+                R"PY(g = fasim.gpu(GPU)  # the GPU file: sizes, rates, and where each number comes from (g["sources"])
+rates = fasim.simulate("fa2", gpu=GPU, **PROBLEM)["gpu"]  # the rates the simulator uses (measured where known)
+sms = g["sm_count"]
+smem_total = g["smem_per_sm_bytes"] * sms
+smem_bw = g["smem_bandwidth_per_sm_bytes_per_s"] * sms
+hbm_bw = rates["hbm_bandwidth_bytes_per_s"]
+print(g["name"] + ":", sms, "SMs\n")
+table(["level", "size", "bandwidth", "where"], [
+    ["registers", quantity(g["registers_per_sm"] * 4 * sms, "B"), "-", quantity(g["registers_per_sm"] * 4, "B") + " per SM"],
+    ["shared memory (SRAM)", quantity(smem_total, "B"), quantity(smem_bw, "B/s"), quantity(g["smem_per_sm_bytes"], "B") + " per SM"],
+    ["L2 cache", quantity(g["l2_bytes"], "B"), quantity(g["l2_bandwidth_bytes_per_s"], "B/s"), "shared by all SMs"],
+    ["HBM (DRAM)", quantity(g["hbm_bytes"], "B"), quantity(hbm_bw, "B/s"), "off chip"],
+])
+print(f"\nAll the shared memory together is {g['hbm_bytes'] / smem_total:.4g}x smaller than HBM, "
+      f"and {smem_bw / hbm_bw:.3g}x faster.")
+RESULTS["hierarchy"] = dict(sm_count=sms, smem_total_bytes=smem_total, smem_bandwidth=smem_bw, l2_bytes=g["l2_bytes"],
+                            l2_bandwidth=g["l2_bandwidth_bytes_per_s"], hbm_bytes=g["hbm_bytes"], hbm_bandwidth=hbm_bw,
+                            hbm_to_smem_capacity=g["hbm_bytes"] / smem_total, smem_to_hbm_bandwidth=smem_bw / hbm_bw))PY"});
 
         L.step({"roofline", "The roofline: compute-bound or memory-bound",
                 R"(A kernel that does F FLOPs and moves B bytes through HBM needs at least
@@ -90,7 +109,18 @@ else (exponentials, maxima, sums).)",
                     c.results["fp32_peak"] = fp32;
                     c.results["ridge_matmul"] = mm / hbm;
                     c.results["ridge_fp32"] = fp32 / hbm;
-                }});
+                },
+                "",
+                R"PY(rates = fasim.simulate("fa2", gpu=GPU, **PROBLEM)["gpu"]
+dtype = PROBLEM["dtype"]
+mm = rates.get(f"tensor_{dtype}_flops_per_s", rates["fp32_flops_per_s"])  # fp32 products run on the CUDA cores
+fp32, hbm = rates["fp32_flops_per_s"], rates["hbm_bandwidth_bytes_per_s"]
+print(rates["name"] + ", HBM bandwidth " + quantity(hbm, "B/s") + "\n")
+table(["peak", "FLOP/s", "ridge point (FLOP/byte)"], [
+    ["matrix products, " + dtype, quantity(mm, "FLOP/s"), f"{mm / hbm:.1f}"],
+    ["fp32 arithmetic", quantity(fp32, "FLOP/s"), f"{fp32 / hbm:.1f}"],
+])
+RESULTS["roofline"] = dict(matmul_peak=mm, fp32_peak=fp32, ridge_matmul=mm / hbm, ridge_fp32=fp32 / hbm))PY"});
 
         L.step({"intensity", "Arithmetic intensity of three kernels",
                 R"(Three kernels, with intensities from closed forms (each input read once,
@@ -116,20 +146,34 @@ each output written once, e bytes per element):
                     t.print(c.out);
                     c.results["kernels"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-import numpy as np
+                "",
+                R"PY(e = {"fp32": 4, "fp16": 2, "bf16": 2}[PROBLEM["dtype"]]  # bytes per element
 r = RESULTS["roofline"]
-bw = RESULTS["hierarchy"]["hbm_bandwidth"]
+hbm = RESULTS["hierarchy"]["hbm_bandwidth"]
+rows = []
+def row(name, intensity, peak):  # the roofline: min(peak, intensity x bandwidth)
+    attainable = min(peak, intensity * hbm)
+    rows.append(dict(kernel=name, intensity=intensity, attainable=attainable, peak=peak))
+row("exp(x)", 1 / (2 * e), r["fp32_peak"])  # 1 FLOP per element, read and written once
+for n in (64, 256, 1024, 4096):             # C = A·B: 2n³ FLOPs, 3n² elements moved
+    row(f"matmul n={n}", 2 * n / (3 * e), r["matmul_peak"])
+print(f"{PROBLEM['dtype']} storage (e = {e} bytes) on {fasim.gpu(GPU)['name']}:")
+table(["kernel", "intensity", "attainable", "of peak", "bound"],
+      [[k["kernel"], f"{k['intensity']:.2f}", quantity(k["attainable"], "FLOP/s"), f"{k['attainable'] / k['peak']:.0%}",
+        "memory" if k["intensity"] < k["peak"] / hbm else "compute"] for k in rows])
+RESULTS["intensity"] = dict(kernels=rows)
+
+import matplotlib.pyplot as plt
 I = np.logspace(-2, 4, 200)
-plt.loglog(I, np.minimum(r["matmul_peak"], I * bw) / 1e12, label="matrix products")
-plt.loglog(I, np.minimum(r["fp32_peak"], I * bw) / 1e12, label="fp32 arithmetic")
-for k in RESULTS["intensity"]["kernels"]:
+plt.loglog(I, np.minimum(r["matmul_peak"], I * hbm) / 1e12, label="matrix products")
+plt.loglog(I, np.minimum(r["fp32_peak"], I * hbm) / 1e12, label="fp32 arithmetic")
+for k in rows:
     plt.plot(k["intensity"], k["attainable"] / 1e12, "o")
     plt.annotate(k["kernel"], (k["intensity"], k["attainable"] / 1e12), fontsize=8,
                  xytext=(4, -10), textcoords="offset points")
 plt.xlabel("arithmetic intensity (FLOP/byte)")
 plt.ylabel("attainable TFLOP/s")
-plt.title("Roofline of " + LESSON_JSON["parameters"]["gpu"])
+plt.title("Roofline of " + fasim.gpu(GPU)["name"])
 plt.legend()
 plt.show())PY"});
 
@@ -176,7 +220,30 @@ simulator's verdict weighs DRAM, L2, shared memory and the arithmetic units.)",
                     c.results["kernels"] = rows;
                     c.results["standard_intensity"] = s.arithmetic_intensity();
                     c.results["fa2_intensity"] = f.arithmetic_intensity();
-                }});
+                },
+                "",
+                R"PY(standard = fasim.simulate("standard", gpu=GPU, **PROBLEM)  # fa-sim --algo standard --json, as a dict
+fa2 = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+p = standard["problem"]
+print(f"B={p['batch']} H={p['heads']} N={p['N']} d={p['d']} {p['dtype']}\n")
+rows = []
+for r in (standard, fa2):
+    for k in r["kernels"]:
+        flops = k["flops"]["matmul"] + k["flops"]["nonmatmul"]
+        hbm = k["hbm"]["read_bytes"] + k["hbm"]["write_bytes"]
+        dram = k["dram"]["read_bytes"] + k["dram"]["write_bytes"]
+        bound = k["time"]["bound"]
+        kind = "memory" if any(m in bound for m in ("DRAM", "L2", "shared-memory")) else "compute"
+        rows.append(dict(kernel=k["name"], hbm_bytes=hbm, dram_bytes=dram, flops=flops, intensity=flops / hbm,
+                         dram_intensity=flops / dram, predicted_s=k["time"]["predicted_s"], bound=bound, bound_kind=kind))
+table(["kernel", "HBM bytes", "DRAM bytes", "FLOPs", "I (HBM)", "I (DRAM)", "bound"],
+      [[k["kernel"], quantity(k["hbm_bytes"], "B"), quantity(k["dram_bytes"], "B"), quantity(k["flops"]),
+        f"{k['intensity']:.1f}", f"{k['dram_intensity']:.1f}", k["bound_kind"]] for k in rows])
+print(f"\nRidge point at this dtype: {RESULTS['roofline']['ridge_matmul']:.1f} FLOP/byte. Standard attention in total: "
+      f"{standard['arithmetic_intensity']:.1f} FLOP/byte, {quantity(standard['time']['predicted_s'], 's')}; "
+      f"FlashAttention-2: {fa2['arithmetic_intensity']:.1f} FLOP/byte, {quantity(fa2['time']['predicted_s'], 's')}.")
+RESULTS["attention"] = dict(kernels=rows, standard_intensity=standard["arithmetic_intensity"],
+                            fa2_intensity=fa2["arithmetic_intensity"]))PY"});
 
         L.exercise({"ridge",
                     "What is the ridge point of " + gpu.name + " for fp16 matrix products: its fp16 tensor-core FLOP/s "

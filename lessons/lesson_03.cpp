@@ -81,7 +81,28 @@ the formula.)",
                     c.results["s_p_bytes"] = sp;
                     c.results["s_p_dram_bytes"] = sp_dram;
                     c.results["predicted_s"] = r.time_s;
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("standard", gpu=GPU, **PROBLEM)  # fa-sim --algo standard --json, as a dict
+p = r["problem"]
+print(f"B={p['batch']} H={p['heads']} N={p['N']} d={p['d']} {p['dtype']} on {r['gpu']['name']}\n")
+table(["kernel", "HBM read", "HBM written", "DRAM total", "predicted", "bound by"],
+      [[k["name"], quantity(k["hbm"]["read_bytes"], "B"), quantity(k["hbm"]["write_bytes"], "B"),
+        quantity(k["dram"]["read_bytes"] + k["dram"]["write_bytes"], "B"), quantity(k["time"]["predicted_s"], "s"),
+        k["time"]["bound"]] for k in r["kernels"]])
+
+def total(level, *names):  # read + written bytes of these tensors at one level (hbm, l2, dram)
+    return sum(t["read_bytes"] + t["write_bytes"] for n, t in level["by_tensor"].items() if n in names or not names)
+
+e = {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]
+BH, N, Nk, d = p["batch"] * p["heads"], p["N"], p["Nk"], p["d"]
+formula = (2 * N * d + 2 * Nk * d + 4 * N * Nk) * e * BH  # Algorithm 0, each tensor counted once
+sp, sp_dram = total(r["hbm"], "S", "P"), total(r["dram"], "S", "P")
+print(f"\nFormula: {formula:,} bytes. Simulator: HBM {total(r['hbm']):,}, DRAM {total(r['dram']):,}. S and P alone: "
+      f"{quantity(sp, 'B')} through HBM ({sp / total(r['hbm']):.0%} of it) and {quantity(sp_dram, 'B')} at DRAM "
+      f"({sp_dram / total(r['dram']):.0%} of it). Predicted time {quantity(r['time']['predicted_s'], 's')}.")
+RESULTS["kernels"] = dict(formula_bytes=formula, hbm_bytes=total(r["hbm"]), dram_bytes=total(r["dram"]), s_p_bytes=sp,
+                          s_p_dram_bytes=sp_dram, predicted_s=r["time"]["predicted_s"]))PY"});
 
         L.step({"quadratic", "Θ(Nd + N²): traffic over N",
                 R"(The Nd terms (Q, K, V, O) grow linearly with N, the N² terms (S, P)
@@ -118,20 +139,40 @@ dtype, beside step 1's formula (each tensor counted once):)",
                     }
                     c.results["over_N"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# fa-sim itself: standard attention and FlashAttention-2 over N (GPU from ARGS).
-s = fasim("--algo", "all", "--sweep", "N=1024:16384", "--gpu", LESSON_JSON["parameters"]["gpu"])
-ns = s["sweep"]["values"]
-gb = {}
-for algo in ("standard", "fa2"):
-    d = [next(a for a in run["algorithms"] if a["algo"] == algo)["dram"] for run in s["runs"]]
-    gb[algo] = [(x["read_bytes"] + x["write_bytes"]) / 1e9 for x in d]
-    plt.loglog(ns, gb[algo], "o-", label=algo)
-top = gb["standard"][-1]
-plt.loglog(ns, [top * (n / ns[-1]) ** 2 for n in ns], ":", label="grows like N^2")
+                "",
+                R"PY(sizes = [1024, 2048, 4096, 8192, 16384]
+sweep = fasim.sweep("all", parameter="N", values=sizes, gpu=GPU, **{k: v for k, v in PROBLEM.items() if k != "N"})
+e = {"fp32": 4, "fp16": 2, "bf16": 2}[PROBLEM["dtype"]]
+rows = []
+for run in sweep["runs"]:
+    r = next(a for a in run["algorithms"] if a["algo"] == "standard")
+    p = run["problem"]
+    BH, N, Nk, d = p["batch"] * p["heads"], p["N"], p["Nk"], p["d"]
+    dram = r["dram"]["read_bytes"] + r["dram"]["write_bytes"]
+    sp = sum(t["read_bytes"] + t["write_bytes"] for n, t in r["dram"]["by_tensor"].items() if n in ("S", "P"))
+    rows.append(dict(N=N, formula_bytes=(2 * N * d + 2 * Nk * d + 4 * N * Nk) * e * BH, dram_bytes=dram,
+                     hbm_bytes=r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"], s_p_dram_bytes=sp,
+                     global_bytes=r["memory"]["global_bytes"], predicted_s=r["time"]["predicted_s"]))
+table(["N", "formula", "DRAM bytes", "x prev", "S and P share", "footprint", "predicted"],
+      [[x["N"], quantity(x["formula_bytes"], "B"), quantity(x["dram_bytes"], "B"),
+        f"{x['dram_bytes'] / rows[i - 1]['dram_bytes']:.2f}" if i else "-", f"{x['s_p_dram_bytes'] / x['dram_bytes']:.0%}",
+        quantity(x["global_bytes"], "B"), quantity(x["predicted_s"], "s")] for i, x in enumerate(rows)])
+below = [f"{x['N']:,}" for x in rows if x["dram_bytes"] < 0.95 * x["formula_bytes"]]
+if below:
+    print(f"\nAt N = {', '.join(below)} the DRAM bytes are below the formula: the {quantity(sweep['gpu']['l2_bytes'], 'B')} "
+          "L2 keeps part of S and P between one kernel and the next.")
+RESULTS["quadratic"] = dict(over_N=rows)
+
+import matplotlib.pyplot as plt
+for algo in ("standard", "fa2"):  # the same sweep holds FlashAttention-2
+    gb = [sum(next(a for a in run["algorithms"] if a["algo"] == algo)["dram"][k] for k in ("read_bytes", "write_bytes")) / 1e9
+          for run in sweep["runs"]]
+    plt.loglog(sizes, gb, "o-", label=algo)
+top = rows[-1]["dram_bytes"] / 1e9
+plt.loglog(sizes, [top * (n / sizes[-1]) ** 2 for n in sizes], ":", label="grows like N^2")
 plt.xlabel("N")
 plt.ylabel("DRAM bytes (GB)")
-plt.title("B=1, H=16, d=64, fp16")
+plt.title(f"{sweep['gpu']['name']}, standard attention and FA2")
 plt.legend()
 plt.show())PY"});
 
@@ -158,7 +199,27 @@ simulator's: the sum of the global tensors each program declares.)",
                                                                         : grouped(nf) + "."));
                     c.results["max_n_standard"] = ns;
                     c.results["max_n_fa2"] = nf;
-                }});
+                },
+                "",
+                R"PY(e = {"fp32": 4, "fp16": 2, "bf16": 2}[PROBLEM["dtype"]]
+BH, d = PROBLEM["batch"] * PROBLEM["heads"], PROBLEM["d"]
+def footprint(algo, N):  # the global tensors the program declares
+    qkvo = 4 * N * d * e * BH                     # Q, K, V, O
+    return qkvo + (2 * N * N * e * BH if algo == "standard" else 4 * N * BH)  # S and P; or FA2's fp32 LSE
+for algo in ("standard", "fa2"):  # the simulator's count of them agrees, at this problem's N
+    assert footprint(algo, PROBLEM["N"]) == fasim.simulate(algo, gpu=GPU, **PROBLEM)["memory"]["global_bytes"]
+hbm = fasim.gpu(GPU)["hbm_bytes"]
+print(f"B={PROBLEM['batch']} H={PROBLEM['heads']} d={d} {PROBLEM['dtype']}, {fasim.gpu(GPU)['name']} has {quantity(hbm, 'B')} of HBM")
+table(["N", "standard", "FlashAttention-2", "fits (standard)"],
+      [[N, quantity(footprint("standard", N), "B"), quantity(footprint("fa2", N), "B"),
+        "yes" if footprint("standard", N) <= hbm else "no"] for N in (4096, 16384, 65536)])
+def largest_fitting_n(algo):  # powers of two up to 2^20, the largest N fa-sim takes
+    fits = [2**k for k in range(21) if footprint(algo, 2**k) <= hbm]
+    return fits[-1] if fits else 0
+ns, nf = largest_fitting_n("standard"), largest_fitting_n("fa2")
+print(f"\nLargest power-of-two N that fits: standard attention {ns:,}; FlashAttention-2 {nf:,}"
+      + (", the largest N the simulator accepts." if nf == 2**20 else "."))
+RESULTS["memory"] = dict(max_n_standard=ns, max_n_fa2=nf))PY"});
 
         L.step({"flash", "What fusing the kernels buys",
                 R"(The fix the next lessons build: compute S and P one tile at a time in shared
@@ -178,7 +239,20 @@ show it.)",
                     t.print(c.out);
                     c.results["standard_predicted_s"] = s.time_s;
                     c.results["fa2_predicted_s"] = f.time_s;
-                }});
+                },
+                "",
+                R"PY(s = fasim.simulate("standard", gpu=GPU, **PROBLEM)
+f = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+def both(level):
+    return level["read_bytes"] + level["write_bytes"]
+table(["", "standard", "FlashAttention-2", "ratio"], [
+    ["HBM loads+stores", quantity(both(s["hbm"]), "B"), quantity(both(f["hbm"]), "B"), f"{both(s['hbm']) / both(f['hbm']):.3g}x"],
+    ["DRAM bytes", quantity(both(s["dram"]), "B"), quantity(both(f["dram"]), "B"), f"{both(s['dram']) / both(f['dram']):.3g}x"],
+    ["kernels", str(len(s["kernels"])), str(len(f["kernels"])), ""],
+    ["predicted time", quantity(s["time"]["predicted_s"], "s"), quantity(f["time"]["predicted_s"], "s"),
+     f"{s['time']['predicted_s'] / f['time']['predicted_s']:.3g}x"],
+])
+RESULTS["flash"] = dict(standard_predicted_s=s["time"]["predicted_s"], fa2_predicted_s=f["time"]["predicted_s"]))PY"});
 
         L.exercise({"sp_bytes",
                     "Standard attention at B=1, H=16, N=8192, d=64, fp16 on " + gpu.name + ": how many bytes of S and P "

@@ -79,7 +79,37 @@ compared with exact attention.)",
                     c.results["equals_exact"] = check.pass;
                     c.results["lse_max_error"] = lse.max_error;
                     c.results["lse_equals_exact"] = lse.pass;
-                }});
+                },
+                "",
+                R"PY(TRACE_N, TRACE_D, TILE, SEED = 8, 4, 4, 1  # the traced problem: one head, N = Nk = TRACE_N, Br = Bc = TILE
+rng = np.random.default_rng(SEED)
+Q, K, V = (rng.standard_normal((1, 1, TRACE_N, TRACE_D)) for _ in range(3))
+steps = fasim.trace("fa2", Q, K, V, Br=TILE, Bc=TILE, dtype=PROBLEM["dtype"])  # every step of the tile program
+print(f"B=1 H=1 N={TRACE_N} d={TRACE_D} {PROBLEM['dtype']}, Br = Bc = {TILE}; Q, K, V ~ N(0,1) with seed {SEED}; "
+      "the row statistics' first 4 values\n")
+for s in steps:
+    if s["kind"] == "kernel":
+        print(f"kernel {s['kernel']}: {s['role']} (grid {s['grid']})")
+    elif s["kind"] == "block":
+        print(f"block {s['block']} (head {s['head']})")
+    else:
+        source = s["region"]["text"] if s["region"] else ", ".join(s["operands"])
+        v = s["values"]
+        shown = np.array2string(v[:4, 0], precision=3) if v is not None and v.shape[1] == 1 else ""
+        print(f"  {s['op'] or s['kind']:8} {s['result'] or '':7} <- {source:22} {shown}".rstrip())
+
+# O and LSE against exact attention in float64 (NumPy), on the inputs as fp16 stores them
+out = fasim.run("fa2", Q, K, V, Br=TILE, Bc=TILE, dtype=PROBLEM["dtype"])
+q, k, v = (x.astype(np.float16 if PROBLEM["dtype"] == "fp16" else np.float32).astype(np.float64)[0, 0] for x in (Q, K, V))
+S = q @ k.T / np.sqrt(TRACE_D)
+m = S.max(axis=1, keepdims=True)
+P = np.exp(S - m)
+O_exact, lse_exact = P @ v / P.sum(axis=1, keepdims=True), (m + np.log(P.sum(axis=1, keepdims=True)))[:, 0]
+err, lse_err = np.abs(out["O"][0, 0] - O_exact).max(), np.abs(out["lse"][0, 0] - lse_exact).max()
+print(f"\nmax |O - O_exact| = {err:.3g}; max |LSE - LSE_exact| = {lse_err:.3g} "
+      f"(fp16 keeps about 3 significant digits: the traced program computes exact attention)")
+RESULTS["loop"] = dict(problem=f"B=1 H=1 N={TRACE_N} Nk={TRACE_N} d={TRACE_D} {PROBLEM['dtype']} non-causal",
+                       equals_exact=bool(err < 1e-2), lse_equals_exact=bool(lse_err < 1e-2)))PY"});
 
         L.step({"traffic", "HBM traffic: O written once",
                 R"(Per head, FA2 reads Q once and K and V once per Q tile, and writes O and
@@ -146,7 +176,40 @@ depends on how much all the heads running at once have touched meanwhile.)",
                     c.results["fa1_dram_bytes"] = r1.dram.total();
                     c.results["fa2_dram_bytes"] = r2.dram.total();
                     c.results["fa2_formula_agrees"] = agree;
-                }});
+                },
+                "",
+                R"PY(r1 = fasim.simulate("fa1", gpu=GPU, **PROBLEM)
+r2 = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+p = r2["problem"]
+print(f"B={p['batch']} H={p['heads']} N={p['N']} d={p['d']} {p['dtype']}; FA1 tiles {r1['tiles']['Br']} x {r1['tiles']['Bc']}, "
+      f"FA2 tiles {r2['tiles']['Br']} x {r2['tiles']['Bc']}\n")
+def rw(r, level, name):  # (read, written) bytes of one tensor
+    t = r[level]["by_tensor"].get(name, {"read_bytes": 0, "write_bytes": 0})
+    return t["read_bytes"], t["write_bytes"]
+names = list(dict.fromkeys([*r1["hbm"]["by_tensor"], *r2["hbm"]["by_tensor"]]))
+rows = [[n, *(quantity(b, "B") for b in (*rw(r1, "hbm", n), *rw(r2, "hbm", n)))] for n in names]
+for level, label in (("hbm", "HBM (loads+stores)"), ("dram", "DRAM (after L2)")):
+    rows.append([label] + [quantity(r[level][k], "B") for r in (r1, r2) for k in ("read_bytes", "write_bytes")])
+table(["bytes", "FA1 read", "FA1 written", "FA2 read", "FA2 written"], rows)
+
+# FA2's closed form: Q once and K, V once per Q tile (Tr of them); O and the fp32 LSE written once.
+BH, N, Nk, d, e = p["batch"] * p["heads"], p["N"], p["Nk"], p["d"], {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]
+Tr = -(-N // r2["tiles"]["Br"])
+reads, writes = BH * e * (N * d + Tr * 2 * Nk * d), BH * (e * N * d + 4 * N)
+agree = reads == r2["hbm"]["read_bytes"] and writes == r2["hbm"]["write_bytes"]
+print(f"\nFA2 formula: reads {reads:,}, writes {writes:,} bytes; the simulator {'agrees to the byte' if agree else 'DIFFERS'}. "
+      f"FA2 writes {r1['hbm']['write_bytes'] / r2['hbm']['write_bytes']:.3g}x less than FA1 and reads "
+      f"{r2['hbm']['read_bytes'] / r1['hbm']['read_bytes']:.3g}x as much.")
+run_o = "O_acc" if sum(rw(r1, "hbm", "O_acc")) else "O"  # FA1's running O: fp32 O_acc under fp16 storage
+trips = sum(sum(rw(r1, "dram", n)) for n in (run_o, "l", "m"))
+trips_hbm = sum(sum(rw(r1, "hbm", n)) for n in (run_o, "l", "m"))
+print(f"Of FA1's {quantity(trips_hbm, 'B')} of {run_o}, l and m through HBM, {quantity(trips, 'B')} reach DRAM "
+      f"({trips / trips_hbm:.0%}).")
+both = lambda level: level["read_bytes"] + level["write_bytes"]
+RESULTS["traffic"] = dict(fa1_round_trip_hbm_bytes=trips_hbm, fa1_round_trip_dram_bytes=trips,
+                          fa1_hbm_read_bytes=r1["hbm"]["read_bytes"], fa1_hbm_write_bytes=r1["hbm"]["write_bytes"],
+                          fa2_hbm_read_bytes=r2["hbm"]["read_bytes"], fa2_hbm_write_bytes=r2["hbm"]["write_bytes"],
+                          fa1_dram_bytes=both(r1["dram"]), fa2_dram_bytes=both(r2["dram"]), fa2_formula_agrees=agree))PY"});
 
         L.step({"nonmatmul", "Fewer non-matmul FLOPs",
                 R"(Tensor cores make matrix products far cheaper than any other arithmetic:
@@ -188,7 +251,27 @@ tile sizes, both run here on the same Br×Bc tiles (--same-tile).)",
                     c.results["fa1_matmul_flops"] = r1.matmul_flops;
                     c.results["fa2_matmul_flops"] = r2.matmul_flops;
                     c.results["nonmatmul_ratio"] = ratio(r1.nonmatmul_flops, r2.nonmatmul_flops);
-                }});
+                },
+                "",
+                R"PY(SAME_TILE = 64  # Br = Bc for both algorithms, to compare the algorithms and not their tiles
+r1 = fasim.simulate("fa1", gpu=GPU, Br=SAME_TILE, Bc=SAME_TILE, **PROBLEM)
+r2 = fasim.simulate("fa2", gpu=GPU, Br=SAME_TILE, Bc=SAME_TILE, **PROBLEM)
+g = r2["gpu"]
+mm = g.get(f"tensor_{PROBLEM['dtype']}_flops_per_s", g["fp32_flops_per_s"])
+fp32 = g["fp32_flops_per_s"]
+print(f"{g['name']}: {quantity(mm, 'FLOP/s')} for {PROBLEM['dtype']} matrix products, {quantity(fp32, 'FLOP/s')} for fp32 "
+      f"arithmetic: {mm / fp32:.3g}x.\n")
+f1, f2 = r1["flops"], r2["flops"]
+table(["", "FA1", "FA2", "FA1 / FA2"], [
+    ["matmul FLOPs", quantity(f1["matmul"]), quantity(f2["matmul"]), f"{f1['matmul'] / f2['matmul']:.3g}x"],
+    ["  at the tensor rate", quantity(f1["matmul"] / mm, "s"), quantity(f2["matmul"] / mm, "s"), ""],
+    ["non-matmul FLOPs", quantity(f1["nonmatmul"]), quantity(f2["nonmatmul"]), f"{f1['nonmatmul'] / f2['nonmatmul']:.3g}x"],
+    ["  at the fp32 rate", quantity(f1["nonmatmul"] / fp32, "s"), quantity(f2["nonmatmul"] / fp32, "s"), ""],
+    ["exp/log (SFU)", quantity(f1["sfu_ops"]), quantity(f2["sfu_ops"]), f"{f1['sfu_ops'] / f2['sfu_ops']:.3g}x"],
+])
+RESULTS["nonmatmul"] = dict(tensor_to_fp32_rate=mm / fp32, fa1_nonmatmul_flops=f1["nonmatmul"], fa2_nonmatmul_flops=f2["nonmatmul"],
+                            fa1_matmul_flops=f1["matmul"], fa2_matmul_flops=f2["matmul"],
+                            nonmatmul_ratio=f1["nonmatmul"] / f2["nonmatmul"]))PY"});
 
         L.step({"warps", "Split-K against split-Q: shared-memory traffic",
                 R"(Inside a thread block the four warps must divide the work of S = Q_i·K_jᵀ
@@ -223,7 +306,25 @@ The simulator counts shared-memory bytes for both (same tiles as step 3).)",
                     c.results["fa1_barriers"] = r1.barriers;
                     c.results["fa2_barriers"] = r2.barriers;
                     c.results["smem_ratio"] = ratio(s1, s2);
-                }});
+                },
+                "",
+                R"PY(SAME_TILE = 64  # as in step 3
+r1 = fasim.simulate("fa1", gpu=GPU, Br=SAME_TILE, Bc=SAME_TILE, **PROBLEM)
+r2 = fasim.simulate("fa2", gpu=GPU, Br=SAME_TILE, Bc=SAME_TILE, **PROBLEM)
+BH = PROBLEM["batch"] * PROBLEM["heads"]
+table(["per head", "FA1 (split-K)", "FA2 (split-Q)", "FA1 / FA2"], [
+    ["shared memory read", quantity(r1["smem"]["read_bytes"] / BH, "B"), quantity(r2["smem"]["read_bytes"] / BH, "B"),
+     f"{r1['smem']['read_bytes'] / r2['smem']['read_bytes']:.3g}x"],
+    ["shared memory written", quantity(r1["smem"]["write_bytes"] / BH, "B"), quantity(r2["smem"]["write_bytes"] / BH, "B"),
+     f"{r1['smem']['write_bytes'] / r2['smem']['write_bytes']:.3g}x"],
+    ["barriers", f"{r1['barriers'] / BH:,.0f}", f"{r2['barriers'] / BH:,.0f}",
+     f"{r1['barriers'] / r2['barriers']:.3g}x" if r2["barriers"] else "-"],
+])
+s1 = r1["smem"]["read_bytes"] + r1["smem"]["write_bytes"]
+s2 = r2["smem"]["read_bytes"] + r2["smem"]["write_bytes"]
+print(f"\nIn total FA1 moves {s1 / s2:.3g}x the shared-memory bytes of FA2 for the same attention.")
+RESULTS["warps"] = dict(fa1_smem_bytes=s1, fa2_smem_bytes=s2, fa1_barriers=r1["barriers"], fa2_barriers=r2["barriers"],
+                        smem_ratio=s1 / s2))PY"});
 
         L.step({"lse", "What is saved for the backward pass",
                 R"(The backward pass recomputes S and P tile by tile instead of storing them,
@@ -239,7 +340,16 @@ LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
                                           b(s2) + " of LSE (" + grouped(p.batch_heads() * p.N) + " rows x 4 bytes).");
                     c.results["fa1_m_l_bytes"] = s1;
                     c.results["fa2_lse_bytes"] = s2;
-                }});
+                },
+                "",
+                R"PY(r1 = fasim.simulate("fa1", gpu=GPU, **PROBLEM)
+r2 = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+def moved(r, *names, key=("read_bytes", "write_bytes")):
+    return sum(r["hbm"]["by_tensor"].get(n, {}).get(k, 0) for n in names for k in key)
+s1, s2 = moved(r1, "m", "l"), moved(r2, "LSE")
+print(f"FA1 moves {quantity(s1, 'B')} of m and l through HBM (stored: {quantity(moved(r1, 'm', 'l', key=('write_bytes',)), 'B')} "
+      f"of writes); FA2 {quantity(s2, 'B')} of LSE ({PROBLEM['batch'] * PROBLEM['heads'] * PROBLEM['N']:,} rows x 4 bytes).")
+RESULTS["lse"] = dict(fa1_m_l_bytes=s1, fa2_lse_bytes=s2))PY"});
 
         L.step({"compare", "FA1 and FA2 side by side",
                 R"(Everything together, each algorithm with its default tiles, as fa-sim
@@ -270,18 +380,36 @@ per head; lesson 07 is about what that does to the SMs.)",
                     c.results["fa1_grid"] = k1.grid;
                     c.results["fa2_grid"] = k2.grid;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# fa-sim itself, over N: predicted time of FA1 and FA2 (same GPU and sizes as ARGS).
-gpu = ["--gpu", LESSON_JSON["parameters"]["gpu"]]
-sweep = fasim("--algo", "all", "--sweep", "N=512:16384", "--heads", "16", *gpu)
-ns = sweep["sweep"]["values"]
+                "",
+                R"PY(r1 = fasim.simulate("fa1", gpu=GPU, **PROBLEM)
+r2 = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+k1, k2 = r1["kernels"][-1], r2["kernels"][-1]  # the main kernel: the last launched (FA1's init kernel comes first)
+both = lambda level: level["read_bytes"] + level["write_bytes"]
+table(["", "FA1", "FA2"], [
+    ["tiles Br x Bc", f"{r1['tiles']['Br']} x {r1['tiles']['Bc']}", f"{r2['tiles']['Br']} x {r2['tiles']['Bc']}"],
+    ["HBM read + write", quantity(both(r1["hbm"]), "B"), quantity(both(r2["hbm"]), "B")],
+    ["DRAM read + write", quantity(both(r1["dram"]), "B"), quantity(both(r2["dram"]), "B")],
+    ["shared memory", quantity(both(r1["smem"]), "B"), quantity(both(r2["smem"]), "B")],
+    ["non-matmul FLOPs", quantity(r1["flops"]["nonmatmul"]), quantity(r2["flops"]["nonmatmul"])],
+    ["grid (main kernel)", f"{k1['grid']:,}", f"{k2['grid']:,}"],
+    ["idle SMs", str(k1["idle_sms"]), str(k2["idle_sms"])],
+    ["predicted time", quantity(r1["time"]["predicted_s"], "s"), quantity(r2["time"]["predicted_s"], "s")],
+    ["matmul throughput", quantity(r1["time"]["matmul_flops_per_s"], "FLOP/s"), quantity(r2["time"]["matmul_flops_per_s"], "FLOP/s")],
+])
+speedup = r1["time"]["predicted_s"] / r2["time"]["predicted_s"]
+print(f"\nFA2 is predicted {speedup:.3g}x faster. FA1: {k1['time']['bound']}. FA2: {k2['time']['bound']}.")
+RESULTS["compare"] = dict(fa1_predicted_s=r1["time"]["predicted_s"], fa2_predicted_s=r2["time"]["predicted_s"], speedup=speedup,
+                          fa1_grid=k1["grid"], fa2_grid=k2["grid"])
+
+import matplotlib.pyplot as plt
+sizes = [512, 1024, 2048, 4096, 8192, 16384]
+sweep = fasim.sweep("all", values=sizes, gpu=GPU, **{k: v for k, v in PROBLEM.items() if k != "N"})
 for algo in ("standard", "fa1", "fa2"):
-    t = [next(a for a in run["algorithms"] if a["algo"] == algo)["time"]["predicted_s"]
-         for run in sweep["runs"]]
-    plt.loglog(ns, [x * 1e3 for x in t], "o-", label=algo)
+    t = [next(a for a in run["algorithms"] if a["algo"] == algo)["time"]["predicted_s"] for run in sweep["runs"]]
+    plt.loglog(sizes, [x * 1e3 for x in t], "o-", label=algo)
 plt.xlabel("N (sequence length)")
 plt.ylabel("predicted time (ms)")
-plt.title("B=1, H=16, d=64, fp16 on " + sweep["gpu"]["name"])
+plt.title(f"B={PROBLEM['batch']}, H={PROBLEM['heads']}, d={PROBLEM['d']}, {PROBLEM['dtype']} on {sweep['gpu']['name']}")
 plt.legend()
 plt.show())PY"});
 

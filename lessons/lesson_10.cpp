@@ -97,7 +97,44 @@ shown); at the end each gradient is compared with the float64 backward.)",
                     }
                     c.results["problem"] = tp.describe();
                     c.results["gradients_equal_exact"] = t.pass();
-                }});
+                },
+                "",
+                R"PY(TRACE_N, TRACE_D, TILE, SEED = 8, 4, 4, 1  # the traced problem: one head, N = Nk = TRACE_N, Br = Bc = TILE
+rng = np.random.default_rng(SEED)
+Q, K, V, dO = (rng.standard_normal((1, 1, TRACE_N, TRACE_D)) for _ in range(4))
+causal, dtype = PROBLEM["causal"], PROBLEM["dtype"]
+steps = fasim.trace("fa2", Q, K, V, dO=dO, pass_="bwd", Br=TILE, Bc=TILE, causal=causal, dtype=dtype)
+print(f"B=1 H=1 N={TRACE_N} d={TRACE_D} {dtype}{' causal' if causal else ''}, Br = Bc = {TILE}; Q, K, V, dO ~ N(0,1), "
+      f"seed {SEED}; the backward's steps (the forward ran first), row statistics' first 4 values\n")
+for s in steps:
+    if s["kind"] == "kernel":
+        print(f"kernel {s['kernel']}: {s['role']} (grid {s['grid']})")
+    elif s["kind"] == "block":
+        print(f"block {s['block']} (head {s['head']})")
+    else:
+        source = s["region"]["text"] if s["region"] else ", ".join(s["operands"])
+        v = s["values"]
+        shown = np.array2string(v[:4, 0], precision=3) if v is not None and v.shape[1] == 1 else ""
+        print(f"  {s['op'] or s['kind']:8} {s['result'] or '':14} <- {source:22} {shown}".rstrip())
+
+# The gradients against the float64 backward (NumPy), on the inputs as the dtype stores them
+g = fasim.run_backward("fa2", Q, K, V, dO, Br=TILE, Bc=TILE, causal=causal, dtype=dtype)
+q, k, v, do = (x.astype(np.float16 if dtype == "fp16" else np.float32).astype(np.float64)[0, 0] for x in (Q, K, V, dO))
+scale = 1 / np.sqrt(TRACE_D)
+S = np.where(np.arange(TRACE_N)[None, :] <= np.arange(TRACE_N)[:, None] if causal else True, scale * q @ k.T, -np.inf)
+P = np.exp(S - S.max(axis=1, keepdims=True))
+P /= P.sum(axis=1, keepdims=True)
+O = P @ v
+dP = do @ v.T
+dS = P * (dP - (do * O).sum(axis=1, keepdims=True))  # D = rowsum(dO o O)
+exact = {"dQ": scale * dS @ k, "dK": scale * dS.T @ q, "dV": P.T @ do}
+ok = True
+for name, want in exact.items():
+    err = np.abs(g[name][0, 0] - want).max()
+    ok = ok and err < 1e-2 * max(1.0, np.abs(want).max())
+    print(f"max |{name} - {name}_exact| = {err:.3g}")
+RESULTS["trace"] = dict(problem=f"B=1 H=1 N={TRACE_N} Nk={TRACE_N} d={TRACE_D} {dtype} {'causal' if causal else 'non-causal'}",
+                        gradients_equal_exact=bool(ok)))PY"});
 
         L.step({"kept", "What the forward keeps for the backward",
                 R"(Besides its output O, each algorithm's forward leaves something in HBM for
@@ -135,7 +172,28 @@ sequences trainable.)",
                     c.out << '\n';
                     print_para(c.out, "Doubling N multiplies standard attention's P by 4 and FlashAttention's statistics by 2.");
                     c.results["kept"] = rows;
-                }});
+                },
+                "",
+                R"PY(sizes = [1024, 2048, 4096, 8192, 16384, 32768]
+sweep = fasim.sweep(["standard", "fa1", "fa2"], values=sizes, pass_="fwd+bwd", gpu=GPU,
+                    **{k: v for k, v in PROBLEM.items() if k != "N"})
+g = fasim.gpu(GPU)
+print(f"B={PROBLEM['batch']} H={PROBLEM['heads']} d={PROBLEM['d']} {PROBLEM['dtype']}{' causal' if PROBLEM['causal'] else ''} "
+      f"on {g['name']} ({quantity(g['hbm_bytes'], 'B')})\n")
+rows = []
+for N, run in zip(sizes, sweep["runs"]):
+    mem = {a["algo"]: a["memory"] for a in run["algorithms"]}  # what each forward keeps for the backward, and the footprint
+    rows.append(dict(N=N, standard_bytes=mem["standard"]["held_between_passes_bytes"],
+                     fa1_bytes=mem["fa1"]["held_between_passes_bytes"], fa2_bytes=mem["fa2"]["held_between_passes_bytes"],
+                     standard_fits=mem["standard"]["fits_in_hbm"]))
+    rows[-1]["footprint"] = mem["standard"]["global_bytes"]
+table(["N", "standard (P)", "FA1 (m, l)", "FA2 (LSE)", "standard fits?"],
+      [[x["N"], quantity(x["standard_bytes"], "B"), quantity(x["fa1_bytes"], "B"), quantity(x["fa2_bytes"], "B"),
+        "yes" if x["standard_fits"] else f"no ({quantity(x.pop('footprint'), 'B')})"] for x in rows])
+for x in rows:
+    x.pop("footprint", None)
+print("\nDoubling N multiplies standard attention's P by 4 and FlashAttention's statistics by 2.")
+RESULTS["kept"] = dict(kept=rows))PY"});
 
         L.step({"traffic", "HBM traffic of a training step",
                 R"(Forward and backward together, per tensor. Standard attention writes S and P
@@ -173,7 +231,24 @@ closed form.)",
                     c.results["closed_forms_agree"] = agree;
                     c.results["standard_dram_bytes"] = s.dram.total();
                     c.results["fa2_dram_bytes"] = f.dram.total();
-                }});
+                },
+                "",
+                R"PY(s = fasim.simulate("standard", pass_="fwd+bwd", gpu=GPU, **PROBLEM)
+f = fasim.simulate("fa2", pass_="fwd+bwd", gpu=GPU, **PROBLEM)
+print(f"{describe(f['problem'])}; FA2 tiles {f['forward_tiles']['Br']} x {f['forward_tiles']['Bc']} forward, "
+      f"{f['tiles']['Br']} x {f['tiles']['Bc']} backward\n")
+def rw(r, name):
+    t = r["hbm"]["by_tensor"].get(name, {"read_bytes": 0, "write_bytes": 0})
+    return [quantity(t["read_bytes"], "B"), quantity(t["write_bytes"], "B")]
+names = list(dict.fromkeys([*s["hbm"]["by_tensor"], *f["hbm"]["by_tensor"]]))
+table(["HBM bytes", "standard read", "written", "FA2 read", "written"],
+      [[n, *rw(s, n), *rw(f, n)] for n in names] +
+      [["all", *(quantity(r["hbm"][k], "B") for r in (s, f) for k in ("read_bytes", "write_bytes"))]])
+both = lambda level: level["read_bytes"] + level["write_bytes"]
+print(f"\nStandard attention moves {both(s['hbm']) / both(f['hbm']):.3g}x the bytes of FlashAttention-2. "
+      f"After the L2, DRAM sees {quantity(both(s['dram']), 'B')} and {quantity(both(f['dram']), 'B')}.")
+RESULTS["traffic"] = dict(standard_hbm_bytes=both(s["hbm"]), fa2_hbm_bytes=both(f["hbm"]), hbm_ratio=both(s["hbm"]) / both(f["hbm"]),
+                          standard_dram_bytes=both(s["dram"]), fa2_dram_bytes=both(f["dram"])))PY"});
 
         L.step({"recompute", "Recomputation: more FLOPs, fewer bytes, less time",
                 R"(Not storing P has a price: the backward computes S = Q·Kᵀ again. The papers
@@ -213,18 +288,40 @@ GPU's ridge point, where the tensor cores, not HBM, set the time.)",
                     c.results["fa2_predicted_s"] = f.time_s;
                     c.results["speedup"] = s.time_s / f.time_s;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# fa-sim itself, over N: predicted time of a training step's attention (same GPU as ARGS).
-gpu = ["--gpu", LESSON_JSON["parameters"]["gpu"]]
-sweep = fasim("--algo", "all", "--pass", "fwd+bwd", "--sweep", "N=512:16384", "--heads", "16", *gpu)
-ns = sweep["sweep"]["values"]
+                "",
+                R"PY(s = fasim.simulate("standard", pass_="fwd+bwd", gpu=GPU, **PROBLEM)
+f = fasim.simulate("fa2", pass_="fwd+bwd", gpu=GPU, **PROBLEM)
+g = f["gpu"]
+ridge = g.get(f"tensor_{PROBLEM['dtype']}_flops_per_s", g["fp32_flops_per_s"]) / g["hbm_bandwidth_bytes_per_s"]
+both = lambda level: level["read_bytes"] + level["write_bytes"]
+print(f"{describe(f['problem'])}, forward + backward on {g['name']}\n")
+ts, tf = s["time"]["predicted_s"], f["time"]["predicted_s"]
+table(["", "standard", "FA2", "standard / FA2"], [
+    ["matmul FLOPs", quantity(s["flops"]["matmul"]), quantity(f["flops"]["matmul"]), f"{s['flops']['matmul'] / f['flops']['matmul']:.3g}x"],
+    ["  recomputed", quantity(s["flops"]["recomputed_matmul"]), quantity(f["flops"]["recomputed_matmul"]), ""],
+    ["HBM bytes", quantity(both(s["hbm"]), "B"), quantity(both(f["hbm"]), "B"), f"{both(s['hbm']) / both(f['hbm']):.3g}x"],
+    ["FLOPs per HBM byte", f"{s['arithmetic_intensity']:.3g}", f"{f['arithmetic_intensity']:.3g}", ""],
+    ["predicted time", quantity(ts, "s"), quantity(tf, "s"), f"{ts / tf:.3g}x"],
+])
+slowest = max(f["kernels"], key=lambda k: k["time"]["predicted_s"])
+print(f"\nRidge point of {g['name']} at {PROBLEM['dtype']}: {ridge:.3g} FLOPs per byte. FlashAttention-2 does "
+      f"{f['flops']['matmul'] / s['flops']['matmul']:.3g}x the matmul FLOPs of standard attention and is predicted "
+      f"{ts / tf:.3g}x faster. Its slowest kernel: {slowest['name']}, {slowest['time']['bound']}.")
+RESULTS["recompute"] = dict(standard_matmul_flops=s["flops"]["matmul"], fa2_matmul_flops=f["flops"]["matmul"],
+                            fa2_recomputed_matmul_flops=f["flops"]["recomputed_matmul"],
+                            standard_intensity=s["arithmetic_intensity"], fa2_intensity=f["arithmetic_intensity"],
+                            ridge_point=ridge, standard_predicted_s=ts, fa2_predicted_s=tf, speedup=ts / tf)
+
+import matplotlib.pyplot as plt
+sizes = [512, 1024, 2048, 4096, 8192, 16384]
+sweep = fasim.sweep(["standard", "fa1", "fa2"], values=sizes, pass_="fwd+bwd", gpu=GPU,
+                    **{k: v for k, v in PROBLEM.items() if k != "N"})
 for algo in ("standard", "fa1", "fa2"):
-    t = [next(a for a in run["algorithms"] if a["algo"] == algo)["time"]["predicted_s"]
-         for run in sweep["runs"]]
-    plt.loglog(ns, [x * 1e3 for x in t], "o-", label=algo + " forward + backward")
+    t = [next(a for a in run["algorithms"] if a["algo"] == algo)["time"]["predicted_s"] for run in sweep["runs"]]
+    plt.loglog(sizes, [x * 1e3 for x in t], "o-", label=algo + " forward + backward")
 plt.xlabel("N (sequence length)")
 plt.ylabel("predicted time (ms)")
-plt.title("B=1, H=16, d=64, fp16 on " + sweep["gpu"]["name"])
+plt.title(f"B={PROBLEM['batch']}, H={PROBLEM['heads']}, d={PROBLEM['d']}, {PROBLEM['dtype']} on {g['name']}")
 plt.legend()
 plt.show())PY"});
 
@@ -271,7 +368,34 @@ one that travels.
                     c.results["fa1_predicted_s"] = f1.time_s;
                     c.results["fa2_predicted_s"] = f2.time_s;
                     c.results["atomically_added"] = gradient_added_atomically(f2);
-                }});
+                },
+                "",
+                R"PY(f1 = fasim.simulate("fa1", pass_="bwd", gpu=GPU, **PROBLEM)
+f2 = fasim.simulate("fa2", pass_="bwd", gpu=GPU, **PROBLEM)
+k1 = next(k for k in f1["kernels"] if k["name"] == "fa1_backward")
+k2 = next(k for k in f2["kernels"] if k["name"] == "fa2_backward")
+def get(r, level, name, key):
+    return r[level]["by_tensor"].get(name, {}).get(key, 0)
+print(f"{describe(f2['problem'])}, backward only; FA1 tiles {f1['tiles']['Br']} x {f1['tiles']['Bc']}, "
+      f"FA2 tiles {f2['tiles']['Br']} x {f2['tiles']['Bc']}\n")
+table(["", "FA1 backward", "FA2 backward"], [
+    ["blocks of the main kernel", f"{k1['grid']:,}", f"{k2['grid']:,}"],
+    ["dQ_acc read from HBM", *(quantity(get(r, "hbm", "dQ_acc", "read_bytes"), "B") for r in (f1, f2))],
+    ["dQ_acc written (FA2: added)", *(quantity(get(r, "hbm", "dQ_acc", "write_bytes"), "B") for r in (f1, f2))],
+    ["dQ_acc at DRAM (after L2)", *(quantity(get(r, "dram", "dQ_acc", "read_bytes") + get(r, "dram", "dQ_acc", "write_bytes"), "B")
+                                    for r in (f1, f2))],
+    ["dK, dV written", *(quantity(get(r, "hbm", "dK", "write_bytes") + get(r, "hbm", "dV", "write_bytes"), "B") for r in (f1, f2))],
+    ["predicted time", quantity(f1["time"]["predicted_s"], "s"), quantity(f2["time"]["predicted_s"], "s")],
+])
+# The gradient the FA2 backward kernel does not store itself: it adds it atomically to an fp32 buffer.
+atomic = next(n for n in ("dQ", "dK", "dV") if k2["hbm"]["by_tensor"].get(n, {}).get("write_bytes", 0) == 0)
+print(f"\nFA2's backward is predicted {f1['time']['predicted_s'] / f2['time']['predicted_s']:.3g}x faster than FA1's. "
+      f"FA1 with {k1['grid']:,} blocks leaves most of {f2['gpu']['name']}'s {f2['gpu']['sm_count']} SMs idle. "
+      f"FA2 adds {atomic} atomically.")
+RESULTS["dq"] = dict(fa1_grid=k1["grid"], fa2_grid=k2["grid"],
+                     fa1_dq_acc_hbm_read=get(f1, "hbm", "dQ_acc", "read_bytes"), fa1_dq_acc_hbm_write=get(f1, "hbm", "dQ_acc", "write_bytes"),
+                     fa2_dq_acc_hbm_read=get(f2, "hbm", "dQ_acc", "read_bytes"), fa2_dq_acc_hbm_write=get(f2, "hbm", "dQ_acc", "write_bytes"),
+                     fa1_predicted_s=f1["time"]["predicted_s"], fa2_predicted_s=f2["time"]["predicted_s"], atomically_added=atomic))PY"});
 
         L.exercise({"kept_by_standard",
                     "Standard attention, B=1, H=16, N=8192, fp16: how many bytes does the forward keep in HBM for "

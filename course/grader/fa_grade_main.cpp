@@ -7,7 +7,6 @@
 //   fa-grade --build-log build.txt --assignment fa2_forward --results results.json
 #include <cstdint>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -46,7 +45,7 @@ const Assignment& assignment_named(const std::string& id) {
 }
 
 void write_results(const std::string& path, const nlohmann::json& results) {
-    const std::string text = results.dump(2) + "\n";
+    const std::string text = results_text(results);
     if (path == "-") std::cout << text;
     else plot::atomic_write_file(path, text);
 }
@@ -113,10 +112,7 @@ int run(int argc, char** argv) {
                           "FASIM_SUBMISSION(\"" + a.id + "\", program) must be in a file it was built from",
                           "add that line to your tile program's file");
     const Grade g = grade(a, it->second, static_cast<std::uint64_t>(seed));
-    std::ostream& table = results == "-" ? std::cerr : std::cout;  // stdout carries the JSON then
-    for (const GradedTest& t : g.tests)
-        table << std::setw(3) << t.score << " / " << std::setw(2) << t.max_score << "  " << t.name << "\n";
-    table << "total " << g.score() << " / " << g.max_score() << " (fa-grade " << version_text() << ", seed " << seed << ")\n";
+    (results == "-" ? std::cerr : std::cout) << score_table(g);  // stdout carries the JSON then
     write_results(results, results_json(g));
     return 0;
 }

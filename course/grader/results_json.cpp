@@ -1,5 +1,8 @@
 #include "results_json.hpp"
 
+#include <iomanip>
+#include <sstream>
+
 #include "cli/version.hpp"
 
 namespace fasim::course {
@@ -46,6 +49,17 @@ nlohmann::json build_failure_json(const std::string& assignment, const std::stri
             {"visibility", "visible"},
             {"extra_data", provenance(assignment)},
             {"tests", nlohmann::json::array({test})}};
+}
+
+std::string results_text(const nlohmann::json& results) { return results.dump(2) + "\n"; }
+
+std::string score_table(const Grade& grade) {
+    std::ostringstream table;
+    for (const GradedTest& t : grade.tests)
+        table << std::setw(3) << t.score << " / " << std::setw(2) << t.max_score << "  " << t.name << "\n";
+    table << "total " << grade.score() << " / " << grade.max_score() << " (fa-grade " << version_text() << ", seed " << grade.seed
+          << ")\n";
+    return table.str();
 }
 
 }  // namespace fasim::course

@@ -482,7 +482,24 @@ int Lesson::dispatch() {
         nb.summary = summary_;
         nb.program = program();
         nb.repo = notebook_repo_;
-        for (const Step& s : steps_) nb.steps.push_back({s.id, s.title, s.prose, s.python});
+        for (const Step& s : steps_) nb.steps.push_back({s.id, s.title, s.prose, s.python, s.code});
+        // The GPU and problem the lesson runs with (its defaults, unless flags changed them).
+        nb.gpu = gpu_file_.empty() ? gpu_.name : !default_gpu_.empty() ? default_gpu_ : default_gpu_name();
+        const AttentionProblem& p = problem_;
+        std::string kw;
+        auto add = [&](const std::string& k, const std::string& v) { kw += (kw.empty() ? "" : ", ") + k + "=" + v; };
+        if (problem_flags_ & kBatch) add("batch", std::to_string(p.batch));
+        if (problem_flags_ & kHeads) add("heads", std::to_string(p.heads));
+        if (problem_flags_ & kN) add("N", std::to_string(p.N));
+        if (problem_flags_ & kD) add("d", std::to_string(p.d));
+        if (problem_flags_ & kDtype) add("dtype", std::string("\"") + dtype_name(p.dtype) + "\"");
+        if (problem_flags_ & kCausal) add("causal", p.causal ? "True" : "False");
+        nb.problem = kw;
+        std::size_t with_code = 0;
+        for (const Step& s : steps_) with_code += s.code.empty() ? 0 : 1;
+        if (with_code != 0 && with_code != steps_.size())
+            throw std::logic_error(program() + ": " + std::to_string(with_code) + " of " + std::to_string(steps_.size()) +
+                                   " steps have notebook code; a module notebook needs it for every step");
         for (const Exercise& e : exercises_) nb.exercise_ids.push_back(e.id);
         std::filesystem::path path = export_path_;
         std::error_code ec;

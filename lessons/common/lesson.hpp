@@ -49,15 +49,20 @@ struct Ctx {
 
 struct Step {
     Step(std::string id_, std::string title_, std::string prose_, std::function<void(Ctx&)> body_,
-         std::string python_ = "")
+         std::string python_ = "", std::string code_ = "")
         : id(std::move(id_)), title(std::move(title_)), prose(std::move(prose_)), body(std::move(body_)),
-          python(std::move(python_)) {}
+          python(std::move(python_)), code(std::move(code_)) {}
     std::string id;      // stable, e.g. "trace"
     std::string title;
     std::string prose;   // static text (text.hpp format); also the notebook's Markdown
     std::function<void(Ctx&)> body;
     std::string python;  // optional notebook code run after the step's output (plots);
                          // it can use RESULTS (this lesson's --json "results") and fasim()
+    // The step in Python on the module (notebooks that need no lesson program): plain Python that
+    // computes what body computes with fasim.simulate/sweep/run/trace, prints it, and records its key
+    // results in RESULTS[id] under body's keys (tests/notebooks compares them with --json's). It may
+    // use GPU, PROBLEM and fasim.text (the setup cell). Either every step of a lesson has one or none.
+    std::string code;
 };
 
 // One exercise; its answer is computed by the simulator when it is checked.

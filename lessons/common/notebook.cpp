@@ -117,6 +117,34 @@ LESSON_JSON = json.loads(run([LESSON_BIN, *ARGS, "--json"]))
 RESULTS = LESSON_JSON["results"]
 print(LESSON, "-", LESSON_JSON["title"], "- GPU", LESSON_JSON["parameters"]["gpu"]))PY";
 
+// The setup cell of a notebook on the Python module. @NUMBER@, @TITLE@, @GPU@, @PROBLEM@ and @REPO_URL@ are filled in.
+const char* kModuleSetup = R"PY(# Setup: this notebook runs on fa-sim's Python module, fasim (python/README.md).
+import pathlib, sys
+
+REPO_URL = "@REPO_URL@"  # where fa-sim is published (empty: not said)
+try:
+    import fasim
+except ImportError:
+    # In a clone of fa-sim that scripts/build.sh built, use that build's module.
+    _clone = next((d for d in [pathlib.Path.cwd().resolve(), *pathlib.Path.cwd().resolve().parents]
+                   if (d / "python" / "fasim" / "tile.py").is_file()), None)
+    if _clone is not None and (_clone / "build" / "python" / "fasim").is_dir():
+        sys.path.insert(0, str(_clone / "build" / "python"))
+        import fasim
+    else:
+        _where = str(_clone) if _clone else ("git+" + REPO_URL if REPO_URL else "/path/to/fa-sim  # your clone of fa-sim")
+        raise ImportError("fasim, fa-sim's Python module, is not installed. Install it with this line, "
+                          "then restart the kernel:  %pip install " + _where) from None
+
+import numpy as np
+from fasim.text import describe, quantity, table
+
+LESSON = @NUMBER@
+GPU = "@GPU@"  # a preset (fasim.gpus() lists them) or a fasim.Gpu (fasim.load_gpu_file)
+PROBLEM = dict(@PROBLEM@)  # the problem every step simulates: edit, then run the cells again
+RESULTS = {}  # each step's key numbers, by step
+print("Lesson @NN@ - @TITLE@ - fasim", fasim.__version__, "- GPU", fasim.gpu(GPU)["name"]))PY";
+
 const char* kQuestions = R"PY(for ex in LESSON_JSON["exercises"]:
     print(textwrap.fill("[" + ex["id"] + "] " + ex["question"], 79,
                         subsequent_indent="    "))
@@ -167,6 +195,13 @@ json code(const std::string& id, const std::string& text) {
 
 std::string notebook_file_name(int number, const std::string& slug) { return two_digits(number) + "_" + slug + ".ipynb"; }
 
+bool NotebookSpec::module() const {
+    if (steps.empty()) return false;
+    for (const NotebookStep& s : steps)
+        if (s.code.empty()) return false;
+    return true;
+}
+
 std::string notebook_text(const NotebookSpec& spec) {
     const std::string nn = two_digits(spec.number), prefix = "l" + nn + "-";
     const std::string file = notebook_file_name(spec.number, spec.slug);
@@ -180,35 +215,73 @@ std::string notebook_text(const NotebookSpec& spec) {
     else
         top += "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/" +
                spec.repo + "/blob/main/notebooks_export/" + file + ")\n\n";
-    top += "# Lesson " + nn + ": " + spec.title + "\n\n" + spec.summary + "\n\n" +
-           "Every number in this notebook is computed when you run it, by `" + spec.program +
-           "` (the same program a terminal runs: `build/lessons/" + spec.program + " --step`) and by `fa-sim`. "
-           "The text is generated from the lesson's source, `lessons/lesson_" + nn +
-           ".cpp`, by `notebooks_export/regenerate.sh`: change the lesson, not this file.\n\n"
-           "Run the setup cell first. To try another GPU or size, put flags in `ARGS` there "
-           "(e.g. `ARGS = [\"--gpu\", \"H100-SXM\"]`) and run all cells again.";
+    top += "# Lesson " + nn + ": " + spec.title + "\n\n" + spec.summary + "\n\n";
+    if (spec.module()) {
+        top += "Every number in this notebook is computed when you run it, by fa-sim's Python module: each step's "
+               "cell is plain Python on `fasim.simulate`, `fasim.sweep`, `fasim.run` and `fasim.trace` "
+               "([python/README.md](../python/README.md)) that you can change and run again. The lesson program `" +
+               spec.program + "` prints the same steps in a terminal. The text and the code are generated from the "
+               "lesson's source, `lessons/lesson_" + nn + ".cpp`, by `notebooks_export/regenerate.sh`: change the "
+               "lesson, not this file.\n\n"
+               "Run the setup cell first; it says how to install the module (`pip install .` in a clone of fa-sim) "
+               "if it is missing. To try another GPU or size, change `GPU` or `PROBLEM` there and run all cells again.";
+    } else {
+        top += "Every number in this notebook is computed when you run it, by `" + spec.program +
+               "` (the same program a terminal runs: `build/lessons/" + spec.program + " --step`) and by `fa-sim`. "
+               "The text is generated from the lesson's source, `lessons/lesson_" + nn +
+               ".cpp`, by `notebooks_export/regenerate.sh`: change the lesson, not this file.\n\n"
+               "Run the setup cell first. To try another GPU or size, put flags in `ARGS` there "
+               "(e.g. `ARGS = [\"--gpu\", \"H100-SXM\"]`) and run all cells again.";
+    }
     cells.push_back(markdown(prefix + "top", top));
-    cells.push_back(code(prefix + "setup",
-                         replace_all(replace_all(kSetup, "@LESSON@", spec.program), "@REPO_URL@", repo_url)));
+    if (spec.module()) {
+        std::string setup = kModuleSetup;
+        for (const auto& [key, value] : {std::pair<std::string, std::string>{"@NUMBER@", std::to_string(spec.number)},
+                                         {"@NN@", nn},
+                                         {"@TITLE@", spec.title},
+                                         {"@GPU@", spec.gpu},
+                                         {"@PROBLEM@", spec.problem},
+                                         {"@REPO_URL@", repo_url}})
+            setup = replace_all(setup, key, value);
+        cells.push_back(code(prefix + "setup", setup));
+    } else {
+        cells.push_back(code(prefix + "setup",
+                             replace_all(replace_all(kSetup, "@LESSON@", spec.program), "@REPO_URL@", repo_url)));
+    }
 
     for (std::size_t i = 0; i < spec.steps.size(); ++i) {
         const NotebookStep& s = spec.steps[i];
         cells.push_back(markdown(prefix + "step-" + s.id + "-text",
                                  "## Step " + std::to_string(i + 1) + ": " + s.title + "\n\n" + s.prose));
-        std::string c = "show(\"" + s.id + "\")";
-        if (!s.python.empty()) c += "\n\n" + s.python;
+        std::string c;
+        if (spec.module()) {
+            c = s.code;
+        } else {
+            c = "show(\"" + s.id + "\")";
+            if (!s.python.empty()) c += "\n\n" + s.python;
+        }
         cells.push_back(code(prefix + "step-" + s.id + "-code", c));
     }
 
-    cells.push_back(markdown(prefix + "exercises-text",
-                             "## Exercises\n\n"
-                             "The lesson program grades each answer: `" + spec.program + " --check ID=ANSWER` "
-                             "prints `correct` (exit code 0) or a hint (exit code 1). It computes the right "
-                             "answer with the simulator when it checks, for the GPU in `ARGS`."));
-    cells.push_back(code(prefix + "exercises-list", kQuestions));
     std::string answers = "ANSWERS = {  # replace None by your answers, then run this cell\n";
     for (const std::string& id : spec.exercise_ids) answers += "    \"" + id + "\": None,\n";
-    answers += "}\ncheck(ANSWERS)";
+    if (spec.module()) {
+        cells.push_back(markdown(prefix + "exercises-text",
+                                 "## Exercises\n\n"
+                                 "`fasim.lessons.check` grades each answer as `" + spec.program + " --check ID=ANSWER` "
+                                 "does: it prints `correct` or a hint. It computes the right answer with the simulator "
+                                 "when it checks, for the GPU in `GPU`, and never prints it."));
+        cells.push_back(code(prefix + "exercises-list", "EXERCISES = fasim.lessons.questions(LESSON, gpu=GPU)"));
+        answers += "}\nfasim.lessons.check(LESSON, ANSWERS, gpu=GPU);";
+    } else {
+        cells.push_back(markdown(prefix + "exercises-text",
+                                 "## Exercises\n\n"
+                                 "The lesson program grades each answer: `" + spec.program + " --check ID=ANSWER` "
+                                 "prints `correct` (exit code 0) or a hint (exit code 1). It computes the right "
+                                 "answer with the simulator when it checks, for the GPU in `ARGS`."));
+        cells.push_back(code(prefix + "exercises-list", kQuestions));
+        answers += "}\ncheck(ANSWERS)";
+    }
     cells.push_back(code(prefix + "exercises-check", answers));
 
     json nb;

@@ -29,19 +29,25 @@ from ._fasim import (  # noqa: F401  (the compiled module: python/src/)
     trace,
 )
 
+from . import course, lessons, text, tile  # noqa: E402,F401  (tile programs in Python, their grader; the lessons)
+
 __all__ = [
     "SCHEMA_VERSION",
     "Gpu",
     "UsageError",
     "algorithms",
+    "course",
     "gpu",
     "gpu_from_dict",
     "gpus",
     "kernels",
+    "lessons",
     "load_gpu_file",
     "run",
     "run_backward",
     "simulate",
     "sweep",
+    "text",
+    "tile",
     "trace",
 ]

@@ -11,6 +11,7 @@
 #include "exec/observer.hpp"
 #include "json_values.hpp"
 #include "report/report.hpp"
+#include "tile_api.hpp"
 
 namespace py = pybind11;
 
@@ -274,11 +275,22 @@ py::dict step_dict(const RecordedStep& s) {
     return d;
 }
 
+// The algorithm to run: `algo`, or `algo` with a Python tile program in place of its own.
+const Algorithm& with_program(const Algorithm& algo, const py::handle& program, std::optional<SubstitutedProgram>& holder) {
+    if (program.is_none()) return algo;
+    if (!PyCallable_Check(program.ptr()))
+        throw usage_error("program is a " + std::string(py::str(program.get_type().attr("__name__"))),
+                          "program is a tile program, a function program(x, p, cfg) (fasim.tile)",
+                          "pass the function itself, or program=None for " + std::string(algo.id) + "'s own");
+    return holder.emplace(algo, py::reinterpret_borrow<py::object>(program)).algorithm();
+}
+
 }  // namespace
 
 py::object run(const std::string& algo_id, const py::handle& Q, const py::handle& K, const py::handle& V, const RunArgs& args,
-               const py::handle& gpu) {
-    const Algorithm& algo = forward_algorithm(algo_id);
+               const py::handle& gpu, const py::handle& program) {
+    std::optional<SubstitutedProgram> substituted;
+    const Algorithm& algo = with_program(forward_algorithm(algo_id), program, substituted);
     if (algo.id != algo_id)
         throw usage_error("algo='" + algo_id + "' is a backward pass", "run() runs forward passes",
                           "use fasim.run_backward('" + std::string(algo.id) + "', Q, K, V, dO)");
@@ -290,7 +302,7 @@ py::object run(const std::string& algo_id, const py::handle& Q, const py::handle
     FunctionalRun result;
     {
         py::gil_scoped_release unlocked;
-        result = run_functional(algo, p, g, tiles, in.Q.matrices, in.K.matrices, in.V.matrices);
+        result = run_functional(algo, p, g, tiles, in.Q.matrices, in.K.matrices, in.V.matrices);  // a program takes the GIL back
     }
     nlohmann::json doc = counts_json(result.kernels);
     doc["algo"] = std::string(algo.id);
@@ -304,9 +316,10 @@ py::object run(const std::string& algo_id, const py::handle& Q, const py::handle
 }
 
 py::object run_backward(const std::string& algo_id, const py::handle& Q, const py::handle& K, const py::handle& V,
-                        const py::handle& dO, const RunArgs& args, const py::handle& gpu) {
+                        const py::handle& dO, const RunArgs& args, const py::handle& gpu, const py::handle& program) {
     const Algorithm& forward = forward_algorithm(algo_id);
-    const Algorithm& backward = backward_program(forward);
+    std::optional<SubstitutedProgram> substituted;
+    const Algorithm& backward = with_program(backward_program(forward), program, substituted);
     if (dO.is_none())
         throw usage_error("run_backward() was given no dO", "dO, the gradient of the output, has Q's shape",
                           "pass dO, e.g. numpy.random.randn(*Q.shape)");
@@ -338,7 +351,7 @@ py::object run_backward(const std::string& algo_id, const py::handle& Q, const p
 }
 
 py::object trace(const std::string& algo_id, const py::handle& Q, const py::handle& K, const py::handle& V, const py::handle& dO,
-                 const RunArgs& args, const py::handle& gpu, const std::string& pass) {
+                 const RunArgs& args, const py::handle& gpu, const std::string& pass, const py::handle& program) {
     if (pass != "fwd" && pass != "bwd")
         throw usage_error("pass_='" + pass + "' cannot be traced", "trace() follows 'fwd' or 'bwd'", "e.g. pass_='bwd' (with dO)");
     const Algorithm& forward = forward_algorithm(algo_id);
@@ -351,13 +364,15 @@ py::object trace(const std::string& algo_id, const py::handle& Q, const py::hand
     const GpuSpec g = gpu_arg(gpu);
     const AttentionProblem& p = in.problem;
     StepRecorder recorder;
+    std::optional<SubstitutedProgram> substituted;
     if (!backward_pass) {
         check_grouping(forward, in);
         const TileConfig tiles = choose_tiles(forward, p, g, trace_request(forward, p, request_of(args)));
+        const Algorithm& algo = with_program(forward, program, substituted);
         py::gil_scoped_release unlocked;
-        (void)run_functional(forward, p, g, tiles, in.Q.matrices, in.K.matrices, in.V.matrices, &recorder);
+        (void)run_functional(algo, p, g, tiles, in.Q.matrices, in.K.matrices, in.V.matrices, &recorder);
     } else {
-        const Algorithm& backward = backward_program(forward);
+        const Algorithm& backward = with_program(backward_program(forward), program, substituted);
         check_grouping(backward, in);
         const TileRequest request = trace_request(backward, p, request_of(args));
         const TileConfig fwd_tiles = choose_tiles(forward, p, g, request);

@@ -5,9 +5,12 @@
 
 #include "arguments.hpp"
 #include "common/errors.hpp"
+#include "course_api.hpp"
 #include "functional_api.hpp"
+#include "lessons_api.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "simulation_api.hpp"
+#include "tile_api.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -56,14 +59,18 @@ storing them in it would) and must be finite. The arithmetic is fp32, the stores
 Returns {"O": float64 [batch, heads, N, d], "lse": float64 [batch, heads, N] (None for standard attention,
 which keeps none), "algo", "problem", "gpu", "tiles", and what the run moved and computed, in fa-sim's
 JSON keys: "hbm", "l2", "dram" ({"read_bytes", "write_bytes", "by_tensor"}), "smem", "flops",
-"barriers", "kernels"}.)";
+"barriers", "kernels"}.
+
+program: a tile program of your own, program(x, p, cfg) (fasim.tile), run in place of algo's with algo's
+tiles (what the grader runs: fasim.course).)";
 
 const char* kRunBackwardDoc = R"(Run an algorithm's forward, then its backward, on your numbers.
 
 Q, K, V as run() (kv_heads = heads: no backward models grouped K/V heads); dO, the output's gradient,
 has Q's shape. algo: 'standard', 'fa1' or 'fa2' (or 'fa2_bwd'). Returns {"dQ", "dK", "dV" (float64, the
 shapes of Q, K, V), "algo", "programs", "problem", "gpu", "tiles" (the backward's), "forward_tiles", and
-the backward's traffic and FLOPs as run()}.)";
+the backward's traffic and FLOPs as run()}. program: your backward tile program (fasim.tile), run after
+algo's own forward in place of its backward.)";
 
 const char* kTraceDoc = R"(Every step of a tile program on your numbers, as fa-sim --trace prints them.
 
@@ -76,7 +83,8 @@ Returns a list of dicts, one per step: "kind" ('kernel', 'block', 'alloc', 'load
 'kernel'), "op" (map, reduce: the function), "result" (the tile's label, e.g. 'Q_i'), "operands" (labels),
 "region" (load, store: {"tensor", "head", "rows", "cols", "text"}), "values" (float32 array of the
 result tile after the step, or None); 'kernel' adds "role" and "grid", 'matmul' "accumulate",
-"transpose_a", "transpose_b", 'store' "mode", 'map' "numbers".)";
+"transpose_a", "transpose_b", 'store' "mode", 'map' "numbers". program: your tile program (fasim.tile),
+traced in place of algo's (the backward's with pass_='bwd').)";
 
 }  // namespace
 
@@ -138,29 +146,34 @@ PYBIND11_MODULE(_fasim, m) {
     m.def(
         "run",
         [](const std::string& algo, const py::object& Q, const py::object& K, const py::object& V, bool causal,
-           const std::string& dtype, OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, const py::object& gpu) {
-            return run(algo, Q, K, V, RunArgs{causal, dtype, Br, Bc, q_splits, kv_splits}, gpu);
+           const std::string& dtype, OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, const py::object& gpu,
+           const py::object& program) {
+            return run(algo, Q, K, V, RunArgs{causal, dtype, Br, Bc, q_splits, kv_splits}, gpu, program);
         },
         kRunDoc, "algo"_a, "Q"_a, "K"_a, "V"_a, "causal"_a = false, "dtype"_a = "fp16", "Br"_a = py::none(), "Bc"_a = py::none(),
-        "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "gpu"_a = py::none());
+        "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "gpu"_a = py::none(), "program"_a = py::none());
 
     m.def(
         "run_backward",
         [](const std::string& algo, const py::object& Q, const py::object& K, const py::object& V, const py::object& dO,
-           bool causal, const std::string& dtype, OptInt Br, OptInt Bc, const py::object& gpu) {
-            return run_backward(algo, Q, K, V, dO, RunArgs{causal, dtype, Br, Bc, std::nullopt, std::nullopt}, gpu);
+           bool causal, const std::string& dtype, OptInt Br, OptInt Bc, const py::object& gpu, const py::object& program) {
+            return run_backward(algo, Q, K, V, dO, RunArgs{causal, dtype, Br, Bc, std::nullopt, std::nullopt}, gpu, program);
         },
         kRunBackwardDoc, "algo"_a, "Q"_a, "K"_a, "V"_a, "dO"_a, "causal"_a = false, "dtype"_a = "fp16", "Br"_a = py::none(),
-        "Bc"_a = py::none(), "gpu"_a = py::none());
+        "Bc"_a = py::none(), "gpu"_a = py::none(), "program"_a = py::none());
 
     m.def(
         "trace",
         [](const std::string& algo, const py::object& Q, const py::object& K, const py::object& V, const py::object& dO,
            bool causal, const std::string& dtype, OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, const py::object& gpu,
-           const std::string& pass) {
-            return trace(algo, Q, K, V, dO, RunArgs{causal, dtype, Br, Bc, q_splits, kv_splits}, gpu, pass);
+           const std::string& pass, const py::object& program) {
+            return trace(algo, Q, K, V, dO, RunArgs{causal, dtype, Br, Bc, q_splits, kv_splits}, gpu, pass, program);
         },
         kTraceDoc, "algo"_a, "Q"_a, "K"_a, "V"_a, "dO"_a = py::none(), "causal"_a = false, "dtype"_a = "fp16",
         "Br"_a = py::none(), "Bc"_a = py::none(), "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "gpu"_a = py::none(),
-        "pass_"_a = "fwd");
+        "pass_"_a = "fwd", "program"_a = py::none());
+
+    bind_tile_api(m);    // fasim.tile: tile programs in Python
+    bind_course_api(m);  // fasim.course: fa-grade's grader for them
+    bind_lessons_api(m); // fasim.lessons: the lessons' exercises, for the notebooks
 }

@@ -401,6 +401,45 @@ TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", 
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, without subprocesses", "[lessons][notebook]") {
+    const std::string dir = "/tmp/fasim_lesson_module_nb_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    for (int n : {1, 3, 6, 10}) {
+        CAPTURE(n);
+        const Run r = run(lesson(n, "--export-notebook " + dir));
+        REQUIRE(r.exit_code == 0);
+        std::string text;
+        for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+            char prefix[8];
+            std::snprintf(prefix, sizeof prefix, "%02d_", n);
+            if (entry.path().filename().string().rfind(prefix, 0) == 0) text = read_file(entry.path().string());
+        }
+        REQUIRE(!text.empty());
+        const json nb = json::parse(text);
+        std::string setup;
+        for (const auto& line : nb["cells"][1]["source"]) setup += line.get<std::string>();
+        CHECK(setup.find("import fasim") != std::string::npos);
+        CHECK(setup.find("%pip install ") != std::string::npos);  // the line that installs the module, when it is missing
+        CHECK(setup.find("PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\"") != std::string::npos);
+        std::size_t code_cells = 0;
+        for (const auto& c : nb["cells"]) {
+            if (c["cell_type"] != "code") continue;
+            std::string src;
+            for (const auto& line : c["source"]) src += line.get<std::string>();
+            CHECK(src.find("subprocess") == std::string::npos);
+            CHECK(src.find("FASIM_BIN") == std::string::npos);
+            const std::string id = c["id"];
+            if (id.find("-step-") != std::string::npos) {
+                ++code_cells;
+                CHECK(src.find("fasim.") != std::string::npos);   // computed with the module
+                CHECK(src.find("RESULTS[") != std::string::npos);  // and recorded for the drift check
+            }
+        }
+        CHECK(code_cells >= 4);
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("answer keys are the instructors' program's - students' programs grade without printing them", "[lessons][check]") {
     auto has_tool = [](const json& j) {
         CHECK(j["tool"]["name"] == "fa-sim");
