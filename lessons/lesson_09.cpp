@@ -70,8 +70,13 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
             continue;
         }
         files.push_back(name);
-        const std::string gpu = doc.value("gpu", std::string("?"));
-        std::string preset = doc.value("gpu_preset", std::string());
+        // A key may be null (e.g. gpu_preset in predictions made with a GPU file): absent, then.
+        const auto text = [&doc](const char* key, const std::string& absent) {
+            const auto it = doc.find(key);
+            return it != doc.end() && it->is_string() ? it->get<std::string>() : absent;
+        };
+        const std::string gpu = text("gpu", "?");
+        std::string preset = text("gpu_preset", "");
         if (preset.empty()) preset = preset_for_device(gpu);
         int bad = 0;
         for (const auto& r : doc["results"]) {
@@ -84,8 +89,8 @@ std::vector<Measurement> read_results(const fs::path& dir, std::vector<std::stri
                 m.file = name;
                 m.gpu = gpu;
                 m.preset = preset;
-                m.driver = doc.value("driver", std::string("?"));
-                m.date = doc.value("date", std::string("?"));
+                m.driver = text("driver", "?");
+                m.date = text("date", "?");
                 m.algo = r.at("algo").get<std::string>();
                 AttentionProblem& p = m.problem;
                 p.N = r.at("N").get<std::int64_t>();
