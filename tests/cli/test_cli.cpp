@@ -243,7 +243,8 @@ TEST_CASE("fa-sim --dq separate gives FA2's backward a dQ kernel of its own in e
           "[cli][backward][dq]") {
     const auto r = run_command(fa_sim("--algo all --pass bwd --N 1024 --dq separate --json"));
     REQUIRE(r.exit_code == 0);
-    for (const auto& a : nlohmann::json::parse(r.out).at("algorithms")) {
+    const nlohmann::json report = nlohmann::json::parse(r.out);  // kept alive: the loop below walks into it
+    for (const auto& a : report.at("algorithms")) {
         CAPTURE(a.at("algo"));
         if (a.at("algo") != "fa2") {
             CHECK_FALSE(a.at("tiles").contains("dq"));  // no choice: the others are unchanged
