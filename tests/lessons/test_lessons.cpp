@@ -415,6 +415,7 @@ TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, w
         {5, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
         {6, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
         {7, "PROBLEM = dict(batch=1, heads=16, N=16384, d=64, dtype=\"fp16\")"},
+        {8, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
         {10, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
     };
     for (const auto& [n, problem] : module_lessons) {
