@@ -417,6 +417,7 @@ TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, w
         {7, "PROBLEM = dict(batch=1, heads=16, N=16384, d=64, dtype=\"fp16\")"},
         {8, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
         {10, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {11, "PROBLEM = dict(batch=1, heads=32, d=128, dtype=\"fp16\")"},
     };
     for (const auto& [n, problem] : module_lessons) {
         CAPTURE(n);
