@@ -412,6 +412,7 @@ TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, w
         {1, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
         {2, "PROBLEM = dict(N=4096, d=64, dtype=\"fp16\")"},
         {3, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {4, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
         {5, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
         {6, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
         {7, "PROBLEM = dict(batch=1, heads=16, N=16384, d=64, dtype=\"fp16\")"},
