@@ -89,7 +89,40 @@ sectors and requests: cuda/results/README.md).)",
                     c.results["dram_read_bytes"] = read_of(g.dram, "Q") + read_of(g.dram, "K");
                     c.results["l2_read_requests"] = g.l2_read_requests;
                     c.results["predicted_s"] = t.total_s;
-                }});
+                },
+                "",
+                R"PY(ONE_HEAD = {"batch": 1, "heads": 1, **PROBLEM}  # the lesson simulates one head
+
+def gemm_qk(r):
+    """Standard attention's first kernel, S = scale·Q·Kᵀ, in a result of fasim.simulate."""
+    return next(k for k in r["kernels"] if k["name"] == "gemm_qk")
+
+def q_and_k(traffic):  # bytes of Q and K read, from a kernel's "hbm", "l2" or "dram" dict
+    return sum(traffic["by_tensor"].get(t, {}).get("read_bytes", 0) for t in ("Q", "K"))
+
+r = fasim.simulate("standard", matmul="naive", gpu=GPU, **ONE_HEAD)  # fa-sim --algo standard --matmul naive
+g = gemm_qk(r)
+p = r["problem"]
+m, n, k = p["N"], p["Nk"], p["d"]  # S = Q·Kᵀ is m x n, summed over k
+e = {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]  # bytes per element
+reads = q_and_k(g["hbm"])
+print(f"S = Q·Kᵀ: m = {m}, n = {n}, k = {k}, {p['dtype']}")
+for why in r["tiles"]["reasons"]:
+    print("  " + why)
+print()
+table(["", "bytes"], [
+    ["A = Q and B = K read (simulated)", reads],
+    ["2·m·n·k·e (formula)", 2 * m * n * k * e],
+    ["Q and K themselves", (m + n) * k * e],
+    ["of which DRAM reads after L2", q_and_k(g["dram"])],
+    ["sector bytes the SMs ask of L2", q_and_k(g["l2"])],
+])
+t = g["time"]
+print(f"\nEach element of Q is read {g['hbm']['by_tensor']['Q']['read_bytes'] / (m * k * e):g} times; the SMs make "
+      f"{g['l2_requests']['read']:,} read requests of L2. Predicted time of the kernel: {quantity(t['predicted_s'], 's')}, "
+      f"bound by {t['bound']}.")
+RESULTS["naive"] = dict(reads_bytes=reads, formula_bytes=2 * m * n * k * e, dram_read_bytes=q_and_k(g["dram"]),
+                        l2_read_requests=g["l2_requests"]["read"], predicted_s=t["predicted_s"]))PY"});
 
         L.step({"tiled", "Shared-memory tiling: load once, use many times",
                 R"(The tiled kernel gives each thread block a Tm×Tn tile of C and walks along
@@ -130,7 +163,28 @@ shared memory (or the registers that accumulate C run out).)",
                     c.results["q_reads_per_element"] = reuse;
                     c.results["naive_over_tiled"] = naive / reads;
                     c.results["predicted_s"] = t.total_s;
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("standard", matmul="tiled", gpu=GPU, **ONE_HEAD)
+g = gemm_qk(r)
+g_naive = gemm_qk(fasim.simulate("standard", matmul="naive", gpu=GPU, **ONE_HEAD))
+Tm, Tn = r["tiles"]["Br"], r["tiles"]["Bc"]  # standard attention's Br x Bc are the GEMM's output tile
+reads = q_and_k(g["hbm"])
+formula = (m * k * -(-n // Tn) + k * n * -(-m // Tm)) * e  # -(-a // b) is ⌈a/b⌉
+print(f"Tm x Tn = {Tm} x {Tn}: {r['tiles']['reasons'][0]}\n")
+table(["", "bytes"], [
+    ["A = Q and B = K read (simulated)", reads],
+    ["formula", formula],
+    ["of which DRAM reads after L2", q_and_k(g["dram"])],
+    ["sector bytes the SMs ask of L2", q_and_k(g["l2"])],
+])
+reuse = g["hbm"]["by_tensor"]["Q"]["read_bytes"] / (m * k * e)
+naive = q_and_k(g_naive["hbm"])
+print(f"\nEach element of Q is read {reuse:g} times; the naive kernel read {naive / reads:.3g}x as many bytes. "
+      f"Predicted time: {quantity(g['time']['predicted_s'], 's')} (naive: {quantity(g_naive['time']['predicted_s'], 's')}), "
+      f"bound by {g['time']['bound']}.")
+RESULTS["tiled"] = dict(reads_bytes=reads, formula_bytes=formula, q_reads_per_element=reuse, naive_over_tiled=naive / reads,
+                        predicted_s=g["time"]["predicted_s"]))PY"});
 
         L.step({"registers", "Register blocking, and what shared memory really serves",
                 R"(One level further down: each thread computes an r×r block of C and keeps
@@ -184,7 +238,30 @@ Nsight Compute counts for this kernel (cuda/results/2026-11-25-h200-b).)",
                     c.results["one_output_smem_load_bytes"] = smem_one;
                     c.results["simulated_tiled_smem_read_bytes"] = g.smem_read;
                     c.results["simulated_tiled_smem_wavefronts"] = wavefronts;
-                }});
+                },
+                "",
+                R"PY(R, T = 8, 128  # r x r outputs per thread, T x T outputs per block (the lesson's --reg-tile and --reg-block)
+r = fasim.simulate("standard", matmul="tiled", gpu=GPU, **ONE_HEAD)
+g = gemm_qk(r)
+Tm, Tn = r["tiles"]["Br"], r["tiles"]["Bc"]
+reg_global = (m * k * -(-n // T) + k * n * -(-m // T)) * e  # closed forms
+smem_one = 2 * m * n * k * e
+smem_reg = smem_one / R
+table(["S = Q·Kᵀ", "global reads", "shared-memory loads"], [
+    ["naive", quantity(2 * m * n * k * e, "B"), "0 B"],
+    [f"tiled {Tm}x{Tn}, 1 output/thread", quantity(q_and_k(g["hbm"]), "B"), quantity(smem_one, "B") + " (f)"],
+    [f"tiled {T}x{T}, {R}x{R} per thread", quantity(reg_global, "B") + " (f)", quantity(smem_reg, "B") + " (f)"],
+])
+print("  (f): closed form; the other numbers are the simulator's counts.\n")
+smem = g["smem"]
+wavefronts = g["smem_wavefronts"]
+data = smem["read_bytes"] + smem["write_bytes"]
+print(f"The simulator's tiled kernel (4x4 per lane): {quantity(smem['read_bytes'], 'B')} of operand data read from shared "
+      f"memory and {quantity(smem['write_bytes'], 'B')} written to it (the staging copies), {wavefronts:,} wavefronts for "
+      f"both ({quantity(wavefronts * 128, 'B')} at 128 bytes each, {wavefronts * 128 / data:.3g}x the {quantity(data, 'B')} "
+      "read and written): on the CUDA cores (cuda_cores=True) the kernel is timed by them.")
+RESULTS["registers"] = dict(reg_global_bytes=reg_global, reg_smem_load_bytes=smem_reg, one_output_smem_load_bytes=smem_one,
+                            simulated_tiled_smem_read_bytes=smem["read_bytes"], simulated_tiled_smem_wavefronts=wavefronts))PY"});
 
         L.step({"sweep", "Traffic against size",
                 R"(The gap grows with the problem: the naive kernel's reads grow like m·n·k,
@@ -210,11 +287,24 @@ k = d), simulated:)",
                     t.print(c.out);
                     c.results["over_N"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-rows = RESULTS["sweep"]["over_N"]
-ns = [r["N"] for r in rows]
-plt.loglog(ns, [r["naive_read_bytes"] / 1e9 for r in rows], "o-", label="naive", base=2)
-plt.loglog(ns, [r["tiled_read_bytes"] / 1e9 for r in rows], "s-", label="tiled 64x64", base=2)
+                "",
+                R"PY(sizes = [256, 512, 1024, 2048, 4096]
+rows = []
+for N in sizes:  # m = n = N, k = d
+    gn = gemm_qk(fasim.simulate("standard", matmul="naive", gpu=GPU, **dict(ONE_HEAD, N=N)))
+    gt = gemm_qk(fasim.simulate("standard", matmul="tiled", gpu=GPU, **dict(ONE_HEAD, N=N)))
+    rows.append(dict(N=N, naive_read_bytes=q_and_k(gn["hbm"]), tiled_read_bytes=q_and_k(gt["hbm"]),
+                     naive_s=gn["time"]["predicted_s"], tiled_s=gt["time"]["predicted_s"]))
+print(f"d = {k}, {p['dtype']}, one head, kernel gemm_qk on {fasim.gpu(GPU)['name']}:")
+table(["N", "naive reads", "tiled reads", "ratio", "naive time", "tiled time"],
+      [[x["N"], quantity(x["naive_read_bytes"], "B"), quantity(x["tiled_read_bytes"], "B"),
+        f"{x['naive_read_bytes'] / x['tiled_read_bytes']:.3g}x", quantity(x["naive_s"], "s"), quantity(x["tiled_s"], "s")]
+       for x in rows])
+RESULTS["sweep"] = dict(over_N=rows)
+
+import matplotlib.pyplot as plt
+plt.loglog(sizes, [x["naive_read_bytes"] / 1e9 for x in rows], "o-", label="naive", base=2)
+plt.loglog(sizes, [x["tiled_read_bytes"] / 1e9 for x in rows], "s-", label=f"tiled {Tm}x{Tn}", base=2)
 plt.xlabel("N (m = n = N, k = d)")
 plt.ylabel("bytes of Q and K read (GB)")
 plt.title("S = Q K^T: global-memory reads")

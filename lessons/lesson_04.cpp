@@ -91,7 +91,22 @@ write p. Here is a row of scores (3 × N(0,1), rounded to two decimals; --row,
                     c.results["m"] = m;
                     c.results["l"] = l;
                     c.results["p"] = std::vector<double>(sm.data(), sm.data() + sm.size());
-                }});
+                },
+                "",
+                R"PY(ROW, CHUNK, SEED = 8, 2, 9  # the row's length, the entries per step, the row's seed (the lesson's --row, --chunk, --seed)
+z = fasim.random_normal(1, ROW, SEED)[0]  # N(0,1) draws from the generator the lesson program uses
+x = np.sign(z) * np.floor(np.abs(300 * z) + 0.5) / 100  # 3 × N(0,1), rounded to two decimals (halves away from 0)
+fmt = lambda v, decimals: "[" + ", ".join(f"{e:.{decimals}f}" for e in v) + "]"
+print(f"exp(x) overflows for x > {np.log(float(np.finfo(np.float16).max)):.2f} in fp16 and "
+      f"x > {np.log(float(np.finfo(np.float32).max)):.2f} in fp32.\n")
+m = x.max()                 # pass 1: the maximum
+l = np.exp(x - m).sum()     # pass 2: the sum
+p = np.exp(x - m) / l       # pass 3: the probabilities
+print("x = " + fmt(x, 2))
+print(f"m = {m:.2f},  ℓ = {l:.6f}")
+print("p = " + fmt(p, 4))
+print(f"Σ p = {p.sum():.6f}")
+RESULTS["softmax"] = dict(x=[float(v) for v in x], m=float(m), l=float(l), p=[float(v) for v in p]))PY"});
 
         L.step({"online", "One pass: the running max and sum",
                 R"(Process the row a chunk at a time, keeping only two numbers. When a chunk
@@ -132,7 +147,39 @@ maximum and sum, exactly. The table is reference::online_softmax_row
                     c.results["steps"] = steps;
                     c.results["max_diff_vs_exact"] = diff;
                     c.results["equals_exact"] = diff < 1e-12;
-                }});
+                },
+                "",
+                R"PY(def online_softmax(x, chunk):
+    """One pass over x, `chunk` entries at a time, keeping the running max m and sum l."""
+    m, l, steps = -np.inf, 0.0, []
+    for begin in range(0, len(x), chunk):
+        part = x[begin:begin + chunk]
+        m_new = max(m, part.max())
+        correction = np.exp(m - m_new)  # exp(-inf) = 0 on the first chunk
+        l = correction * l + np.exp(part - m_new).sum()  # the old sum re-expressed relative to the new max
+        m = m_new
+        steps.append(dict(begin=begin, end=begin + len(part), chunk_max=float(part.max()), m=float(m),
+                          correction=float(correction), l=float(l)))
+    return m, l, steps
+
+m, l, steps = online_softmax(x, CHUNK)
+
+# The simulator's FA2 tile program keeps the same two numbers per row. Trace it on one query whose scores are x:
+# q = (1, 0, 0, 0) and K's first column x·sqrt(d) make scale·q·k_j = x_j; Bc = CHUNK keys per K/V tile.
+D = 4
+Kx = np.zeros((1, 1, ROW, D)); Kx[0, 0, :, 0] = x * np.sqrt(D)
+qx = np.zeros((1, 1, 1, D)); qx[0, 0, 0, 0] = 1
+trace = fasim.trace("fa2", qx, Kx, np.ones((1, 1, ROW, D)), Br=1, Bc=CHUNK, dtype="fp32")
+fa2_m = [float(s["values"][0, 0]) for s in trace if s["op"] == "max"]  # m_new <- max(m_new of the tile, m_i)
+fa2_l = [float(s["values"][0, 0]) for s in trace if s["op"] == "fma"]  # l_i <- alpha·l_i + rowsum
+table(["chunk", "entries", "chunk max", "m", "exp(m_old - m_new)", "ℓ", "FA2's m", "FA2's ℓ (fp32)"],
+      [[k + 1, f"[{s['begin']}, {s['end']})", f"{s['chunk_max']:.2f}", f"{s['m']:.2f}", f"{s['correction']:.6f}", f"{s['l']:.6f}",
+        f"{fm:.2f}", f"{fl:.6f}"] for k, (s, fm, fl) in enumerate(zip(steps, fa2_m, fa2_l))])
+diff = np.abs(np.exp(x - m) / l - p).max()  # against step 1's three passes
+print(f"\nFinal m = {m:.2f}, ℓ = {l:.6f}; p = exp(x − m)/ℓ "
+      + ("equals the three-pass softmax to the last bit." if diff == 0 else
+         f"differs from the three-pass softmax by at most {diff:.3g} (float64 rounding)."))
+RESULTS["online"] = dict(steps=steps, max_diff_vs_exact=float(diff), equals_exact=bool(diff < 1e-12)))PY"});
 
         L.step({"output", "The same trick for the output",
                 R"(Attention does not need p itself but o = Σ_j p_j·v_j, a weighted sum of the
@@ -164,7 +211,33 @@ block. This is FlashAttention-2's inner loop for a single row.)",
                                           " (exact " + fixed(exact.lse(0), 6) + ").");
                     c.results["max_diff_vs_exact"] = diff;
                     c.results["equals_exact"] = diff < 1e-12;
-                }});
+                },
+                "",
+                R"PY(D = 4
+scale = 1 / np.sqrt(D)
+q = np.zeros(D); q[0] = 1  # q = (1, 0, 0, 0) and K's first column x / scale make scale·q·k_j = x_j
+K = np.zeros((ROW, D)); K[:, 0] = x / scale
+V = fasim.random_normal(ROW, D, SEED + 1)  # the lesson's values
+s = scale * K @ q
+o_exact = np.exp(s - s.max()) @ V / np.exp(s - s.max()).sum()  # exact attention for this query
+m, l, o = -np.inf, 0.0, np.zeros(D)  # the recurrence, one chunk of keys at a time (FA2's inner loop, one row)
+for begin in range(0, ROW, CHUNK):
+    part = s[begin:begin + CHUNK]
+    m_new = max(m, part.max())
+    w = np.exp(part - m_new)
+    l = np.exp(m - m_new) * l + w.sum()
+    o = np.exp(m - m_new) * o + w @ V[begin:begin + CHUNK]
+    m = m_new
+o = o / l  # once, after the last chunk
+diff = np.abs(o - o_exact).max()
+print("exact  o = " + fmt(o_exact, 6))
+print("online o = " + fmt(o, 6))
+print(f"max difference {diff:.3g}; logsumexp m + log ℓ = {m + np.log(l):.6f} "
+      f"(exact {s.max() + np.log(np.exp(s - s.max()).sum()):.6f}).")
+# The simulator's FA2 tile program does the same on the module's functional executor (fp32 arithmetic):
+run = fasim.run("fa2", q.reshape(1, 1, 1, D), K.reshape(1, 1, ROW, D), V.reshape(1, 1, ROW, D), Br=1, Bc=CHUNK, dtype="fp32")
+print("fasim.run('fa2') o = " + fmt(run["O"][0, 0, 0], 6) + f" (fp32: max difference {np.abs(run['O'][0, 0, 0] - o_exact).max():.2g})")
+RESULTS["output"] = dict(max_diff_vs_exact=float(diff), equals_exact=bool(diff < 1e-12)))PY"});
 
         L.step({"two_pass", "Without the output trick: two passes over K",
                 R"(The online statistics alone are not enough for a tiled attention kernel: if
@@ -200,7 +273,24 @@ rescaling O, as in the previous step.)",
                     c.results["fa2_matmul_flops"] = f.matmul_flops;
                     c.results["tiled_predicted_s"] = t.time_s;
                     c.results["fa2_predicted_s"] = f.time_s;
-                }});
+                },
+                "",
+                R"PY(t = fasim.simulate("tiled", gpu=GPU, **PROBLEM)  # the two-pass tiled algorithm
+f = fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+print(f"{describe(f['problem'])}, both with {f['tiles']['Br']} x {f['tiles']['Bc']} tiles\n")
+read = lambda r, name: r["hbm"]["by_tensor"][name]["read_bytes"]
+row = lambda what, a, b, unit: [what, quantity(a, unit), quantity(b, unit), f"{a / b:.3g}x"]
+table(["", "tiled (two passes)", "FlashAttention-2", "ratio"], [
+    row("K read from HBM", read(t, "K"), read(f, "K"), "B"),
+    row("V read from HBM", read(t, "V"), read(f, "V"), "B"),
+    row("matmul FLOPs", t["flops"]["matmul"], f["flops"]["matmul"], "FLOP"),
+    row("exp (SFU)", t["flops"]["sfu_ops"], f["flops"]["sfu_ops"], ""),
+    row("predicted time", t["time"]["predicted_s"], f["time"]["predicted_s"], "s"),
+])
+print(f"\nTiled: {t['kernels'][-1]['time']['bound']}. FlashAttention-2: {f['kernels'][-1]['time']['bound']}.")
+RESULTS["two_pass"] = dict(tiled_k_read_bytes=read(t, "K"), fa2_k_read_bytes=read(f, "K"), tiled_matmul_flops=t["flops"]["matmul"],
+                           fa2_matmul_flops=f["flops"]["matmul"], tiled_predicted_s=t["time"]["predicted_s"],
+                           fa2_predicted_s=f["time"]["predicted_s"]))PY"});
 
         const reference::Vector ex_row = score_row(kExerciseRow, kExerciseSeed);
         const std::string ex_text = row_text(ex_row, 2);

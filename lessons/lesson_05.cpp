@@ -75,7 +75,27 @@ it lowers the tiles and says so.)",
                     c.results["Bc"] = t.Bc;
                     c.results["Tr"] = ceil_div(p.N, t.Br);
                     c.results["Tc"] = ceil_div(p.Nk, t.Bc);
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("fa1", gpu=GPU, **PROBLEM)  # fa-sim --algo fa1 --json, as a dict
+p, tiles = r["problem"], r["tiles"]
+e = {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]  # bytes per element
+smem = fasim.gpu(GPU)["smem_per_block_bytes"]
+M = tiles["M_elements"]  # the SRAM size M in elements: smem // e
+paper_Bc = -(-M // (4 * p["d"]))  # ⌈M/4d⌉
+print(f"  shared memory per block  {smem:,} bytes on {r['gpu']['name']}")
+print(f"  M                        {smem:,} / {e} bytes per {p['dtype']} element = {M:,} elements")
+print(f"  Bc = ⌈M/4d⌉              ⌈{M:,} / {4 * p['d']}⌉ = {paper_Bc}")
+print(f"  Br = min(Bc, d)          min({paper_Bc}, {p['d']}) = {min(paper_Bc, p['d'])}\n")
+print("The simulator's choice:")
+for why in tiles["reasons"]:
+    print("  - " + why)
+Br, Bc = tiles["Br"], tiles["Bc"]
+Tr, Tc = -(-p["N"] // Br), -(-p["Nk"] // Bc)
+print(f"  -> Br = {Br}, Bc = {Bc}, {tiles['smem_bytes_per_block']:,} bytes of shared memory per block at the peak")
+print(f"  -> N = {p['N']}: Tr = ⌈N/Br⌉ = {Tr} Q tiles, Tc = ⌈N/Bc⌉ = {Tc} K/V tiles")
+RESULTS["tiles"] = dict(M_elements=tiles["M_elements"], paper_Bc=paper_Bc, paper_Br=min(paper_Bc, p["d"]), Br=Br, Bc=Bc,
+                        Tr=Tr, Tc=Tc))PY"});
 
         L.step({"trace", "Algorithm 1 on a tiny problem, step by step",
                 R"(The same FA1 tile program the simulator counts now runs on real numbers (the
@@ -120,14 +140,58 @@ At the end the traced O is compared with exact attention in float64.)",
                     c.results["allowed_error"] = check.bound;
                     c.results["equals_exact"] = check.pass;
                     c.results["max_diff_vs_answer_key"] = vs_key;
-                }});
+                },
+                "",
+                R"PY(TRACE_N, TRACE_D, TILE, SEED = 8, 4, 4, 1  # the traced problem: one head, N = Nk = TRACE_N, Br = Bc = TILE
+rng = np.random.default_rng(SEED)
+Q, K, V = (rng.standard_normal((1, 1, TRACE_N, TRACE_D)) for _ in range(3))
+dtype = PROBLEM["dtype"]
+steps = fasim.trace("fa1", Q, K, V, Br=TILE, Bc=TILE, dtype=dtype)  # every step of the tile program, with its values
+print(f"B=1 H=1 N={TRACE_N} d={TRACE_D} {dtype}, Br = Bc = {TILE}; Q, K, V ~ N(0,1) with seed {SEED}; "
+      "the row statistics' first 4 values\n")
+for s in steps:
+    if s["kind"] == "kernel":
+        print(f"kernel {s['kernel']}: {s['role']} (grid {s['grid']})")
+    elif s["kind"] == "block":
+        print(f"block {s['block']} (head {s['head']})")
+    else:
+        source = s["region"]["text"] if s["region"] else ", ".join(s["operands"])
+        v = s["values"]
+        shown = np.array2string(v[:4, 0], precision=3) if v is not None and v.ndim == 2 and v.shape[1] == 1 else ""
+        print(f"  {s['op'] or s['kind']:8} {s['result'] or '':7} <- {source:22} {shown}".rstrip())
+
+# Algorithm 1 as plain loops in float64 (the answer key), and exact attention, on the inputs as the run stores them
+out = fasim.run("fa1", Q, K, V, Br=TILE, Bc=TILE, dtype=dtype)
+q, k, v = (x.astype(np.float16 if dtype == "fp16" else np.float32).astype(np.float64)[0, 0] for x in (Q, K, V))
+q = q / np.sqrt(TRACE_D)  # the softmax scale, folded into Q
+O, l, m = np.zeros_like(q), np.zeros(TRACE_N), np.full(TRACE_N, -np.inf)  # line 2
+for j in range(0, TRACE_N, TILE):  # line 5: K_j, V_j
+    for i in range(0, TRACE_N, TILE):  # line 7: Q_i, O_i, l_i, m_i
+        S = q[i:i + TILE] @ k[j:j + TILE].T  # line 9
+        m_t = S.max(axis=1)  # line 10
+        P = np.exp(S - m_t[:, None])
+        l_t = P.sum(axis=1)
+        m_new = np.maximum(m[i:i + TILE], m_t)  # line 11
+        l_new = np.exp(m[i:i + TILE] - m_new) * l[i:i + TILE] + np.exp(m_t - m_new) * l_t
+        O[i:i + TILE] = ((l[i:i + TILE] * np.exp(m[i:i + TILE] - m_new))[:, None] * O[i:i + TILE]  # line 12
+                         + np.exp(m_t - m_new)[:, None] * (P @ v[j:j + TILE])) / l_new[:, None]
+        l[i:i + TILE], m[i:i + TILE] = l_new, m_new  # line 13
+S = q @ k.T
+P = np.exp(S - S.max(axis=1, keepdims=True))
+O_exact = P @ v / P.sum(axis=1, keepdims=True)
+err, vs_key = np.abs(out["O"][0, 0] - O_exact).max(), np.abs(out["O"][0, 0] - O).max()
+print(f"\nmax |O - O_exact| = {err:.3g} ({dtype} keeps about 3 significant digits: the traced program computes exact attention)")
+print(f"max |O - O_answer_key| = {vs_key:.3g} against Algorithm 1 written above as plain loops in float64.")
+RESULTS["trace"] = dict(problem=describe(out["problem"]), equals_exact=bool(err < 1e-2)))PY"});
 
         L.step({"traffic", "HBM traffic: simulator and formula",
                 R"(Count what Algorithm 1 moves through HBM for one head (elements of e bytes;
-ℓ and m are fp32, 4 bytes):
+ℓ, m and the running O are fp32, 4 bytes: with fp16 or bf16 storage the
+running O is a tensor of its own, O_acc, and O receives only the last write):
 
-    reads  = 2·Nk·d·e + Tc·(2·N·d·e + 2·N·4)    K, V once; Q, O, ℓ, m per j
-    writes = (N·d·e + 2·N·4)·(1 + Tc)           O, ℓ, m: init, then once per j
+    reads  = 2·Nk·d·e + Tc·(N·d·e + N·d·4 + 2·N·4)   K, V once; Q, O, ℓ, m per j
+    writes = Tc·(N·d·4 + 2·N·4) + N·d·e + 2·N·4      init, then O, ℓ, m per j
+                                                     (the last O write: e bytes)
 
 Q and O cross HBM once per K/V tile, so the traffic grows like Tc·N·d, that
 is N²d/Bc, and with Bc ≈ M/4d like N²d²/M. The simulator counts every
@@ -170,7 +234,36 @@ load and store the program issues; the formula must agree with it.)",
                     c.results["standard_hbm_bytes"] = s.hbm.total();
                     c.results["dram_bytes"] = r.dram.total();
                     c.results["standard_dram_bytes"] = s.dram.total();
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("fa1", gpu=GPU, **PROBLEM)
+s = fasim.simulate("standard", gpu=GPU, **PROBLEM)
+p, t = r["problem"], r["tiles"]
+BH, N, Nk, d = p["batch"] * p["heads"], p["N"], p["Nk"], p["d"]
+e = {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]
+Tc = -(-Nk // t["Bc"])
+splits = t.get("q_splits", 1)  # blocks per batch·head; each reads K and V itself
+# Algorithm 1's closed form. Q, K, V and the final O are stored in e bytes; l, m and the running O (O_acc) in fp32:
+# every K/V tile reads Q_i (e) and O_i (4 bytes), and writes O_i (4 bytes, the last time e), l_i and m_i.
+formula_read = BH * (splits * 2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4))
+formula_write = BH * ((N * d * 4 + 2 * N * 4) + (Tc - 1) * N * d * 4 + N * d * e + Tc * 2 * N * 4)
+print(f"{describe(p)}, Br = {t['Br']}, Bc = {t['Bc']}, Tc = {Tc}\n")
+rows = [[name, quantity(x["read_bytes"], "B"), quantity(x["write_bytes"], "B")]
+        for name, x in r["hbm"]["by_tensor"].items() if x["read_bytes"] + x["write_bytes"]]
+rows += [["all (simulator)", r["hbm"]["read_bytes"], r["hbm"]["write_bytes"]], ["formula x B x H", formula_read, formula_write]]
+table(["tensor", "read", "written"], rows)
+agree = formula_read == r["hbm"]["read_bytes"] and formula_write == r["hbm"]["write_bytes"]
+fa1_hbm = r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"]
+s_hbm = s["hbm"]["read_bytes"] + s["hbm"]["write_bytes"]
+s_paper = BH * e * (2 * N * d + 2 * Nk * d + 4 * N * Nk)  # Algorithm 0: Q, K, V read and O written once, S and P twice each
+dram = lambda x: x["dram"]["read_bytes"] + x["dram"]["write_bytes"]
+print(f"\nSimulator and formula {'agree to the byte' if agree else 'DIFFER'}. Standard attention's kernels load and store "
+      f"{quantity(s_hbm, 'B')} for the same problem ({quantity(s_paper, 'B')} by Algorithm 0's formula, each GEMM operand "
+      f"once, lesson 03): FA1 moves {s_hbm / fa1_hbm:.3g}x less ({s_paper / fa1_hbm:.3g}x less than the formula). After the "
+      f"L2 model, FA1's DRAM traffic is {quantity(dram(r), 'B')} (standard: {quantity(dram(s), 'B')}).")
+RESULTS["traffic"] = dict(hbm_read_bytes=r["hbm"]["read_bytes"], hbm_write_bytes=r["hbm"]["write_bytes"],
+                          formula_read_bytes=formula_read, formula_write_bytes=formula_write, formula_agrees=agree,
+                          standard_hbm_bytes=s_hbm, dram_bytes=dram(r), standard_dram_bytes=dram(s)))PY"});
 
         L.step({"law", "The N²d²/M law: double the SRAM",
                 R"(The FlashAttention paper proves that Algorithm 1 needs Θ(N²d²/M) HBM
@@ -217,10 +310,41 @@ than half because reading K and V once (2·N·d) does not shrink.)",
                     c.results["smem_scaling"] = rows;
                     c.results["head_dim_scaling"] = drows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-rows = RESULTS["law"]["smem_scaling"]
-M = [r["M_elements"] for r in rows]
-hbm = [r["hbm_bytes"] / 1e9 for r in rows]
+                "",
+                R"PY(base_gpu = fasim.gpu(GPU)  # the GPU file as a dict: change a copy of it
+rows = []
+for factor in (1, 2, 4, 8):
+    g = dict(base_gpu, name=f"{base_gpu['name']}-{factor}x-smem",
+             smem_per_block_bytes=int(base_gpu["smem_per_block_bytes"] * factor),
+             smem_per_sm_bytes=int(base_gpu["smem_per_sm_bytes"] * factor))
+    r = fasim.simulate("fa1", gpu=fasim.gpu_from_dict(g), **PROBLEM)
+    t = r["tiles"]
+    rows.append(dict(smem_factor=factor, M_elements=t["M_elements"], Br=t["Br"], Bc=t["Bc"],
+                     hbm_bytes=r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"], smem=g["smem_per_block_bytes"]))
+print(describe(r["problem"]))
+table(["shared memory", "M (elements)", "Br x Bc", "Tc", "HBM bytes", "vs 1x"],
+      [[f"{x['smem_factor']}x {quantity(x['smem'], 'B')}", x["M_elements"], f"{x['Br']} x {x['Bc']}",
+        -(-r["problem"]["Nk"] // x["Bc"]), quantity(x["hbm_bytes"], "B"), f"{rows[0]['hbm_bytes'] / x['hbm_bytes']:.3g}x"]
+       for x in rows])
+for x in rows:
+    del x["smem"]  # the lesson records the rest
+
+print("\nAnd the d part, at this GPU's M (fewer K/V rows fit when d grows):")
+drows = []
+for d in (16, 32, 64):
+    r = fasim.simulate("fa1", gpu=GPU, **dict(PROBLEM, d=d))
+    p, t = r["problem"], r["tiles"]
+    drows.append(dict(d=d, Br=t["Br"], Bc=t["Bc"], hbm_bytes=r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"]))
+table(["d", "Br x Bc", "Tc", "HBM bytes", "bytes / (N d)"],
+      [[x["d"], f"{x['Br']} x {x['Bc']}", -(-p["Nk"] // x["Bc"]), quantity(x["hbm_bytes"], "B"),
+        f"{x['hbm_bytes'] / (p['batch'] * p['heads'] * p['N'] * x['d']):.1f}"] for x in drows])
+print("\nBytes per element of Q roughly double with d: a wider head leaves room for half as many keys per tile, "
+      "so Q and O are re-read twice as often. Together: N²d²/M.")
+RESULTS["law"] = dict(smem_scaling=rows, head_dim_scaling=drows)
+
+import matplotlib.pyplot as plt
+M = [x["M_elements"] for x in rows]
+hbm = [x["hbm_bytes"] / 1e9 for x in rows]
 plt.loglog(M, hbm, "o-", label="FA1, simulated")
 plt.loglog(M, [hbm[0] * M[0] / m for m in M], "--", label="proportional to 1/M")
 plt.xlabel("M: shared memory per block (elements)")
@@ -262,10 +386,38 @@ default do not fit in shared memory; the simulator refuses them.)",
                     t.print(c.out);
                     c.results["sweep"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-rows = [r for r in RESULTS["blocks"]["sweep"] if r["fits"]]
+                "",
+                R"PY(default = fasim.simulate("fa1", gpu=GPU, **PROBLEM)["tiles"]
+Br = default["Br"]
+bcs = [16]
+while bcs[-1] * 2 < default["Bc"]:  # powers of two below the default, the default, and twice it
+    bcs.append(bcs[-1] * 2)
+bcs = [bc for bc in bcs if bc < default["Bc"]] + [default["Bc"], 2 * default["Bc"]]
+rows, shown = [], []
+for bc in bcs:
+    Tc = -(-PROBLEM["N"] // bc)
+    try:
+        r = fasim.simulate("fa1", Br=Br, Bc=bc, gpu=GPU, **PROBLEM)
+    except fasim.UsageError as e:  # the tiles do not fit in shared memory: fa-sim says so
+        rows.append(dict(Br=Br, Bc=bc, fits=False))
+        shown.append([f"{Br} x {bc}", Tc, "-", "does not fit", "-"])
+        refused = str(e)
+        continue
+    hbm = r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"]
+    rows.append(dict(Br=Br, Bc=bc, fits=True, hbm_bytes=hbm, predicted_s=r["time"]["predicted_s"]))
+    shown.append([f"{Br} x {bc}", Tc, quantity(r["tiles"]["smem_bytes_per_block"], "B"), quantity(hbm, "B"),
+                  quantity(r["time"]["predicted_s"], "s")])
+g = fasim.gpu(GPU)
+print(f"{describe(r['problem'])} on {g['name']} (at most {quantity(g['smem_per_block_bytes'], 'B')} per block):")
+table(["Br x Bc", "Tc", "smem/block", "HBM bytes", "predicted time"], shown)
+if not rows[-1]["fits"]:
+    print("\nfasim.simulate refused the largest tiles:", refused)
+RESULTS["blocks"] = dict(sweep=rows)
+
+import matplotlib.pyplot as plt
+fits = [x for x in rows if x["fits"]]
 fig, ax = plt.subplots()
-ax.plot([r["Bc"] for r in rows], [r["hbm_bytes"] / 1e9 for r in rows], "o-")
+ax.plot([x["Bc"] for x in fits], [x["hbm_bytes"] / 1e9 for x in fits], "o-")
 ax.set_xscale("log", base=2)
 ax.set_xlabel("Bc (rows of a K/V tile)")
 ax.set_ylabel("HBM traffic (GB)")
@@ -314,7 +466,27 @@ three things on the table, which the next two lessons take up:
                     c.results["o_acc_bytes"] = acc;
                     c.results["nonmatmul_flops"] = r.nonmatmul_flops;
                     c.results["predicted_s"] = r.time_s;
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("fa1", gpu=GPU, **PROBLEM)
+k = next(x for x in r["kernels"] if x["name"] == "fa1_forward")  # the main kernel (fa1_init only writes O, l and m)
+both = lambda name: sum(r["hbm"]["by_tensor"].get(name, {}).get(key, 0) for key in ("read_bytes", "write_bytes"))
+acc, out, stats = both("O_acc"), both("O"), both("l") + both("m")
+oml = acc + out + stats
+total = r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"]
+separate = acc > 0  # fp16/bf16 storage: the running O is O_acc, in fp32
+print(f"fa1_forward launches {k['grid']:,} blocks on {r['gpu']['sm_count']} SMs: {k['idle_sms']} SMs idle, SMs busy "
+      f"{k['sm_busy_fraction']:.0%} of the time.\n")
+print(f"{'O_acc, O, ℓ and m' if separate else 'O, ℓ and m'} (step 3's rows {'O_acc, O, l and m' if separate else 'O, l and m'}) "
+      f"move {quantity(oml, 'B')}, {oml / total:.0%} of FA1's {quantity(total, 'B')} of HBM traffic. The running O"
+      + (f" (O_acc, in fp32 for {PROBLEM['dtype']} storage)" if separate else "")
+      + f", read and written on every (i, j) pair, is {quantity(acc if separate else out, 'B')} of it; ℓ and m "
+      f"{quantity(stats, 'B')}.\n")
+print(f"Non-matmul FLOPs: {quantity(r['flops']['nonmatmul'], 'FLOP')} beside {quantity(r['flops']['matmul'], 'FLOP')} of "
+      f"matrix products; barriers: {r['barriers']:,}. Predicted time {quantity(r['time']['predicted_s'], 's')}, "
+      f"bound by {k['time']['bound']}.")
+RESULTS["limits"] = dict(grid=k["grid"], idle_sms=k["idle_sms"], o_l_m_bytes=oml, o_acc_bytes=acc,
+                         nonmatmul_flops=r["flops"]["nonmatmul"], predicted_s=r["time"]["predicted_s"]))PY"});
 
         // ---- exercises ----
         const AttentionProblem p128 = make_problem(1, 1, 4096, 128, DType::fp16);

@@ -60,7 +60,30 @@ spread over two SMs.
                     c.results["fa2_sm_busy_fraction"] = k2.sm_busy_fraction;
                     c.results["fa1_predicted_s"] = r1.time_s;
                     c.results["fa2_predicted_s"] = r2.time_s;
-                }});
+                },
+                "",
+                R"PY(def main_kernel(r):
+    """The algorithm's main kernel: its last launch (FA1's fa1_forward after fa1_init, FA2's fa2_forward)."""
+    return r["kernels"][-1]
+
+r1, r2 = fasim.simulate("fa1", gpu=GPU, **PROBLEM), fasim.simulate("fa2", gpu=GPU, **PROBLEM)
+k1, k2 = main_kernel(r1), main_kernel(r2)
+print(f"{describe(r1['problem'])} on {r1['gpu']['name']} ({r1['gpu']['sm_count']} SMs)\n")
+t1, t2 = r1["time"]["predicted_s"], r2["time"]["predicted_s"]
+table(["", "FA1", "FA2"], [
+    ["grid formula", "B·H", "B·H·⌈N/Br⌉"],
+    ["grid", k1["grid"], k2["grid"]],
+    ["blocks per SM", k1["blocks_per_sm"], k2["blocks_per_sm"]],
+    ["blocks at a time", k1["concurrent_blocks"], k2["concurrent_blocks"]],
+    ["waves", f"{k1['waves']:.2f}", f"{k2['waves']:.2f}"],
+    ["idle SMs", k1["idle_sms"], k2["idle_sms"]],
+    ["SM time busy", f"{k1['sm_busy_fraction']:.0%}", f"{k2['sm_busy_fraction']:.0%}"],
+    ["predicted time", quantity(t1, "s"), quantity(t2, "s")],
+])
+print(f"\nFA2 is predicted {t1 / t2:.3g}x faster here; FA1 is bound by {k1['time']['bound']}.")
+RESULTS["grid"] = dict(fa1_grid=k1["grid"], fa2_grid=k2["grid"], fa1_idle_sms=k1["idle_sms"], fa2_idle_sms=k2["idle_sms"],
+                       fa1_sm_busy_fraction=k1["sm_busy_fraction"], fa2_sm_busy_fraction=k2["sm_busy_fraction"],
+                       fa1_predicted_s=t1, fa2_predicted_s=t2))PY"});
 
         L.step({"occupancy", "How many blocks fit on one SM",
                 R"(An SM holds as many blocks as the scarcest of its resources allows: its
@@ -91,7 +114,22 @@ SM; FA2's smaller tiles leave room for more, but its per-thread registers
                                           " blocks. (Registers per thread are the simulator's estimate from the tiles "
                                           "kept in registers.)");
                     c.results["kernels"] = rows;
-                }});
+                },
+                "",
+                R"PY(rows = []
+for r in (fasim.simulate("fa1", gpu=GPU, **PROBLEM), fasim.simulate("fa2", gpu=GPU, **PROBLEM)):
+    k = main_kernel(r)
+    rows.append(dict(kernel=k["name"], smem_bytes_per_block=k["smem_bytes_per_block"],
+                     registers_per_thread=k["registers_per_thread"], blocks_per_sm=k["blocks_per_sm"],
+                     limiter=k["occupancy_limiter"], warp_occupancy=k["warp_occupancy"]))
+table(["main kernel", "smem/block", "regs/thread", "blocks/SM", "limited by", "warp occupancy"],
+      [[x["kernel"], quantity(x["smem_bytes_per_block"], "B"), x["registers_per_thread"], x["blocks_per_sm"], x["limiter"],
+        f"{x['warp_occupancy']:.0%}"] for x in rows])
+g = fasim.gpu(GPU)
+print(f"\n{g['name']} per SM: {quantity(g['smem_per_sm_bytes'], 'B')} shared memory, {g['registers_per_sm']:,} registers, "
+      f"{g['max_warps_per_sm']} warps, {g['max_blocks_per_sm']} blocks. (Registers per thread are the simulator's "
+      "estimate from the tiles kept in registers.)")
+RESULTS["occupancy"] = dict(kernels=rows))PY"});
 
         L.step({"waves", "Waves and the tail",
                 R"(When the grid is larger than the number of blocks the GPU can hold at once,
@@ -115,7 +153,21 @@ count, over N:)",
                     c.out << "B=" << p.batch << " H=" << p.heads << " d=" << p.d << " " << dtype_name(p.dtype) << ", FA2:\n";
                     t.print(c.out);
                     c.results["fa2_over_N"] = rows;
-                }});
+                },
+                "",
+                R"PY(sizes = [1024, 2048, 4096, 8192, 16384]
+sweep = fasim.sweep("fa2", parameter="N", values=sizes, gpu=GPU, **{k: v for k, v in PROBLEM.items() if k != "N"})
+rows = []
+for run in sweep["runs"]:
+    r = run["algorithms"][0]
+    k = main_kernel(r)
+    rows.append(dict(N=run["problem"]["N"], grid=k["grid"], concurrent_blocks=k["concurrent_blocks"], waves=k["waves"],
+                     sm_busy_fraction=k["sm_busy_fraction"], predicted_s=r["time"]["predicted_s"]))
+print(f"B={PROBLEM['batch']} H={PROBLEM['heads']} d={PROBLEM['d']} {PROBLEM['dtype']}, FA2:")
+table(["N", "grid", "blocks at a time", "waves", "SM time busy", "predicted time"],
+      [[x["N"], x["grid"], x["concurrent_blocks"], f"{x['waves']:.2f}", f"{x['sm_busy_fraction']:.0%}",
+        quantity(x["predicted_s"], "s")] for x in rows])
+RESULTS["waves"] = dict(fa2_over_N=rows))PY"});
 
         L.step({"tokens", "Long sequences, small batches",
                 R"(Training keeps the number of tokens per batch roughly fixed, so a longer
@@ -147,14 +199,35 @@ the sequence was made for.)",
                     t.print(c.out);
                     c.results["fixed_tokens"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-rows = RESULTS["tokens"]["fixed_tokens"]
-ns = [r["N"] for r in rows]
-plt.semilogx(ns, [r["fa1_matmul_flops_per_s"] / 1e12 for r in rows], "o-", label="FA1", base=2)
-plt.semilogx(ns, [r["fa2_matmul_flops_per_s"] / 1e12 for r in rows], "s-", label="FA2", base=2)
+                "",
+                R"PY(TOKENS = 16384  # batch × N, kept fixed (the lesson's --tokens)
+rows, shown = [], []
+N = 512
+while N <= TOKENS:
+    batch = TOKENS // N
+    if TOKENS % N == 0 and batch * PROBLEM["heads"] <= 1024 and batch <= 1024:  # the simulator's limits on B·H and B
+        size = dict(PROBLEM, N=N, batch=batch)
+        r1, r2 = fasim.simulate("fa1", gpu=GPU, **size), fasim.simulate("fa2", gpu=GPU, **size)
+        k1, k2 = main_kernel(r1), main_kernel(r2)
+        rows.append(dict(N=N, batch=batch, fa1_grid=k1["grid"], fa1_idle_sms=k1["idle_sms"],
+                         fa1_predicted_s=r1["time"]["predicted_s"], fa1_matmul_flops_per_s=r1["time"]["matmul_flops_per_s"],
+                         fa2_grid=k2["grid"], fa2_idle_sms=k2["idle_sms"], fa2_predicted_s=r2["time"]["predicted_s"],
+                         fa2_matmul_flops_per_s=r2["time"]["matmul_flops_per_s"]))
+    N *= 2
+g = fasim.gpu(GPU)
+print(f"batch × N = {TOKENS:,}, H={PROBLEM['heads']} d={PROBLEM['d']} {PROBLEM['dtype']} on {g['name']} ({g['sm_count']} SMs)")
+table(["N", "B", "FA1 grid", "idle", "FA1 time", "FA2 grid", "idle", "FA2 time"],
+      [[x["N"], x["batch"], x["fa1_grid"], x["fa1_idle_sms"], quantity(x["fa1_predicted_s"], "s"), x["fa2_grid"],
+        x["fa2_idle_sms"], quantity(x["fa2_predicted_s"], "s")] for x in rows])
+RESULTS["tokens"] = dict(fixed_tokens=rows)
+
+import matplotlib.pyplot as plt
+ns = [x["N"] for x in rows]
+plt.semilogx(ns, [x["fa1_matmul_flops_per_s"] / 1e12 for x in rows], "o-", label="FA1", base=2)
+plt.semilogx(ns, [x["fa2_matmul_flops_per_s"] / 1e12 for x in rows], "s-", label="FA2", base=2)
 plt.xlabel("N (batch = tokens / N)")
 plt.ylabel("predicted matmul TFLOP/s")
-plt.title("Fixed tokens per batch on " + LESSON_JSON["parameters"]["gpu"])
+plt.title("Fixed tokens per batch on " + g["name"])
 plt.legend()
 plt.show())PY"});
 

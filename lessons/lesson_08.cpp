@@ -100,7 +100,36 @@ own rules (sim/algorithms/causal.hpp): '#' computed, '/' masked, '.' skipped.)",
                     c.results["skipped"] = n.skipped;
                     c.results["masked"] = n.masked;
                     c.results["full"] = n.full;
-                }});
+                },
+                "",
+                R"PY(from fasim.tile import tile_crosses_diagonal, tile_fully_masked  # the simulator's own rules (sim/algorithms/causal.hpp)
+
+def classify(N, Nk, Br, Bc):
+    """Every (Q tile, K/V tile) pair of one causal head: '.' skipped, '/' masked, '#' computed in full, row by row."""
+    tiles = []
+    for q0 in range(0, N, Br):
+        rows = min(Br, N - q0)
+        tiles.append("".join("." if tile_fully_masked(q0, rows, k0, N, Nk, True)
+                             else "/" if tile_crosses_diagonal(q0, k0, min(Bc, Nk - k0), N, Nk, True) else "#"
+                             for k0 in range(0, Nk, Bc)))
+    return tiles
+
+MAP_N = 1024  # the sequence length of the map (the lesson's --map-N)
+t = fasim.simulate("fa2", gpu=GPU, **dict(PROBLEM, N=MAP_N, causal=True))["tiles"]  # FA2's default tiles
+Br, Bc = t["Br"], t["Bc"]
+tile_map = classify(MAP_N, MAP_N, Br, Bc)
+print(f"N = {MAP_N}, Br x Bc = {Br} x {Bc}: {len(tile_map)} x {len(tile_map[0])} tiles per head\n")
+if len(tile_map) <= 32 and len(tile_map[0]) <= 64:
+    for row in tile_map:
+        print("    " + row)
+    print()
+else:
+    print("    (too many tiles to draw; make MAP_N smaller)\n")
+cells = "".join(tile_map)
+full, masked, skipped = cells.count("#"), cells.count("/"), cells.count(".")
+print(f"  computed in full  {full}\n  masked            {masked}\n  skipped           {skipped}\n"
+      f"  all               {len(cells)} ({skipped / len(cells):.0%} skipped)")
+RESULTS["map"] = dict(N=MAP_N, Br=Br, Bc=Bc, tiles=len(cells), skipped=skipped, masked=masked, full=full))PY"});
 
         L.step({"flops", "Matmul FLOPs: computed against needed",
                 R"(A causal head needs 4·d FLOPs for each visible (query, key) pair, about half
@@ -128,7 +157,23 @@ full. Smaller tiles waste less along the diagonal but cost more elsewhere.)",
                     c.out << '\n';
                     print_para(c.out, "'speedup' is the non-causal time over the causal one, each predicted by the simulator.");
                     c.results["algorithms"] = rows;
-                }});
+                },
+                "",
+                R"PY(causal = dict(PROBLEM, causal=True)
+rows = []
+for algo in ("standard", "fa1", "fa2"):
+    rc = fasim.simulate(algo, gpu=GPU, **causal)
+    rn = fasim.simulate(algo, gpu=GPU, **dict(PROBLEM, causal=False))
+    rows.append(dict(algo=algo, matmul_flops=rc["flops"]["matmul"], noncausal_matmul_flops=rn["flops"]["matmul"],
+                     ideal_matmul_flops=rc["flops"]["ideal_matmul"], predicted_s=rc["time"]["predicted_s"],
+                     noncausal_predicted_s=rn["time"]["predicted_s"]))
+print(describe(rc["problem"]) + "\n")
+table(["", "matmul FLOPs", "vs non-causal", "vs ideal", "predicted", "speedup"],
+      [[x["algo"], quantity(x["matmul_flops"], "FLOP"), f"{x['matmul_flops'] / x['noncausal_matmul_flops']:.3f}",
+        f"{x['matmul_flops'] / x['ideal_matmul_flops']:.3f}", quantity(x["predicted_s"], "s"),
+        f"{x['noncausal_predicted_s'] / x['predicted_s']:.3g}x"] for x in rows])
+print("\n'speedup' is the non-causal time over the causal one, each predicted by the simulator.")
+RESULTS["flops"] = dict(algorithms=rows))PY"});
 
         L.step({"tilesize", "Tile size along the diagonal",
                 R"(FA2 with square tiles of different sizes on the causal problem: the fraction
@@ -156,7 +201,25 @@ number of tiles (and of K/V re-reads) grows.)",
                     c.out << q.describe() << ", FA2\n";
                     t.print(c.out);
                     c.results["fa2_tile_sizes"] = rows;
-                }});
+                },
+                "",
+                R"PY(rows, shown = [], []
+for s in (32, 64, 128):
+    try:
+        r = fasim.simulate("fa2", Br=s, Bc=s, gpu=GPU, **causal)
+    except fasim.UsageError:  # the tiles do not fit in shared memory
+        shown.append([f"{s} x {s}", "does not fit", "", "", "", ""])
+        continue
+    cells = "".join(classify(PROBLEM["N"], PROBLEM["N"], s, s))
+    x = dict(tile=s, computed_tiles=len(cells) - cells.count("."), masked_tiles=cells.count("/"),
+             matmul_flops=r["flops"]["matmul"], ideal_matmul_flops=r["flops"]["ideal_matmul"],
+             hbm_bytes=r["hbm"]["read_bytes"] + r["hbm"]["write_bytes"], predicted_s=r["time"]["predicted_s"])
+    rows.append(x)
+    shown.append([f"{s} x {s}", x["computed_tiles"], x["masked_tiles"], f"{x['matmul_flops'] / x['ideal_matmul_flops']:.3f}",
+                  quantity(x["hbm_bytes"], "B"), quantity(x["predicted_s"], "s")])
+print(describe(fasim.simulate("fa2", gpu=GPU, **causal)["problem"]) + ", FA2")
+table(["Br x Bc", "tiles computed", "masked", "FLOPs vs ideal", "HBM bytes", "predicted"], shown)
+RESULTS["tilesize"] = dict(fa2_tile_sizes=rows))PY"});
 
         L.step({"balance", "Uneven work per block",
                 R"(Skipping makes the blocks of one grid unequal. In FA2 the block of the first
@@ -185,17 +248,30 @@ non-causal:)",
                     t.print(c.out);
                     c.results["fa2_over_N"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# fa-sim itself: FA2 over N, causal and not (GPU from ARGS).
-gpu = ["--gpu", LESSON_JSON["parameters"]["gpu"]]
-for causal in (False, True):
-    s = fasim("--algo", "fa2", "--sweep", "N=1024:32768", *gpu, *(["--causal"] if causal else []))
-    ns = s["sweep"]["values"]
-    t = [run["algorithms"][0]["time"]["predicted_s"] * 1e3 for run in s["runs"]]
-    plt.loglog(ns, t, "o-", label="causal" if causal else "non-causal")
+                "",
+                R"PY(sizes = [1024, 4096, 16384]
+others = {k: v for k, v in PROBLEM.items() if k != "N"}
+runs = {c: fasim.sweep("fa2", parameter="N", values=sizes, causal=c, gpu=GPU, **others)["runs"] for c in (True, False)}
+rows, shown = [], []
+for rc, rn in zip(runs[True], runs[False]):
+    c, n = rc["algorithms"][0], rn["algorithms"][0]
+    k = c["kernels"][-1]  # the main kernel
+    rows.append(dict(N=rc["problem"]["N"], causal_s=c["time"]["predicted_s"], noncausal_s=n["time"]["predicted_s"],
+                     sm_busy_fraction=k["sm_busy_fraction"]))
+    shown.append([rc["problem"]["N"], f"{k['waves']:.2f}", f"{k['sm_busy_fraction']:.0%}", quantity(rows[-1]["causal_s"], "s"),
+                  quantity(rows[-1]["noncausal_s"], "s"), f"{rows[-1]['causal_s'] / rows[-1]['noncausal_s']:.2f}"])
+table(["N", "waves", "SM time busy", "causal", "non-causal", "ratio"], shown)
+RESULTS["balance"] = dict(fa2_over_N=rows)
+
+import matplotlib.pyplot as plt
+ns = [1024 * 2 ** i for i in range(6)]  # 1024 ... 32768
+for c in (False, True):
+    sweep = fasim.sweep("fa2", parameter="N", values=ns, causal=c, gpu=GPU, **others)
+    plt.loglog(ns, [run["algorithms"][0]["time"]["predicted_s"] * 1e3 for run in sweep["runs"]], "o-",
+               label="causal" if c else "non-causal")
 plt.xlabel("N")
 plt.ylabel("predicted time (ms)")
-plt.title("FlashAttention-2, B=1 H=16 d=64 fp16")
+plt.title(f"FlashAttention-2, B={PROBLEM['batch']} H={PROBLEM['heads']} d={PROBLEM['d']} {PROBLEM['dtype']}")
 plt.legend()
 plt.show())PY"});
 

@@ -170,7 +170,55 @@ fewer than the GPU has SMs, and each block streams the whole cache alone.)",
                     c.results["fa2_over_floor"] = f.time_s / floor_s;
                     c.results["flops_per_kv_byte"] = intensity;
                     c.results["ridge_point"] = ridge;
-                }});
+                },
+                "",
+                R"PY(NK, KV_HEADS = 65536, 8  # the K/V cache's length and its heads (the lesson's --Nk and --kv-heads)
+KV_SPLITS = None  # FlashDecoding's splits of the keys; None: flash-attention's heuristic (the lesson's --kv-splits)
+DECODE = dict(PROBLEM, N=1, Nk=NK, kv_heads=KV_HEADS, causal=False)  # one new query row per head, the whole cache
+
+def decode(algo, kv_heads=None, **tiles):
+    """One decode step of `algo` (fa2 or flash_decoding) as fasim.simulate's dict."""
+    return fasim.simulate(algo, gpu=GPU, **dict(DECODE, **({"kv_heads": kv_heads} if kv_heads else {})), **tiles)
+
+def kernel(r, name):
+    return next(k for k in r["kernels"] if k["name"] == name)
+
+def read(r, *tensors, level="hbm"):
+    return sum(r[level]["by_tensor"].get(t, {}).get("read_bytes", 0) for t in tensors)
+
+def both(r, *tensors, level="hbm"):
+    return sum(r[level]["by_tensor"].get(t, {}).get(k, 0) for t in tensors for k in ("read_bytes", "write_bytes"))
+
+def kv_cache_bytes(p):  # K and V in memory, from a result's "problem": 2·B·KV·Nk·d·e
+    return 2 * p["batch"] * p["kv_heads"] * p["Nk"] * p["d"] * {"fp32": 4, "fp16": 2, "bf16": 2}[p["dtype"]]
+
+def kv_floor_s(p, gpu):  # the least time a decode step can take: K and V read once at the GPU's HBM bandwidth
+    return kv_cache_bytes(p) / gpu["hbm_bandwidth_bytes_per_s"]
+
+f, fd = decode("fa2"), decode("flash_decoding", kv_splits=KV_SPLITS)
+k = f["kernels"][-1]  # FA2's kernel
+g = f["gpu"]
+floor_s = kv_floor_s(fd["problem"], fd["gpu"])
+ridge = g.get(f"tensor_{PROBLEM['dtype']}_flops_per_s", g["fp32_flops_per_s"]) / g["hbm_bandwidth_bytes_per_s"]
+intensity = f["flops"]["matmul"] / kv_cache_bytes(fd["problem"])
+print(f"{describe(f['problem'])} on {g['name']} ({g['sm_count']} SMs)\n")
+table(["FlashAttention-2", ""], [
+    ["grid = B·H·⌈N/Br⌉", f"{k['grid']:,} blocks"],
+    ["waves", f"{k['waves']:.2f}"],
+    ["idle SMs", f"{k['idle_sms']} of {g['sm_count']}"],
+    ["SM time busy", f"{k['sm_busy_fraction']:.0%}"],
+    ["predicted time", quantity(f["time"]["predicted_s"], "s")],
+])
+print(f"\nBound by: {k['time']['bound']}.\n")
+print(f"K and V of this step hold {quantity(kv_cache_bytes(fd['problem']), 'B')}. Read once at {quantity(g['hbm_bandwidth_bytes_per_s'], 'B/s')} "
+      f"they take {quantity(floor_s, 's')}: FA2 is predicted {f['time']['predicted_s'] / floor_s:.3g}x slower than that floor. "
+      f"The step's matmul FLOPs over the bytes of K and V read once: {intensity:.3g} FLOPs per byte, against a ridge point "
+      f"of {ridge:.3g} (lesson 01, step 2): no schedule makes a decode step compute-bound.")
+RESULTS["decode"] = dict(problem=describe(f["problem"]), sm_count=g["sm_count"], fa2_grid=k["grid"], fa2_waves=k["waves"],
+                         fa2_idle_sms=k["idle_sms"], fa2_sm_busy_fraction=k["sm_busy_fraction"],
+                         fa2_predicted_s=f["time"]["predicted_s"], fa2_bound=k["time"]["bound"],
+                         kv_cache_bytes=kv_cache_bytes(fd["problem"]), kv_floor_s=floor_s,
+                         fa2_over_floor=f["time"]["predicted_s"] / floor_s, flops_per_kv_byte=intensity, ridge_point=ridge))PY"});
 
         L.step({"splits", "Split-KV: FlashDecoding spreads the keys over blocks",
                 R"(FlashDecoding (Dao, Haziza, Massa and Sizov, 2023) adds a dimension to the
@@ -278,16 +326,83 @@ yours, and --Nk or --kv-heads to see the choice change.)",
                     c.results["speedup"] = f.time_s / h.time_s;
                     c.results["by_splits"] = rows;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# The step's table: predicted time of one decode step against the number of splits.
-rows = RESULTS["splits"]["by_splits"]
-s = [r["splits"] for r in rows]
-plt.semilogx(s, [r["predicted_s"] * 1e6 for r in rows], "o-", base=2, label="FlashDecoding")
+                "",
+                R"PY(import math
+
+def heuristic_splits(blocks, slots, kv_tiles):
+    """flash-attention's choice of splits (its flash_api.cpp), as the text above describes it."""
+    if blocks >= 0.8 * slots:
+        return 1
+    per_split = lambda s: -(-kv_tiles // s)
+    eligible = [s for s in range(1, min(128, slots, kv_tiles) + 1) if s == 1 or per_split(s) != per_split(s - 1)]
+    efficiency = {s: blocks * s / slots / math.ceil(blocks * s / slots) for s in eligible}
+    best = max(efficiency.values(), default=0)
+    return next((s for s in eligible if efficiency[s] >= 0.85 * best), 1)
+
+def combine_s(r):  # the combine kernel's time (no combine kernel with one split)
+    return sum(k["time"]["predicted_s"] for k in r["kernels"] if k["name"] == "flash_decoding_combine")
+
+f = fasim.simulate("fa2", gpu=GPU, **DECODE)
+one = fasim.simulate("flash_decoding", kv_splits=1, gpu=GPU, **DECODE)  # no split
+h = fasim.simulate("flash_decoding", gpu=GPU, **DECODE)  # the splits flash-attention's heuristic picks
+split = lambda r: kernel(r, "flash_decoding_split")
+blocks, kv_tiles = split(one)["grid"], -(-NK // h["tiles"]["Bc"])
+slots = 2 * h["gpu"]["sm_count"]  # flash-attention counts 2 blocks per SM
+S = h["tiles"]["kv_splits"]
+picked = heuristic_splits(blocks, slots, kv_tiles)
+agrees = -(-kv_tiles // -(-kv_tiles // picked)) == S  # rounded to the splits that hold K/V tiles, as fa-sim rounds
+waves = blocks * S / slots
+print(f"{describe(h['problem'])} on {h['gpu']['name']}; FlashDecoding tiles {h['tiles']['Br']} x {h['tiles']['Bc']}, "
+      f"{kv_tiles:,} K/V tiles\n")
+table(["grid", "blocks", "idle SMs"], [
+    ["FA2: B·H·⌈N/Br⌉", f["kernels"][-1]["grid"], f["kernels"][-1]["idle_sms"]],
+    ["FlashDecoding, 1 split", blocks, split(one)["idle_sms"]],
+    [f"FlashDecoding, {S} splits", split(h)["grid"], split(h)["idle_sms"]],
+])
+print("\nHow the simulator chose (its own words):")
+for why in h["tiles"]["reasons"]:
+    print("- " + why)
+print(f"\n{blocks:,} blocks × {S} splits = {blocks * S:,} blocks on {slots:,} slots: {waves:.2f} waves, efficiency "
+      f"{waves / math.ceil(waves):.0%}. (The simulator's own occupancy fits {split(h)['blocks_per_sm']} such blocks per SM: "
+      f"{split(h)['waves']:.2f} of its waves.) heuristic_splits() above picks {picked}"
+      + (", as the simulator did.\n" if agrees else ": it DIFFERS from the simulator's choice.\n"))
+
+asked = {S, *(2 ** i for i in range(20) if 2 ** i <= min(kv_tiles, 256))} | ({KV_SPLITS} if KV_SPLITS else set())
+yours = decode("flash_decoding", kv_splits=KV_SPLITS)["tiles"]["kv_splits"] if KV_SPLITS else 0
+rows, shown = [], []
+for s in sorted(asked):
+    r = decode("flash_decoding", kv_splits=s)
+    used = r["tiles"]["kv_splits"]  # rounded to the splits that hold tiles
+    if any(x["splits"] == used for x in rows):
+        continue
+    k = split(r)
+    rows.append(dict(splits=used, grid=k["grid"], idle_sms=k["idle_sms"], sm_busy_fraction=k["sm_busy_fraction"],
+                     predicted_s=r["time"]["predicted_s"], combine_s=combine_s(r), bound=k["time"]["bound"]))
+    shown.append([("*" if used == S else "") + ("+" if used == yours else "") + str(used), k["grid"], k["idle_sms"],
+                  f"{k['sm_busy_fraction']:.0%}", quantity(r["time"]["predicted_s"], "s"),
+                  k["time"]["bound"].split("(")[0].split(",")[0].strip()])
+table(["splits", "blocks", "idle SMs", "SM busy", "predicted", "bound (split kernel)"], shown)
+print("  * flash-attention's heuristic" + ("   + KV_SPLITS" if yours else "") + "\n")
+fastest = min(rows, key=lambda x: x["predicted_s"])
+if fastest["splits"] != S:
+    print(f"The fastest count in the table is {fastest['splits']} ({quantity(fastest['predicted_s'], 's')}): the heuristic "
+          f"fills the slots it assumes, not the simulator's occupancy, and lands "
+          f"{h['time']['predicted_s'] / fastest['predicted_s'] - 1:.1%} slower.\n")
+t_fa2, t_fd = f["time"]["predicted_s"], h["time"]["predicted_s"]
+print(f"With {S} splits FlashDecoding is predicted {t_fa2 / t_fd:.3g}x faster than FA2 ({quantity(t_fd, 's')} against "
+      f"{quantity(t_fa2, 's')}).")
+RESULTS["splits"] = dict(fa2_grid=f["kernels"][-1]["grid"], blocks_without_split=blocks, kv_tiles=kv_tiles, slots=slots,
+                         heuristic_splits=S, heuristic_agrees=agrees, grid_with_splits=split(h)["grid"],
+                         idle_sms_with_splits=split(h)["idle_sms"], fd_predicted_s=t_fd, fa2_predicted_s=t_fa2,
+                         speedup=t_fa2 / t_fd, by_splits=rows)
+
+import matplotlib.pyplot as plt
+plt.semilogx([x["splits"] for x in rows], [x["predicted_s"] * 1e6 for x in rows], "o-", base=2, label="FlashDecoding")
 plt.axhline(RESULTS["decode"]["kv_floor_s"] * 1e6, color="gray", ls="--", label="K and V once at HBM bandwidth")
-plt.axvline(RESULTS["splits"]["heuristic_splits"], color="C1", ls=":", label="flash-attention's heuristic")
+plt.axvline(S, color="C1", ls=":", label="flash-attention's heuristic")
 plt.xlabel("splits of the keys")
 plt.ylabel("predicted time (us)")
-plt.title(RESULTS["decode"]["problem"] + " on " + LESSON_JSON["parameters"]["gpu"], fontsize=9)
+plt.title(RESULTS["decode"]["problem"] + " on " + h["gpu"]["name"], fontsize=9)
 plt.legend()
 plt.show())PY"});
 
@@ -390,7 +505,64 @@ and each query head's O with exact attention against the K/V head it reads.)",
                     c.results["heads"] = heads;
                     c.results["max_weight_error"] = worst_weight_error;
                     c.results["equals_exact"] = all_exact;
-                }});
+                },
+                "",
+                R"PY(TRACE_NK, TRACE_SPLITS, SEED = 8, 2, 1  # the traced problem's cached keys and splits, and the seed of Q, K, V
+H, KV, D, BC = 4, 2, 4, 4  # 4 query heads sharing 2 K/V heads, d = 4, K/V tiles of 4 keys
+dtype = PROBLEM["dtype"]
+rng = np.random.default_rng(SEED)
+Q = rng.standard_normal((1, H, 1, D))
+K, V = (rng.standard_normal((1, KV, TRACE_NK, D)) for _ in range(2))
+steps = fasim.trace("flash_decoding", Q, K, V, Br=H, Bc=BC, kv_splits=TRACE_SPLITS, dtype=dtype)
+out = fasim.run("flash_decoding", Q, K, V, Br=H, Bc=BC, kv_splits=TRACE_SPLITS, dtype=dtype)
+S = out["tiles"]["kv_splits"]
+print(f"{describe(out['problem'])}, Br = {H}, Bc = {BC}, {S} splits; Q, K, V ~ N(0,1), seed {SEED}; "
+      "the row statistics' first 4 values\n")
+partials = {}  # (tensor, K/V head * S + split) -> the rows the split stored, one per query head of the group
+for s in steps:
+    if s["kind"] == "kernel":
+        print(f"kernel {s['kernel']}: {s['role']} (grid {s['grid']})")
+    elif s["kind"] == "block":
+        print(f"block {s['block']} (head {s['head']})")
+    else:
+        source = s["region"]["text"] if s["region"] else ", ".join(s["operands"])
+        v = s["values"]
+        shown = np.array2string(v[:4, 0], precision=3) if v is not None and v.ndim == 2 and v.shape[1] == 1 else ""
+        print(f"  {s['op'] or s['kind']:8} {s['result'] or '':7} <- {source:22} {shown}".rstrip())
+        if s["kind"] == "store" and s["region"]["tensor"] in ("O_partial", "LSE_partial"):
+            partials[s["region"]["tensor"], s["region"]["head"]] = s["values"]
+
+# Each split's LSE_s and weight against float64 on the inputs as the run stores them
+q, k, v = (x.astype(np.float16 if dtype == "fp16" else np.float32).astype(np.float64)[0] for x in (Q, K, V))
+group, per_split = H // KV, -(-(-(-TRACE_NK // BC)) // S)  # query heads per K/V head; K/V tiles per split
+logsumexp = lambda x: x.max() + np.log(np.exp(x - x.max()).sum())
+rows, all_exact, worst = [], True, 0.0
+for h in range(H):
+    kv, row = h // group, h % group
+    x = k[kv] @ q[h, 0] / np.sqrt(D)  # the row's scores
+    lse_exact, lse = logsumexp(x), out["lse"][0, h, 0]
+    O_exact = np.exp(x - lse_exact) @ v[kv]
+    head_exact = np.abs(out["O"][0, h, 0] - O_exact).max() < 1e-2 and abs(lse - lse_exact) < 1e-2
+    weight_sum = 0.0
+    for s in range(S):
+        k0, k1 = s * per_split * BC, min(TRACE_NK, (s + 1) * per_split * BC)
+        lse_s, O_s = partials["LSE_partial", kv * S + s][row, 0], partials["O_partial", kv * S + s][row]
+        part_lse = logsumexp(x[k0:k1])
+        part_O = np.exp(x[k0:k1] - part_lse) @ v[kv, k0:k1]
+        head_exact &= abs(lse_s - part_lse) < 1e-2 and np.abs(O_s - part_O).max() < 1e-2
+        weight, share = np.exp(lse_s - lse), np.exp(part_lse - lse_exact)
+        weight_sum += weight
+        worst = max(worst, abs(weight - share))
+        rows.append([h, kv, s, f"{k0}..{k1 - 1}", f"{lse_s:.4f}", f"{part_lse:.4f}", f"{weight:.6f}", f"{share:.6f}"])
+    all_exact &= bool(head_exact)
+    print(f"head {h}: weights sum to {weight_sum:.6f}; max |O - O_exact| = {np.abs(out['O'][0, h, 0] - O_exact).max():.3g} -> "
+          + ("equals exact attention." if head_exact else "DIFFERS from exact attention."))
+print()
+table(["head", "K/V", "split", "keys", "LSE_s", "exact", "weight", "exact share"], rows)
+print(f"\nLSE_s: what the split stored; weight: exp(LSE_s − LSE) from the stored values; exact: float64 on the split's "
+      f"keys alone; exact share: that split's share of the row's softmax mass in float64. Largest gap between a weight "
+      f"and its exact share: {worst:.3g}.")
+RESULTS["combine"] = dict(problem=describe(out["problem"]), splits=S, equals_exact=all_exact))PY"});
 
         L.step({"cost", "What the combine costs",
                 R"(Splitting is not free. Each split writes its partial row per query head,
@@ -465,7 +637,47 @@ each, or --kv-splits).)",
                     c.results["combine_s"] = comb;
                     c.results["predicted_s"] = r.time_s;
                     c.results["by_kv_heads"] = rows;
-                }});
+                },
+                "",
+                R"PY(r = fasim.simulate("flash_decoding", kv_splits=KV_SPLITS, gpu=GPU, **DECODE)
+print(f"{describe(r['problem'])}, FlashDecoding with {r['tiles']['kv_splits']} splits on {r['gpu']['name']}\n")
+table(["tensor", "HBM read", "HBM written", "DRAM (after L2)"],
+      [[name, quantity(x["read_bytes"], "B"), quantity(x["write_bytes"], "B"), quantity(both(r, name, level="dram"), "B")]
+       for name, x in r["hbm"]["by_tensor"].items()]
+      + [["all", quantity(r["hbm"]["read_bytes"], "B"), quantity(r["hbm"]["write_bytes"], "B"),
+          quantity(r["dram"]["read_bytes"] + r["dram"]["write_bytes"], "B")]])
+partials, kv = both(r, "O_partial", "LSE_partial"), read(r, "K", "V")
+partial_dram = both(r, "O_partial", "LSE_partial", level="dram")
+comb, total = combine_s(r), r["time"]["predicted_s"]
+if r["tiles"]["kv_splits"] == 1:
+    print("\nOne split: no partials and no combine kernel; FlashDecoding is FA2 with the decode kernel's tiles and its "
+          "packed rows. Try KV_SPLITS = 2 or a longer NK.")
+else:
+    print(f"\nThe partials' round trip: {quantity(partials, 'B')}, {partials / kv:.2%} of the {quantity(kv, 'B')} of K and V; "
+          f"after the simulator's L2, {quantity(partial_dram, 'B')} of them reach DRAM. The combine kernel is predicted to take "
+          f"{quantity(comb, 's')} of {quantity(total, 's')} ({comb / total:.1%}).")
+
+KV_CHOICES = [h for i, h in enumerate([PROBLEM["heads"], KV_HEADS, 1]) if i == 0 or h != [PROBLEM["heads"], KV_HEADS, 1][i - 1]]
+rows = []
+for kvh in KV_CHOICES:
+    q = fasim.simulate("flash_decoding", kv_splits=KV_SPLITS, gpu=GPU, **dict(DECODE, kv_heads=kvh))
+    blocks = kernel(q, "flash_decoding_combine")["grid"] if q["tiles"]["kv_splits"] > 1 else 0
+    rows.append(dict(kv_heads=kvh, splits=q["tiles"]["kv_splits"], kv_bytes=read(q, "K", "V"),
+                     partial_bytes=both(q, "O_partial", "LSE_partial"), combine_s=combine_s(q), combine_grid=blocks,
+                     predicted_s=q["time"]["predicted_s"]))
+print()
+table(["K/V heads", "splits", "K and V", "partials", "partials/KV", "combine", "blocks", "of time"],
+      [[x["kv_heads"], x["splits"], quantity(x["kv_bytes"], "B"), quantity(x["partial_bytes"], "B"),
+        f"{x['partial_bytes'] / x['kv_bytes']:.2%}", quantity(x["combine_s"], "s"), x["combine_grid"],
+        f"{x['combine_s'] / x['predicted_s']:.1%}"] for x in rows])
+few = rows[-1]
+if few["combine_grid"] > 0:
+    print(f"\nWith {few['kv_heads']} K/V head{'' if few['kv_heads'] == 1 else 's'} the partials are "
+          f"{few['partial_bytes'] / few['kv_bytes']:.1%} of K and V, and the combine, on {few['combine_grid']:,} "
+          f"block{'' if few['combine_grid'] == 1 else 's'}, takes {few['combine_s'] / few['predicted_s']:.0%} of the step.")
+RESULTS["cost"] = dict(splits=r["tiles"]["kv_splits"], o_partial_bytes=both(r, "O_partial"),
+                       lse_partial_bytes=both(r, "LSE_partial"), partial_bytes=partials, kv_bytes=kv,
+                       partial_dram_bytes=partial_dram, combine_s=comb, predicted_s=total, by_kv_heads=rows))PY"});
 
         L.step({"gqa", "GQA's saving: K/V heads shared by query heads",
                 R"(Grouped-query attention (GQA) lets a group of query heads share one K/V
@@ -523,7 +735,34 @@ of its group and saves nothing.)",
                                               change(units::seconds(at(most, "fa2_predicted_s")),
                                                      units::seconds(at(fewest, "fa2_predicted_s")), false) + ".");
                     c.results["by_kv_heads"] = rows;
-                }});
+                },
+                "",
+                R"PY(p = DECODE
+print(f"B={p['batch']} H={p['heads']} N=1 Nk={NK} d={p['d']} {p['dtype']} on {fasim.gpu(GPU)['name']}; one attention layer\n")
+rows = []
+for kvh in KV_CHOICES:
+    fd = fasim.simulate("flash_decoding", kv_splits=KV_SPLITS, gpu=GPU, **dict(DECODE, kv_heads=kvh))
+    f = fasim.simulate("fa2", gpu=GPU, **dict(DECODE, kv_heads=kvh))
+    rows.append(dict(kv_heads=kvh, group=p["heads"] // kvh, kv_cache_bytes=kv_cache_bytes(fd["problem"]),
+                     fd_kv_read_bytes=read(fd, "K", "V"), fd_predicted_s=fd["time"]["predicted_s"],
+                     fa2_kv_read_bytes=read(f, "K", "V"), fa2_kv_dram_bytes=both(f, "K", "V", level="dram"),
+                     fa2_predicted_s=f["time"]["predicted_s"]))
+table(["K/V heads", "group", "K/V cache", "FlashDec K+V", "time", "FA2 K+V", "time"],
+      [[x["kv_heads"], x["group"], quantity(x["kv_cache_bytes"], "B"), quantity(x["fd_kv_read_bytes"], "B"),
+        quantity(x["fd_predicted_s"], "s"), quantity(x["fa2_kv_read_bytes"], "B"), quantity(x["fa2_predicted_s"], "s")]
+       for x in rows])
+most, fewest = rows[0], rows[-1]
+if len(rows) > 1:
+    bytes_saved = most["fd_kv_read_bytes"] / fewest["fd_kv_read_bytes"]
+    time_saved = most["fd_predicted_s"] / fewest["fd_predicted_s"]
+    print(f"\nFrom {most['kv_heads']} K/V heads to {fewest['kv_heads']}, FlashDecoding reads {bytes_saved:.3g}x fewer bytes of "
+          f"K and V and is predicted {time_saved:.3g}x faster"
+          + (" (less: launches and the combine of step 4 do not shrink)" if time_saved < 0.9 * bytes_saved else "")
+          + f". FA2 reads {quantity(most['fa2_kv_read_bytes'], 'B')} of K and V with {most['kv_heads']} K/V heads and "
+          f"{quantity(fewest['fa2_kv_read_bytes'], 'B')} with {fewest['kv_heads']} (DRAM after the simulator's L2: "
+          f"{quantity(fewest['fa2_kv_dram_bytes'], 'B')}); its predicted time goes from {quantity(most['fa2_predicted_s'], 's')} "
+          f"to {quantity(fewest['fa2_predicted_s'], 's')}.")
+RESULTS["gqa"] = dict(by_kv_heads=rows))PY"});
 
         L.step({"context", "Context length: where the splits pay",
                 R"(The longer the context, the more each step reads and the more there is to
@@ -577,19 +816,43 @@ with flash-attention's heuristic at every point (--kv-splits does not apply).)",
                     c.results["first_dram_bound_nk"] = first_dram;
                     c.results["first_near_floor_nk"] = first_near;
                 },
-                R"PY(import matplotlib.pyplot as plt
-# The step's sweep: predicted time of one decode step against the cache's length.
-rows = RESULTS["context"]["rows"]
-nk = [r["Nk"] for r in rows]
-plt.plot(nk, [r["fa2_predicted_s"] * 1e6 for r in rows], "o-", label="FA2 (no split)")
-plt.plot(nk, [r["fd_predicted_s"] * 1e6 for r in rows], "s-", label="FlashDecoding")
-plt.plot(nk, [r["kv_floor_s"] * 1e6 for r in rows], "--", color="gray", label="K and V once at HBM bandwidth")
+                "",
+                R"PY(NEAR_FLOOR = 0.8  # "reaches the HBM floor": at least 80% of its speed
+sizes = [1024 * 2 ** i for i in range(9)]  # Nk = 1024 ... 262144
+sweep = fasim.sweep(["fa2", "flash_decoding"], parameter="Nk", values=sizes, gpu=GPU,
+                    **{k: v for k, v in DECODE.items() if k != "Nk"})  # the heuristic's splits at every Nk
+rows = []
+for run in sweep["runs"]:
+    f, fd = run["algorithms"]
+    floor_s = kv_floor_s(run["problem"], sweep["gpu"])
+    rows.append(dict(Nk=run["problem"]["Nk"], fa2_predicted_s=f["time"]["predicted_s"], fd_predicted_s=fd["time"]["predicted_s"],
+                     speedup=f["time"]["predicted_s"] / fd["time"]["predicted_s"], splits=fd["tiles"]["kv_splits"],
+                     kv_floor_s=floor_s, fd_split_bound=kernel(fd, "flash_decoding_split")["time"]["bound"]))
+p = sweep["runs"][0]["problem"]
+print(f"B={p['batch']} H={p['heads']} KV={p['kv_heads']} N=1 d={p['d']} {p['dtype']} on {sweep['gpu']['name']}\n")
+table(["Nk", "FA2", "FlashDec", "speedup", "splits", "HBM floor", "floor/FlashDec"],
+      [[x["Nk"], quantity(x["fa2_predicted_s"], "s"), quantity(x["fd_predicted_s"], "s"), f"{x['speedup']:.3g}x", x["splits"],
+        quantity(x["kv_floor_s"], "s"), f"{x['kv_floor_s'] / x['fd_predicted_s']:.0%}"] for x in rows])
+first_dram = next((x["Nk"] for x in rows if "DRAM" in x["fd_split_bound"]), 0)
+first_near = next((x["Nk"] for x in rows if x["kv_floor_s"] / x["fd_predicted_s"] >= NEAR_FLOOR), 0)
+where = lambda n: f"from Nk = {n:,}" if n else "nowhere in this range"
+lo, hi = rows[0], rows[-1]
+print(f"\nThe speedup grows from {lo['speedup']:.3g}x at Nk = {lo['Nk']:,} to {hi['speedup']:.3g}x at Nk = {hi['Nk']:,}. "
+      f"FlashDecoding's split kernel is bound by DRAM bandwidth {where(first_dram)}; counting the launches and the combine, "
+      f"the whole step reaches {NEAR_FLOOR:.0%} of the floor's speed {where(first_near)}. Below that, fixed costs weigh: at "
+      f"Nk = {lo['Nk']:,} the step takes {quantity(lo['fd_predicted_s'] - lo['kv_floor_s'], 's')} more than its floor.")
+RESULTS["context"] = dict(rows=rows, first_dram_bound_nk=first_dram, first_near_floor_nk=first_near)
+
+import matplotlib.pyplot as plt
+nk = [x["Nk"] for x in rows]
+plt.plot(nk, [x["fa2_predicted_s"] * 1e6 for x in rows], "o-", label="FA2 (no split)")
+plt.plot(nk, [x["fd_predicted_s"] * 1e6 for x in rows], "s-", label="FlashDecoding")
+plt.plot(nk, [x["kv_floor_s"] * 1e6 for x in rows], "--", color="gray", label="K and V once at HBM bandwidth")
 plt.xscale("log", base=2)
 plt.yscale("log")
 plt.xlabel("Nk (cached keys)")
 plt.ylabel("predicted time (us)")
-P = LESSON_JSON["parameters"]
-plt.title(f"one decode step: B={P['batch']} H={P['heads']} KV={P['kv-heads']} d={P['d']} {P['dtype']} on {P['gpu']}",
+plt.title(f"one decode step: B={p['batch']} H={p['heads']} KV={p['kv_heads']} d={p['d']} {p['dtype']} on {sweep['gpu']['name']}",
           fontsize=9)
 plt.legend()
 plt.show())PY"});

@@ -4,11 +4,13 @@
 #include <pybind11/stl.h>
 
 #include "arguments.hpp"
+#include "arrays.hpp"
 #include "common/errors.hpp"
 #include "course_api.hpp"
 #include "functional_api.hpp"
 #include "lessons_api.hpp"
 #include "gpu/gpu_catalog.hpp"
+#include "inputs.hpp"
 #include "simulation_api.hpp"
 #include "tile_api.hpp"
 
@@ -113,6 +115,20 @@ PYBIND11_MODULE(_fasim, m) {
           "Read a GPU file (fa-sim --gpu-file): a fasim.Gpu to pass as gpu=.");
     m.def("gpu_from_dict", &gpu_from_dict, "spec"_a,
           "A fasim.Gpu from a GPU file's dict, e.g. fasim.gpu('A100-SXM4-40GB') with a field changed.");
+
+    m.def(
+        "random_normal",
+        [](std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+            if (rows < 1 || cols < 1 || rows * cols > (std::int64_t{1} << 26))
+                throw usage_error("random_normal(" + std::to_string(rows) + ", " + std::to_string(cols) + ") is out of range",
+                                  "rows and cols at least 1, rows x cols at most 2^26",
+                                  "e.g. fasim.random_normal(1, 8, seed=9)");
+            const py::object a = to_numpy(std::vector<reference::Matrix>{reference::random_normal(rows, cols, seed)}, 1, 1);
+            return a.attr("reshape")(rows, cols).attr("copy")();
+        },
+        "rows"_a, "cols"_a, "seed"_a,
+        "rows x cols draws of N(0, 1) as a float64 array: the reference's generator (reference/inputs.hpp), the one the "
+        "lessons and tests draw their examples from. The same seed gives the same numbers on every platform.");
 
     m.def(
         "simulate",

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu/gpu_catalog.hpp"
 #include "kernels/tile_rules.hpp"
@@ -404,7 +407,20 @@ TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", 
 TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, without subprocesses", "[lessons][notebook]") {
     const std::string dir = "/tmp/fasim_lesson_module_nb_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
-    for (int n : {1, 3, 6, 10}) {
+    // Each module lesson, and the start of its PROBLEM line (the problem flags it offers, with their defaults).
+    const std::vector<std::pair<int, std::string>> module_lessons = {
+        {1, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {2, "PROBLEM = dict(N=4096, d=64, dtype=\"fp16\")"},
+        {3, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {4, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
+        {5, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
+        {6, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {7, "PROBLEM = dict(batch=1, heads=16, N=16384, d=64, dtype=\"fp16\")"},
+        {8, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
+        {10, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
+        {11, "PROBLEM = dict(batch=1, heads=32, d=128, dtype=\"fp16\")"},
+    };
+    for (const auto& [n, problem] : module_lessons) {
         CAPTURE(n);
         const Run r = run(lesson(n, "--export-notebook " + dir));
         REQUIRE(r.exit_code == 0);
@@ -420,7 +436,7 @@ TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, w
         for (const auto& line : nb["cells"][1]["source"]) setup += line.get<std::string>();
         CHECK(setup.find("import fasim") != std::string::npos);
         CHECK(setup.find("%pip install ") != std::string::npos);  // the line that installs the module, when it is missing
-        CHECK(setup.find("PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\"") != std::string::npos);
+        CHECK(setup.find(problem) != std::string::npos);
         std::size_t code_cells = 0;
         for (const auto& c : nb["cells"]) {
             if (c["cell_type"] != "code") continue;

@@ -157,6 +157,20 @@ def test_fa2_hbm_bytes_equal_the_closed_form(N, Nk, d, dtype, heads, batch):
     assert by["O"] == {"read_bytes": 0, "write_bytes": BH * e * N * d}
 
 
+# ---- the reference's random inputs ---------------------------------------------------------------
+
+def test_random_normal_is_the_reference_generator():
+    z = fasim.random_normal(1, 8, 9)
+    assert z.shape == (1, 8) and z.dtype == np.float64
+    assert np.array_equal(z, fasim.random_normal(1, 8, 9))  # the same seed gives the same draws
+    assert not np.array_equal(z, fasim.random_normal(1, 8, 10))
+    # lesson 04 draws its example row from it: 3 x N(0,1) rounded to two decimals, halves away from zero
+    x = np.sign(z[0]) * np.floor(np.abs(300 * z[0]) + 0.5) / 100
+    assert x.tolist() == fasim.lessons.results(4)["softmax"]["x"]
+    with pytest.raises(fasim.UsageError, match="out of range"):
+        fasim.random_normal(0, 8, 9)
+
+
 # ---- GPUs ---------------------------------------------------------------------------------------
 
 @needs_cli
