@@ -275,7 +275,7 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
     }
 }
 
-TEST_CASE("the FFMA peak is read, range-checked and written back, and no rate uses it", "[gpu]") {
+TEST_CASE("the FFMA peak is read and range-checked and written back while no rate uses it", "[gpu]") {
     json doc = user_json();
     doc["measured"] = {{"fp32_flops_per_s", 60e12}, {"ffma_flops_per_s", 75e12}, {"source", "a test, 2026-11-25"}};
     const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
