@@ -237,7 +237,10 @@ int main(int argc, char** argv) {
             put("tensor_fp16_flops_per_s", gemm16, "cublasGemmEx fp16 8192^3, fp32 accumulate, best of 3 x 20");
         if (doc["tensor_bf16_flops_per_s"].get<double>() > 0)
             put("tensor_bf16_flops_per_s", gemm_bf16, "cublasGemmEx bf16 8192^3, fp32 accumulate, best of 3 x 20");
-        put("fp32_flops_per_s", gemm32, "cublasGemmEx fp32 4096^3 (no TF32), best of 3 x 20; FFMA peak " + fmt("%.3g", ffma) + " FLOP/s");
+        put("fp32_flops_per_s", gemm32, "cublasGemmEx fp32 4096^3 (no TF32), best of 3 x 20: every FP32 rate of fa-sim's model");
+        put("ffma_flops_per_s", ffma, "FFMA from registers (fmaf), 4 blocks x 256 threads per SM, 8 independent accumulators per "
+                                      "thread, median of 20: the FP32 pipe's peak (recorded; fa-sim's model does not use it yet, "
+                                      "docs/gpu-file.md)");
         if (doc["tensor_fp16_flops_per_s"].get<double>() > 0)
             put("mma_sync_fp16_flops_per_s", mma16, "mma.sync m16n8k16 fp16, fp32 accumulate, 4 blocks x 8 warps per SM, 8 "
                                                     "independent accumulators per warp, median of 20");

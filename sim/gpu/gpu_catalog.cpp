@@ -154,8 +154,8 @@ struct MeasuredField {
     const char* units = "FLOP/s";
 };
 
-const std::array<MeasuredField, 8>& measured_fields() {
-    static const std::array<MeasuredField, 8> fields = {{
+const std::array<MeasuredField, 9>& measured_fields() {
+    static const std::array<MeasuredField, 9> fields = {{
         {"hbm_bandwidth_bytes_per_s", "hbm_bandwidth_bytes_per_s", &GpuSpec::Measured::hbm_bandwidth,
          &GpuSpec::hbm_bandwidth, 1, "bytes/s"},
         {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::tensor_fp16_flops,
@@ -163,6 +163,8 @@ const std::array<MeasuredField, 8>& measured_fields() {
         {"tensor_bf16_flops_per_s", "tensor_bf16_flops_per_s", &GpuSpec::Measured::tensor_bf16_flops,
          &GpuSpec::tensor_bf16_flops, 1, "FLOP/s"},
         {"fp32_flops_per_s", "fp32_flops_per_s", &GpuSpec::Measured::fp32_flops, &GpuSpec::fp32_flops, 1, "FLOP/s"},
+        // FFMA from registers: the FP32 pipe's peak, checked against the datasheet FP32 rate.
+        {"ffma_flops_per_s", "fp32_flops_per_s", &GpuSpec::Measured::ffma_flops, &GpuSpec::fp32_flops, 1, "FLOP/s"},
         // mma.sync has no datasheet figure of its own: it is checked against the tensor-core one.
         {"mma_sync_fp16_flops_per_s", "tensor_fp16_flops_per_s", &GpuSpec::Measured::mma_sync_fp16_flops,
          &GpuSpec::tensor_fp16_flops, 1, "FLOP/s"},

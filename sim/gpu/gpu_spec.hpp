@@ -50,7 +50,14 @@ struct GpuSpec {
         double hbm_bandwidth = 0;      // device-to-device copy, read+write bytes / s
         double tensor_fp16_flops = 0;
         double tensor_bf16_flops = 0;
-        double fp32_flops = 0;
+        double fp32_flops = 0;         // cuBLAS SGEMM (fa-calibrate): every FP32 rate of the model
+        // FFMA issued from registers (cuda/bench/microbench.cu): the FP32 pipe's peak, above the SGEMM rate
+        // (this project's H100: 61.7 against 52.0 TFLOP/s). Recorded, not used by the model: run at this
+        // peak, the CUDA-core FA2 at d = 64 comes within 4% of the committed runs, but FA1 (both head dims)
+        // and FA2 at d = 128 come out 11-30% fast (docs/gpu-file.md, "How fa-sim uses the rates"). The model does not count these
+        // kernels' other instructions (shared-memory loads, address arithmetic), which the lower SGEMM
+        // rate may have been standing in for.
+        double ffma_flops = 0;
         // Warp-level mma.sync (m16n8k16) products: what FlashAttention-2's kernels issue. On Hopper
         // they peak below the wgmma rate that cuBLAS reaches (cuda/bench/peak_rates.cu measures both).
         double mma_sync_fp16_flops = 0;

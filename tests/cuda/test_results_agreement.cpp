@@ -920,9 +920,10 @@ TEST_CASE("calibrated H100: the FA2 paper's setting predicted from fa-calibrate'
     // predictions written before it are in the run's folder. Mean absolute errors, calibrated file against the
     // H100-SXM preset's datasheet rates, as measured (SUMMARY.md): cuBLAS standard 6.5/7.7% against 16.0/16.5%
     // (d = 64/128), fa1 4.7/14.8% against 18.8/33.2%, fa2 d = 128 7.2% against 27.3%, PyTorch's flash 6.9/10.9%
-    // against 6.9/14.2%. Worse: the CUDA-core fa2 at d = 64, 21% against 4.4% (the file's FP32 ceiling is
-    // cuBLAS's SGEMM, 52 TFLOP/s, below the FFMA peak of 61.7 that the kernel's lanes run at). Unchanged:
-    // fa2_tc (instruction issue: 8.5/18.4%).
+    // against 6.9/14.2%. Worse: the CUDA-core fa2 at d = 64, 21% against 4.4%. The file's FP32 ceiling is
+    // cuBLAS's SGEMM, 52 TFLOP/s, below the FFMA peak of 61.7 the same run measured; run at that peak (the
+    // test below), fa2 d = 64 falls to 3.8% but fa1 d = 128 rises to 27.9% and fa2 d = 128 to 21.5%, so the
+    // FFMA peak is recorded, not used (docs/gpu-file.md). Unchanged: fa2_tc (instruction issue: 8.5/18.4%).
     const std::string run = kResults + "2026-11-25-h100-d/";
     const GpuSpec preset = find_gpu_preset("H100-SXM");
     const GpuSpec calibrated = load_gpu_file(kRunCalibrated + "calibrated-gpu.json");
@@ -956,4 +957,33 @@ TEST_CASE("calibrated H100: the FA2 paper's setting predicted from fa-calibrate'
     CHECK(preset_mape("fa2", 128) > 0.25);
     CHECK(calibrated_mape("fa2", 64) > 0.18);  // the FP32 ceiling above: a known gap, not hidden
     CHECK(calibrated_mape("fa1_tc", 64) < 0.08);  // with the launcher's recorded q_splits
+}
+
+TEST_CASE("calibrated H100: the FFMA peak fa-calibrate measured loads beside the SGEMM rate and moves no prediction",
+          "[hardware][paper][calibrate]") {
+    // calibrated-gpu.json is the committed result of 2026-11-25-h100-c, written before fa-calibrate put the FFMA
+    // peak into its files: the test adds the same run's FFMA figure (calibrate_raw.json) when it loads the file.
+    const json raw = load(kRunCalibrated + "calibrate_raw.json");
+    std::ifstream in(kRunCalibrated + "calibrated-gpu.json");
+    json file = json::parse(in);
+    REQUIRE(!file.at("measured").contains("ffma_flops_per_s"));
+    file["measured"]["ffma_flops_per_s"] = raw.at("ffma_flops_per_s");
+    const GpuSpec with_ffma = parse_gpu_json(file.dump(), "calibrated-gpu.json + calibrate_raw.json's FFMA");
+    const GpuSpec as_committed = load_gpu_file(kRunCalibrated + "calibrated-gpu.json");
+    // One run: the file's SGEMM ceiling is the raw cuBLAS fp32 rate; the FFMA peak is 19% above it (61.7 vs 52.0).
+    CHECK(as_committed.measured.fp32_flops == raw.at("cublas_fp32_flops_per_s").get<double>());
+    CHECK(with_ffma.measured.ffma_flops == Approx(61.69e12).epsilon(0.001));
+    CHECK(with_ffma.measured.ffma_flops / with_ffma.measured.fp32_flops == Approx(1.187).epsilon(0.002));
+    // Recorded, not used: every prediction of the paper run is the same with and without it.
+    int compared = 0;
+    for (const int d : {64, 128}) {
+        const json doc = load(kResults + "2026-11-25-h100-d/paper_d" + std::to_string(d) + "_N4096.json");
+        for (const json& r : doc.at("results")) {
+            if (!r.contains("measured_s")) continue;
+            CAPTURE(r.at("algo").get<std::string>(), d);
+            CHECK(predict(r, with_ffma).time_s == predict(r, as_committed).time_s);
+            ++compared;
+        }
+    }
+    CHECK(compared == 20);
 }

@@ -120,6 +120,7 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.measured.tensor_fp16_flops == b.measured.tensor_fp16_flops);
     CHECK(a.measured.tensor_bf16_flops == b.measured.tensor_bf16_flops);
     CHECK(a.measured.fp32_flops == b.measured.fp32_flops);
+    CHECK(a.measured.ffma_flops == b.measured.ffma_flops);
     CHECK(a.measured.sfu_ops == b.measured.sfu_ops);
     CHECK(a.measured.l2_requests == b.measured.l2_requests);
     CHECK(a.measured.source == b.measured.source);
@@ -252,6 +253,7 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.hbm_bandwidth == 4.19e12);
             CHECK(g.measured.tensor_bf16_flops == 759e12);
             CHECK(g.measured.fp32_flops == 50.8e12);
+            CHECK(g.measured.ffma_flops == 62.5e12);  // peak-rates, cuda/results/2026-11-22-h200-b/peak_rates.txt
             CHECK(g.measured.tensor_fp16_flops == 725e12);
             CHECK(g.measured.mma_sync_fp16_flops == 641.7e12);
             CHECK(g.measured.mma_sync_bf16_flops == 639.4e12);
@@ -264,12 +266,32 @@ TEST_CASE("measured ceilings: only the H200 has them", "[gpu]") {
             CHECK(g.measured.tensor_fp16_flops == 0);
             CHECK(g.measured.tensor_bf16_flops == 0);
             CHECK(g.measured.fp32_flops == 0);
+            CHECK(g.measured.ffma_flops == 0);
             CHECK(g.measured.mma_sync_fp16_flops == 0);
             CHECK(g.measured.l2_requests == 0);
             CHECK(g.l2_request_rate() == g.l2_bandwidth / 64);  // the H200's ratio (model_defaults.json)
             CHECK(g.measured.source.empty());
         }
     }
+}
+
+TEST_CASE("the FFMA peak is read and range-checked and written back while no rate uses it", "[gpu]") {
+    json doc = user_json();
+    doc["measured"] = {{"fp32_flops_per_s", 60e12}, {"ffma_flops_per_s", 75e12}, {"source", "a test, 2026-11-25"}};
+    const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
+    CHECK(g.measured.ffma_flops == 75e12);
+    CHECK(g.effective_fp32_flops() == 60e12);
+    CHECK(g.matmul_flops(DType::fp32) == 60e12);
+    CHECK(g.mma_sync_flops(DType::fp32) == 60e12);
+    CHECK(!contains(g.measured_ceilings_text(), "75"));  // the report's "measured ceilings used" names it not
+    CHECK(fasim::parse_gpu_json(fasim::gpu_spec_to_json(g), "round trip").measured.ffma_flops == 75e12);
+    // GFLOP/s written for FLOP/s: one line with the value, the allowed range and a fix.
+    doc["measured"]["ffma_flops_per_s"] = 82.6e3;
+    const std::string msg = error_of(doc);
+    check_message_shape(msg);
+    CHECK(contains(msg, "\"measured.ffma_flops_per_s\" = 82600"));
+    CHECK(contains(msg, "1.239e+14 FLOP/s, 0.1 to 1.5x the datasheet \"fp32_flops_per_s\""));
+    CHECK(contains(msg, "Fix: "));
 }
 
 TEST_CASE("matmul rates per dtype", "[gpu]") {
@@ -291,6 +313,9 @@ TEST_CASE("matmul rates per dtype", "[gpu]") {
     CHECK(h200.mma_sync_flops(DType::fp16) == 641.7e12);
     CHECK(h200.mma_sync_flops(DType::bf16) == 639.4e12);
     CHECK(h200.mma_sync_flops(DType::fp32) == 50.8e12);  // fp32 products stay on the CUDA cores
+    // The FFMA peak is recorded, not used: every FP32 rate stays SGEMM's (docs/gpu-file.md says why).
+    CHECK(h200.measured.ffma_flops == 62.5e12);
+    CHECK(h200.effective_fp32_flops() == 50.8e12);
 
     const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
     CHECK(h100.matmul_flops(DType::bf16) == 989.4e12);
@@ -637,6 +662,7 @@ TEST_CASE("measured rates must lie within 0.1x..1.5x their datasheet number", "[
                                                         {"tensor_fp16_flops_per_s", "tensor_fp16_flops_per_s"},
                                                         {"tensor_bf16_flops_per_s", "tensor_bf16_flops_per_s"},
                                                         {"fp32_flops_per_s", "fp32_flops_per_s"},
+                                                        {"ffma_flops_per_s", "fp32_flops_per_s"},
                                                         {"mma_sync_fp16_flops_per_s", "tensor_fp16_flops_per_s"},
                                                         {"mma_sync_bf16_flops_per_s", "tensor_bf16_flops_per_s"},
                                                         {"l2_requests_per_s", "l2_bandwidth_bytes_per_s"}};
