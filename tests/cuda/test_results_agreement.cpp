@@ -824,7 +824,7 @@ TEST_CASE("decode run: K and V streamed at 80% of the copy bandwidth with 32 K/V
 TEST_CASE("decode run: FlashDecoding predicted within 21%, FA2 without a split 2x fast", "[hardware][decode][time]") {
     // The H100 preset's HBM is the datasheet's 3.35 TB/s; the card copies at 3.01 (decode_copy.txt), which
     // makes most predictions 11-18% fast. FA2 at batch 1: the model has the idle SMs, and its Little's-law term
-    // (32 KB in flight over the default 500 ns DRAM latency: 65 GB/s per SM) does not bind below the issue
+    // (32 KB in flight over Hopper's 352 ns DRAM latency: 93 GB/s per SM) does not bind below the issue
     // term's 33 GB/s; the card's lone blocks streamed 16 GB/s (docs/model.md, "Memory latency").
     const GpuSpec gpu = find_gpu_preset("H100-SXM");
     const json doc = load(kRunDecode + "validate_decode.json");
