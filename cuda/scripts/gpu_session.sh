@@ -2,7 +2,7 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|calibrate|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
+#   usage: cuda/scripts/gpu_session.sh [build|calibrate|predict|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
 #   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
 # cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
@@ -15,7 +15,11 @@
 # device-to-device copy bandwidth, the yardsticks of the K/V streaming bandwidth; calibrate = fa-calibrate:
 # the GPU file of this card ($OUT/calibrated-gpu.json, also copied out of the archive), its probes'
 # raw results, and fa-sim's prediction with it (docs/calibrate.md). `gpu_session.sh build calibrate` is
-# the whole calibration (no network).
+# the whole calibration (no network). predict = before any timing step, fa-sim's predictions of the
+# paper, backward and decode steps named in the same call (predict_before.py), with the preset of the
+# card at hand and, after calibrate, with the card's calibrated file: written before anything is timed,
+# from the committed simulator (the hold-out rule, docs/model.md). BWD_CHECK=0 leaves cuda-check out of
+# the backward step (a card of an architecture the check already passed on, when time is short).
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -63,6 +67,44 @@ if has calibrate; then
   cp "$out/calibrated-gpu.json" "$out/calibrate_raw.json" "$final/" 2>/dev/null
   "$build/sim/fa-sim" --gpu-file "$out/calibrated-gpu.json" --algo fa2 --N 4096 > "$out/calibrate_fa2.txt" 2>&1
   tail -4 "$out/calibrate_fa2.txt"
+fi
+
+if has predict; then
+  # The preset of this card, as fa-validate and fa-calibrate pick it (gpu_catalog's preset_for_device).
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+    *H200*) preset=H200 ;; *H100*) preset=H100-SXM ;; *) preset= ;;
+  esac
+  # PREDICT="paper backward decode": the steps to predict (default: those of this call), e.g. for a later call.
+  for_steps=" ${PREDICT:-$steps} "
+  for_step() { [[ "$for_steps" == *" $1 "* ]]; }
+  # Each file's predictions run in the background (one fa-sim per configuration): the card waits less.
+  pb() { (FASIM_COMMIT=$(cat .fasim-commit 2>/dev/null) python3 cuda/scripts/predict_before.py --fa-sim "$build/sim/fa-sim" "$@" \
+            > "$out/predict_$(basename "${@: -1}" .json).txt" 2>&1) & }
+  for source in preset calibrated; do
+    if [[ $source == preset ]]; then
+      [[ -n "$preset" ]] || { log "predict: no preset matches this card"; continue; }
+      gpu=(--gpu "$preset")
+    else
+      [[ -f "$out/calibrated-gpu.json" ]] || continue
+      gpu=(--gpu-file "$out/calibrated-gpu.json")
+    fi
+    log "predict ($source: ${gpu[*]})"
+    if for_step paper; then
+      pb "${gpu[@]}" --paper --kernels "$(kernels "not k['forward_kernel'] and (k['products'] == 'library_gemm' or k['algorithm'] in ('fa1', 'fa2'))"),torch_flash" \
+         --out "$out/predicted_before_paper_$source.json"
+    fi
+    if for_step backward; then
+      pb "${gpu[@]}" --kernels "$(kernels "k['forward_kernel']"),torch_flash_bwd,torch_math_bwd" --N "${BWD_N:-1024,2048,4096,8192,16384}" \
+         --out "$out/predicted_before_bwd_$source.json"
+      pb "${gpu[@]}" --kernels "$(kernels "k['forward_kernel'] and 'fp32' in k['dtypes']")" --N 2048,4096 --dtype fp32 \
+         --out "$out/predicted_before_bwd_fp32_$source.json"
+    fi
+    if for_step decode; then
+      pb "${gpu[@]}" --decode --kernels flash_decoding,fa2_tc,torch_flash_decoding --out "$out/predicted_before_decode_$source.json"
+    fi
+  done
+  wait
+  cat "$out"/predict_*.txt
 fi
 
 if has check; then
@@ -162,7 +204,7 @@ if has backward; then
   # BWD_N: the sequence lengths of the backward's timings.
   bwd_n=${BWD_N:-1024,2048,4096,8192,16384}
   backward_kernels=$(kernels "k['forward_kernel']")
-  if ! has check; then  # the check step checks every kernel, backward ones too
+  if ! has check && [[ ${BWD_CHECK:-1} != 0 ]]; then  # the check step checks every kernel, backward ones too
     log "backward: cuda-check ($backward_kernels)"
     "$build/cuda/cuda-check" --quiet --algo $(echo "$backward_kernels" | sed 's/,/ --algo /g') > "$out/bwd_check.txt" 2>&1
     echo "exit $?" >> "$out/bwd_check.txt"

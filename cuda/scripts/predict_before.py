@@ -95,7 +95,9 @@ def main():
                                 "--dtype", dt] + (["--causal"] if causal else [])
                         predict(args, {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal,
                                        "batch": a.batch, "heads": a.heads})
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # A copy of the tree without .git (the device machine's) names its commit in FASIM_COMMIT.
+    commit = os.environ.get("FASIM_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                                               text=True).stdout.strip()
     doc = {"schema_version": 1, "gpu_preset": a.gpu, "gpu_file": a.gpu_file, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "simulator_commit": commit, "command": "python3 cuda/scripts/predict_before.py " + " ".join(
                (f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')} {v}")
