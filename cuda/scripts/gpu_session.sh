@@ -2,7 +2,7 @@
 # One device call: build for the GPU at hand, check every kernel against the float64
 # reference, run compute-sanitizer, validate timings against the simulator, read
 # hardware counters, and time PyTorch's SDPA. Everything lands in $OUT (or ./gpu-out).
-#   usage: cuda/scripts/gpu_session.sh [build|calibrate|predict|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode ...]
+#   usage: cuda/scripts/gpu_session.sh [build|calibrate|predict|check|sanitize|validate|half|naive|paper|ncu|peaks|profile|torch|backward|decode|ladder ...]
 #   (default: all but naive and profile)
 # Steps: validate = fp32 grid (plus the naive GEMM); half = fp16/bf16 grid with the tensor-core FA2 and
 # cuBLAS; naive = standard attention on the naive GEMM in fp16 and bf16; paper = the FlashAttention-2
@@ -20,6 +20,10 @@
 # card at hand and, after calibrate, with the card's calibrated file: written before anything is timed,
 # from the committed simulator (the hold-out rule, docs/model.md). BWD_CHECK=0 leaves cuda-check out of
 # the backward step (a card of an architecture the check already passed on, when time is short).
+# ladder = the forward kernel ladder (docs/kernel-ladder.md): cuda-check and compute-sanitizer of the rungs
+# LADDER_NEW names (default fa2_tc_tuned,fa2_wgmma), then every rung (fa2, fa2_tc, fa2_tc_tuned, fa2_wgmma)
+# timed in the FA2 paper's setting beside PyTorch's flash and cuDNN backends, fp16 (the CUDA-core fa2) and
+# fp16/bf16 (the tensor-core rungs); LADDER_N, LADDER_D and LADDER_CAUSAL (on, off, both) narrow it.
 set -uo pipefail
 # Only a few files come back from the device machine: work in a folder, pack it at the end.
 final=${OUT:-$PWD/gpu-out}
@@ -42,6 +46,7 @@ build=$PWD/build-gpu
 if has build; then
   log "build"
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  [[ $arch == 90 ]] && arch=90a  # Hopper's own instructions (wgmma, setmaxnreg: fa2_wgmma) exist on sm_90a only
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >"$out/build.log" 2>&1 &&
     cmake --build "$build" -j 16 --target cuda-check fa-validate fa-sim peak-rates fa-calibrate >>"$out/build.log" 2>&1 || { log "build failed"; tail -40 "$out/build.log"; exit 1; }
 fi
@@ -255,4 +260,31 @@ if has decode; then
       > "$out/torch_decode.txt" 2>&1
   cat "$out/torch_decode.txt"
 fi
+if has ladder; then
+  new=${LADDER_NEW:-fa2_tc_tuned,fa2_wgmma}
+  if [[ ${LADDER_CHECK:-1} != 0 ]]; then  # LADDER_CHECK=0: timings only (the check ran in an earlier call)
+  log "ladder: cuda-check ($new)"
+  "$build/cuda/cuda-check" --quiet --algo $(echo "$new" | sed 's/,/ --algo /g') > "$out/ladder_check.txt" 2>&1
+  echo "exit $?" >> "$out/ladder_check.txt"
+  tail -4 "$out/ladder_check.txt"
+  log "ladder: compute-sanitizer ($new)"
+  SANITIZE_ALGOS=$new bash cuda/scripts/sanitize.sh "$build" "$out/ladder_sanitizer" > "$out/ladder_sanitizer.txt" 2>&1
+  tail -4 "$out/ladder_sanitizer.txt"
+  fi
+  log "ladder: the FA2 paper's setting, every rung, PyTorch's flash and cuDNN"
+  causal=${LADDER_CAUSAL:-both}
+  for d in ${LADDER_D:-64 128}; do
+    for N in ${LADDER_N:-2048 4096 8192 16384}; do
+      common=(--d "$d" --N "$N" --batch $((16384 / N)) --heads $((2048 / d)) --runs 5 --warmup 1 --sample-rows 4 --causal "$causal")
+      "$build/cuda/validate/fa-validate" --dtype fp16 --algo fa2,fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
+          --out "$out/ladder_fp16_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
+      "$build/cuda/validate/fa-validate" --dtype bf16 --algo fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
+          --out "$out/ladder_bf16_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
+      python3 cuda/scripts/torch_sdpa.py --N "$N" --d "$d" --dtype fp16,bf16 --batch $((16384 / N)) --heads $((2048 / d)) \
+          --backends flash,cudnn --runs 10 --out "$out/ladder_torch_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
+    done
+  done
+  grep -E "fa2_tc_tuned|fa2_wgmma|torch_(flash|cudnn)" "$out/ladder.txt" | tail -24
+fi
+
 log "done"

@@ -40,6 +40,7 @@ TileConfig choose_q_tiles(std::string_view algo_id, const AttentionProblem& p, c
     }
     c.Br = Br;
     c.Bc = Bc;
+    if (req.warps > 0) c.warps = req.warps;  // a kernel that splits its Q tile over more warps (fa2_wgmma: 8)
     return c;
 }
 

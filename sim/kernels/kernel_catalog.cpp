@@ -17,6 +17,11 @@ constexpr std::array<int, 2> kFa1TcRegisters{96, 140};
 constexpr std::array<int, 2> kTorchFlashRegisters{255, 255};
 // fa2_bwd_tc (fp16; bf16 takes 230 at d = 64), ptxas for sm_90 (nvcc 13.0).
 constexpr std::array<int, 2> kFa2BwdTcRegisters{232, 255};
+// fa2_tc_tuned, ptxas for sm_90 (nvcc 13.0, -Xptxas -v), fp16 and bf16 alike: every register, no spills.
+constexpr std::array<int, 2> kFa2TcTunedRegisters{255, 255};
+// fa2_wgmma at launch (ptxas for sm_90a, nvcc 13.0): 168 = 65536 / 384 threads, the most one block of three
+// warpgroups may start with; setmaxnreg then moves the producer's to the consumers (24 and 240 per thread).
+constexpr std::array<int, 2> kFa2WgmmaRegisters{168, 168};
 // flash_decoding's split kernel (fp16 and bf16 alike), ptxas for sm_90 (nvcc 13.0, cuobjdump --dump-resource-usage).
 constexpr std::array<int, 2> kFlashDecodingRegisters{254, 227};
 
@@ -79,6 +84,33 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .registers = kFa2TcRegisters,
      .calibration = Calibration::mma_sync_warp},
+    {.name = "fa2_tc_tuned",
+     .algorithm = "fa2",
+     .what = "FlashAttention-2 on the tensor cores (mma.sync), tuned: 128-row Q tiles (32 rows per warp), "
+             "FlashAttention-2's K/V tiles, K and V double-buffered",
+     .source = "cuda/kernels/fa2_tensor_core_tuned.cu",
+     .products = Products::mma_sync,
+     .tiles = TileRule::fa2_tc_tuned,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 80,
+     .registers = kFa2TcTunedRegisters,
+     .calibration = Calibration::mma_sync_warp},
+    {.name = "fa2_wgmma",
+     .algorithm = "fa2",
+     .what = "FlashAttention-2 on Hopper (sm_90a): wgmma products, TMA copies, a producer warpgroup and two "
+             "consumer warpgroups of 64 rows each, 128x128 tiles in two stages",
+     .source = "cuda/kernels/fa2_hopper.cu, hopper_primitives.cuh",
+     .products = Products::wgmma,
+     .tiles = TileRule::fa2_wgmma,
+     .fp32 = false,
+     .head_dims = kTensorCoreHeadDims,
+     .min_compute_capability = 90,
+     .registers = kFa2WgmmaRegisters,
+     .calibration = Calibration::library_rate,
+     // The 8 warps of the two consumer warpgroups, which hold the Q tile's rows and compute; the producer
+     // warpgroup only issues copies. With 168 registers per thread one block fills an SM either way.
+     .warps = 8},
     {.name = "flash_decoding",
      .algorithm = "flash_decoding",
      .what = "FlashDecoding on the tensor cores (mma.sync): the keys split over blocks, K/V tiles double-buffered "
@@ -189,6 +221,7 @@ const char* products_name(Products p) {
         case Products::cuda_cores: return "cuda_cores";
         case Products::mma_sync: return "mma_sync";
         case Products::library_gemm: return "library_gemm";
+        case Products::wgmma: return "wgmma";
     }
     return "?";
 }
@@ -199,6 +232,8 @@ const char* tile_rule_name(TileRule r) {
         case TileRule::fa2: return "fa2_tiles";
         case TileRule::fa1: return "fa1_tiles";
         case TileRule::fa2_tc: return "fixed 64x64";
+        case TileRule::fa2_tc_tuned: return "fixed 128x128 (d=64), 128x64 (d=128), K/V double-buffered";
+        case TileRule::fa2_wgmma: return "fixed 128x128, K/V in two stages (sm_90a)";
         case TileRule::fa1_tc: return "fixed 16x256 (d=64), 16x128 (d=128)";
         case TileRule::fa2_bwd: return "fa2_bwd_tiles";
         case TileRule::fa2_bwd_tc: return "fixed 64x128 (tile_rules::kFa2BwdTcBr x kFa2BwdTcBc)";
@@ -269,6 +304,22 @@ TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t 
         case TileRule::fa2: return fa2_tiles(d, dtype, smem_per_block);
         case TileRule::fa1: return fa1_tiles(d, dtype, smem_per_block);
         case TileRule::fa2_tc: return {tile_rules::kFa2TcBr, tile_rules::kFa2TcBc, 0};
+        case TileRule::fa2_wgmma: {
+            const std::size_t need = tile_rules::fa2_wgmma_smem_bytes(d);
+            if (need > smem_per_block)
+                throw std::invalid_argument("fa2_wgmma: its " + std::to_string(need) + " B of shared memory at d = " +
+                                            std::to_string(d) + " do not fit " + std::to_string(smem_per_block) +
+                                            " B per block");
+            return {tile_rules::kFa2WgmmaBr, tile_rules::kFa2WgmmaBc, need};
+        }
+        case TileRule::fa2_tc_tuned: {
+            const std::size_t need = tile_rules::fa2_tc_tuned_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
+            if (need > smem_per_block)
+                throw std::invalid_argument("fa2_tc_tuned: its " + std::to_string(need) + " B of shared memory at d = " +
+                                            std::to_string(d) + " do not fit " + std::to_string(smem_per_block) +
+                                            " B per block");
+            return {tile_rules::kFa2TcTunedBr, tile_rules::fa2_tc_tuned_bc(d), need};
+        }
         case TileRule::fa1_tc: return {tile_rules::kFa1TcBr, tile_rules::fa1_tc_bc(d), 0};
         case TileRule::fa2_bwd: return fa2_bwd_tiles(d, dtype, smem_per_block);
         case TileRule::fa2_bwd_tc: {

@@ -25,6 +25,7 @@ enum class Products : std::uint8_t {
     cuda_cores,    // FFMA on the CUDA cores, each lane loading its own operands (fa-sim's first kernels)
     mma_sync,      // warp-level tensor-core instructions, FlashAttention's way
     library_gemm,  // a vendor GEMM library (cuBLAS; wgmma on Hopper)
+    wgmma,         // Hopper's warpgroup instructions, operands from shared memory by descriptor (sm_90a)
 };
 const char* products_name(Products p);  // "cuda_cores", "mma_sync", "library_gemm"
 
@@ -34,6 +35,8 @@ enum class TileRule : std::uint8_t {
     fa2,        // fa2_tiles() of kernels/tile_rules.hpp, what the CUDA-core fa2 and tiled launchers call
     fa1,        // fa1_tiles() of kernels/tile_rules.hpp
     fa2_tc,     // fixed in the kernel: tile_rules::kFa2TcBr x kFa2TcBc
+    fa2_tc_tuned,  // fixed in the kernel: tile_rules::kFa2TcTunedBr x fa2_tc_tuned_bc(d)
+    fa2_wgmma,     // fixed in the kernel: tile_rules::kFa2WgmmaBr x kFa2WgmmaBc
     fa1_tc,     // fixed in the kernel: tile_rules::kFa1TcBr x fa1_tc_bc(d)
     fa2_bwd,    // fa2_bwd_tiles() of kernels/tile_rules.hpp, what the CUDA-core FA2 backward's launcher calls
     fa2_bwd_tc, // fixed in the kernel: tile_rules::kFa2BwdTcBr x kFa2BwdTcBc

@@ -30,6 +30,26 @@ namespace tile_rules {
 // K/V tiles, at every head dim.
 inline constexpr int kFa2TcBr = 64;
 inline constexpr int kFa2TcBc = 64;
+// fa2_tc_tuned (cuda/kernels/fa2_tensor_core_tuned.cu): 128 query rows per block (4 warps x 32), K/V tiles
+// of 128 keys at d <= 64 and 64 at d = 128 (FlashAttention-2's forward tiles), K and V double-buffered,
+// rows padded by 8 elements: Q + 2 K + 2 V is 92 KB (d = 64) or 104 KB (d = 128), two blocks per SM.
+inline constexpr int kFa2TcTunedBr = 128;
+inline constexpr int kFa2TcTunedPad = 8;
+FASIM_HD constexpr int fa2_tc_tuned_bc(int d) { return d <= 64 ? 128 : 64; }
+FASIM_HD constexpr std::size_t fa2_tc_tuned_smem_bytes(int d, int elem_bytes) {
+    return static_cast<std::size_t>(kFa2TcTunedBr + 4 * fa2_tc_tuned_bc(d)) * static_cast<std::size_t>(d + kFa2TcTunedPad) *
+           static_cast<std::size_t>(elem_bytes);
+}
+// fa2_wgmma (cuda/kernels/fa2_hopper.cu, sm_90a): 128 query rows per block (two consumer warpgroups of 64),
+// 128-key K/V tiles, two stages of K and V, tiles stored as 128-byte-swizzled slabs of 64 columns; 9 mbarriers
+// after them and 1 KB of slack to align the tiles to the swizzle's 1 KB atoms: 161 KB at d = 128, 81 KB at d = 64.
+inline constexpr int kFa2WgmmaBr = 128;
+inline constexpr int kFa2WgmmaBc = 128;
+inline constexpr int kFa2WgmmaStages = 2;
+FASIM_HD constexpr std::size_t fa2_wgmma_smem_bytes(int d) {
+    return static_cast<std::size_t>(kFa2WgmmaBr + 2 * kFa2WgmmaStages * kFa2WgmmaBc) * static_cast<std::size_t>(d) * 2 + 9 * 8 +
+           1024;
+}
 // fa1_tc (cuda/kernels/fa1_tensor_core.cu): a Q tile is one m16 row block shared by the 4 warps; a
 // K/V tile 256 keys at d = 64, 128 at d = 128 (the split-K warps each take a quarter).
 inline constexpr int kFa1TcBr = 16;

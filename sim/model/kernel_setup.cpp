@@ -65,6 +65,7 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
     KernelSetup s;
     s.algorithm = &algorithm(k.algorithm);
     s.options.tensor_cores = k.tensor_cores(p.dtype);
+    if (k.products == Products::wgmma) s.options.flash_instruction = MatrixInstruction::wgmma;
     TileRequest& req = s.tiles;
     req.matmul = k.matmul;
     if (!s.algorithm->tunable_tiles) return s;  // standard attention: the GEMM tiles follow req.matmul

@@ -35,6 +35,7 @@ struct SmRates {
     // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
     // the lanes execute (whole micro-tiles); otherwise by the bytes moved and the tile's FLOPs.
     bool cuda_core_lanes = false;
+    bool overlapped_products = false;  // wgmma kernels (BlockTerms::overlapped_products)
     // Little's law: a block with F bytes in flight streams from DRAM at most F / latency (seconds per
     // DRAM byte = latency / F); dram_share: the kernel's DRAM bytes over its L2 bytes, the part of a
     // block's L2 traffic that misses. 0: no such term (kernels/kernel_execution.hpp, bytes_in_flight).
@@ -51,7 +52,13 @@ struct BlockTerms {
     // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
     // issue at the latency-bound rate, whichever takes longer.
     bool latency_bound_tensor = false;
+    // wgmma kernels with warp-specialised consumer warpgroups: while one warpgroup's softmax runs on the
+    // CUDA cores and SFUs, another's products run on the tensor cores, so the two overlap instead of adding:
+    // two warpgroups that each alternate M of products with S of softmax need max(2M, 2S, M + S) for two
+    // tiles, max(M, S) per tile.
+    bool overlapped_products = false;
     double compute() const {
+        if (overlapped_products) return std::max(matmul, nonmatmul + sfu);
         return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
     }
     double duration(int blocks_per_sm) const {
@@ -61,6 +68,7 @@ struct BlockTerms {
         matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
         latency += o.latency;
         latency_bound_tensor = o.latency_bound_tensor;
+        overlapped_products = o.overlapped_products;
         return *this;
     }
     BlockTerms scaled(double f) const {
@@ -78,6 +86,7 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
     BlockTerms t{matmul_flops / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
                  static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, l2};
     t.latency = static_cast<double>(w.l2_bytes) * r.dram_share * r.latency_s_per_byte;
+    t.overlapped_products = r.overlapped_products;
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
         t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
@@ -103,6 +112,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
 
     const double sms = gpu.sm_count;
     const bool mma_sync = k.execution.instruction == MatrixInstruction::mma_sync;
+    const bool wgmma = k.execution.instruction == MatrixInstruction::wgmma;
     const double mm_rate = !options.tensor_cores ? gpu.effective_fp32_flops()
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
@@ -127,6 +137,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
               gpu.l2_bandwidth / sms, gpu.l2_request_rate() / sms};
     if (mma_latency) r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
     r.cuda_core_lanes = !options.tensor_cores;
+    r.overlapped_products = options.tensor_cores && wgmma && dtype != DType::fp32;
     if (k.execution.bytes_in_flight > 0 && gpu.model.dram_latency_s > 0 && k.l2.total() > 0) {
         r.latency_s_per_byte = gpu.model.dram_latency_s / static_cast<double>(k.execution.bytes_in_flight);
         r.dram_share = std::min(1.0, static_cast<double>(k.dram.total()) / static_cast<double>(k.l2.total()));
@@ -183,6 +194,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.smem_s = busiest.smem;
     t.l2_per_sm_s = busiest.l2;
     t.issue_s = busiest.issue;
+    t.overlapped_products = busiest.overlapped_products;
     t.memory_latency_s = busiest.latency / resident;  // resident blocks overlap their latencies
     t.schedule_s = makespan;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
@@ -215,7 +227,9 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
             // matmul, non-matmul and exp add (the same warps issue them): the bound is the one that is at
             // least half of their sum, or the sum itself when none is.
             else if (t.matmul_s >= t.nonmatmul_s + t.sfu_s) what = !options.tensor_cores || dtype == DType::fp32 ? "FP32 matmul"
-                                       : mma_sync ? "tensor cores (mma.sync)" : "tensor cores";
+                                       : mma_sync ? "tensor cores (mma.sync)" : wgmma ? "tensor cores (wgmma)" : "tensor cores";
+            else if (wgmma && busiest.overlapped_products)
+                what = "softmax (non-matmul + exp), which the other warpgroup's products overlap";
             else if (t.nonmatmul_s >= t.matmul_s + t.sfu_s) what = "FP32 non-matmul work";
             else if (t.sfu_s >= t.matmul_s + t.nonmatmul_s) what = "exp on the SFUs (non-matmul)";
             else what = "arithmetic: matmul + non-matmul + exp, which add (none is half)";

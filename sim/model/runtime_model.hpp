@@ -32,6 +32,10 @@ struct ModelOptions {
     // fp16/bf16 products on tensor cores (as FlashAttention does). false: every
     // product on the CUDA cores at the FP32 rate (fa-sim's own first CUDA kernels).
     bool tensor_cores = true;
+    // The instruction the flash kernels' products run on (kernels/kernel_execution.hpp): mma.sync, as
+    // FlashAttention-2's kernels and fa-sim's tensor-core kernels; wgmma for a Hopper kernel (the kernel
+    // catalog's Products::wgmma). Library GEMMs keep their own.
+    MatrixInstruction flash_instruction = MatrixInstruction::mma_sync;
 };
 
 struct ScheduledBlock {
@@ -54,6 +58,9 @@ struct KernelTiming {
     // Block-level terms, summed over the busiest SM's blocks (seconds).
     double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;
     double issue_s = 0;        // mma.sync kernels: warp instructions / the rate the schedulers issue them
+    // wgmma kernels with warp-specialised warpgroups: compute is max(matmul, non-mm + exp), the products of
+    // one warpgroup overlapping the softmax of another, instead of their sum.
+    bool overlapped_products = false;
     double memory_latency_s = 0;  // the busiest SM's blocks' DRAM bytes x latency / bytes in flight (Little's
                                   // law), over the blocks it holds at once; 0 where the kernel has no such term
     double schedule_s = 0;     // makespan of the greedy schedule

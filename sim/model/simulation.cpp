@@ -62,7 +62,14 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
     r.problem = p;
     r.gpu_name = gpu.name;
     r.tiles = programs.back().second;
-    CountingExecutor counter(gpu, r.tiles.registers_per_thread, fasim_kernel_executions(p, r.tiles), r.tiles.launched_smem_bytes);
+    ExecutionModel executions = fasim_kernel_executions(p, r.tiles);
+    if (options.flash_instruction != MatrixInstruction::mma_sync)
+        executions = [base = std::move(executions), instruction = options.flash_instruction](const KernelDesc& k) {
+            KernelExecution e = base(k);
+            if (e.instruction == MatrixInstruction::mma_sync) e.instruction = instruction;
+            return e;
+        };
+    CountingExecutor counter(gpu, r.tiles.registers_per_thread, std::move(executions), r.tiles.launched_smem_bytes);
     for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
     r.kernels = counter.kernels();
     for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;

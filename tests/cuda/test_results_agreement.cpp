@@ -987,3 +987,119 @@ TEST_CASE("calibrated H100: the FFMA peak fa-calibrate measured loads beside the
     }
     CHECK(compared == 20);
 }
+
+// ---- The H200 run of 2026-11-26: the second card of the backward and of the calibration ----------------
+
+namespace {
+const std::string kRunH200 = kResults + "2026-11-26-h200/";  // fa-calibrate, the paper's setting, the backward
+}  // namespace
+
+TEST_CASE("H200 backward: every timed configuration meets the gradient rule", "[hardware][backward][accuracy]") {
+    int timed = 0;
+    for (const char* file : {"validate_bwd_half.json", "validate_bwd_fp32.json", "validate_fwd_bwd.json"}) {
+        const json doc = load(kRunH200 + file);
+        REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+        for (const json& r : doc.at("results")) {
+            CAPTURE(file, r.at("algo").get<std::string>(), r.at("N").get<int>(), r.at("d").get<int>());
+            REQUIRE(r.contains("measured_s"));
+            CHECK(r.at("accuracy").at("pass").get<bool>());
+            ++timed;
+        }
+    }
+    CHECK(timed == 120 + 16 + 8);
+}
+
+TEST_CASE("H200 backward from 2k tokens, predicted before the run: cuBLAS within 18%, the flash kernels not yet within 20%",
+          "[hardware][backward][time]") {
+    // The issue's target is 20% for every backward kernel on both cards. On the H200 (predictions written on the card
+    // before it timed anything, cuda/results/2026-11-26-h200/predicted_before_bwd_*.json): cuBLAS standard -17..+2%
+    // (fp32 d=128 +13..+17%); fa2_bwd_tc -26..-14%, fast as on the H100 (ncu in profile_bwd_d128/: its 8 warps per SM
+    // issue in 22% of cycles at a 1.8 GHz clock, where the model has them bound by shared memory at 1.98 GHz); the
+    // CUDA-core fa2_bwd d=64 -8..+9%, d=128 +7..+33% (slow: 1 block of 4 warps per SM at the lone warp's issue rate).
+    const GpuSpec preset = find_gpu_preset("H200");
+    const GpuSpec calibrated = load_gpu_file(kRunH200 + "calibrated-gpu.json");
+    std::map<std::string, int> checked, within_20;
+    for (const char* file : {"validate_bwd_half.json", "validate_bwd_fp32.json"}) {
+        const json doc = load(kRunH200 + file);
+        for (const GpuSpec* gpu : {&preset, &calibrated}) {
+            for_each_timed_result(doc, *gpu, {}, [&](const json& r, double rt) {
+                const std::string algo = r.at("algo");
+                const int d = r.at("d");
+                if (algo == "standard_cublas_bwd") CHECK(rt == Approx(1.0).epsilon(0.18));
+                if (algo == "fa2_bwd_tc") CHECK((rt > 0.73 && rt < 0.87));
+                if (algo == "fa2_bwd") CHECK(rt == Approx(1.0).epsilon(d == 64 ? 0.14 : 0.34));
+                if (gpu == &calibrated) {
+                    ++checked[algo];
+                    within_20[algo] += std::abs(rt - 1.0) <= 0.20;
+                }
+            });
+        }
+    }
+    CHECK(checked["standard_cublas_bwd"] == 32 + 8);
+    CHECK(checked["fa2_bwd_tc"] == 32);
+    CHECK(checked["fa2_bwd"] == 32 + 8);
+    CHECK(within_20["standard_cublas_bwd"] == 40);
+    CHECK(within_20["fa2_bwd_tc"] == 21);
+}
+
+TEST_CASE("H200: the tensor-core FA2 backward at 87-123% of PyTorch's at d=128 and N >= 4096 (the issue asks 70%)",
+          "[hardware][backward][yardstick]") {
+    std::map<std::tuple<int, int, std::string, bool>, double> ours, torch;
+    const json half = load(kRunH200 + "validate_bwd_half.json"), pytorch = load(kRunH200 + "torch_bwd.json");
+    for (const json& r : half.at("results"))
+        if (r.at("algo").get<std::string>() == "fa2_bwd_tc")
+            ours[{r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>()}] =
+                r.at("measured_s");
+    for (const json& r : pytorch.at("results"))
+        if (r.at("algo").get<std::string>() == "torch_flash_bwd")
+            torch[{r.at("N").get<int>(), r.at("d").get<int>(), r.at("dtype").get<std::string>(), r.at("causal").get<bool>()}] =
+                r.at("measured_s");
+    int compared = 0;
+    for (const auto& [key, t] : ours) {
+        if (std::get<0>(key) < 4096 || std::get<1>(key) != 128) continue;
+        CAPTURE(std::get<0>(key), std::get<2>(key), std::get<3>(key));
+        REQUIRE(torch.count(key));
+        CHECK(torch.at(key) / t >= 0.85);
+        ++compared;
+    }
+    CHECK(compared == 12);
+}
+
+TEST_CASE("H200: the FA2 paper's setting predicted before it was timed, from the card's fa-calibrate file and its preset",
+          "[hardware][paper][calibrate]") {
+    // The second card of the hold-out (the H100's is above): fa-calibrate ran first in the same call, then fa-sim
+    // wrote its predictions with the file it measured and with the H200 preset, then the paper's setting was timed
+    // (session_call1.log has the order). Mean absolute errors, calibrated / preset (d = 64; 128): cuBLAS 13.3/12.0%;
+    // 9.1/9.2%, fa1 5.5/5.9%; 13.0/12.5%, fa1_tc 7.4%; 19.9%, fa2 22.8/23.8%; 6.3/5.7%, fa2_tc 8.3%; 18.6%, PyTorch's
+    // flash 4.6/6.4%; 7.9/6.7%. The H200 preset already carries this card's earlier microbenchmarks, so calibration
+    // moves little here; the misses are the H100's too: the CUDA-core fa2 at d = 64 (+23%) and the mma.sync kernels
+    // at d = 128 (-19..-20%: instruction issue at 1.98 GHz, where ncu reads 1.78-1.80 GHz under this load).
+    const GpuSpec preset = find_gpu_preset("H200");
+    const GpuSpec calibrated = load_gpu_file(kRunH200 + "calibrated-gpu.json");
+    std::map<std::pair<std::string, int>, std::pair<double, double>> mape;  // (kernel, d) -> (calibrated, preset)
+    std::map<std::pair<std::string, int>, int> count;
+    for (const int d : {64, 128})
+        for (const int N : {2048, 4096, 8192, 16384}) {
+            const json doc = load(kRunH200 + "paper_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+            for (const json& r : doc.at("results")) {
+                if (!r.contains("measured_s")) continue;
+                const auto key = std::make_pair(r.at("algo").get<std::string>(), d);
+                mape[key].first += std::abs(ratio(predict(r, calibrated).time_s, r.at("measured_s")) - 1);
+                mape[key].second += std::abs(ratio(predict(r, preset).time_s, r.at("measured_s")) - 1);
+                ++count[key];
+            }
+        }
+    auto calibrated_mape = [&](const std::string& k, int d) { return mape[{k, d}].first / count[{k, d}]; };
+    for (const auto& [key, n] : count) CHECK(n == 8);
+    CHECK(count.size() == 10);
+    for (const int d : {64, 128}) {
+        CAPTURE(d);
+        CHECK(calibrated_mape("standard_cublas", d) < 0.14);
+        CHECK(calibrated_mape("fa1", d) < 0.14);
+        CHECK(calibrated_mape("fa1_tc", d) < (d == 64 ? 0.08 : 0.21));
+        CHECK(calibrated_mape("fa2_tc", d) < (d == 64 ? 0.09 : 0.19));
+        CHECK(std::abs(mape[{"fa2_tc", d}].first - mape[{"fa2_tc", d}].second) / 8 < 0.01);  // calibration moves little here
+    }
+    CHECK(calibrated_mape("fa2", 128) < 0.07);
+    CHECK(calibrated_mape("fa2", 64) > 0.20);  // the FP32 ceiling (SGEMM's, not the FFMA peak): the H100's gap too
+}

@@ -1,0 +1,319 @@
+// FlashAttention-2 forward on the tensor cores, tuned: the third rung of the kernel ladder
+// (fa2.cu -> fa2_tensor_core.cu -> this file -> fa2_hopper.cu). Same algorithm, instructions and
+// results as fa2_tensor_core.cu (mma.sync.m16n8k16, fp32 accumulation, S and P in registers); what
+// changes is how much each operand fetched from shared memory is used, and how far ahead the copies run:
+//
+//   - 128 query rows per block, 32 per warp (two m16 row blocks): every K or V fragment a warp loads
+//     with ldmatrix feeds two mma.sync instead of one, so a warp issues half the ldmatrix per product
+//     that fa2_tc does, and has two independent accumulator chains to hide the mma latency with;
+//   - K and V both double-buffered: K_{j+1} is copied while S_j and its softmax are computed, V_{j+1}
+//     while O += P V_j is; fa2_tc's single V buffer made every step wait for V_j once;
+//   - K/V tiles of 64 keys at d = 128 and 128 at d = 64 (FlashAttention-2's own forward tiles): the
+//     accumulators are S 32 x Bc and O 32 x d per warp, 192 fp32 registers at both head dims;
+//   - Q is not held in registers (32 x 128 of it would not fit beside O): each k-step reloads the
+//     warp's two Q fragments from shared memory, once for all the K fragments of that k-step.
+// Two blocks of 4 warps share an SM (shared memory 104 KB at d = 128, 92 KB at d = 64; at most 255
+// registers per thread), as FlashAttention-2's kernel runs. The online softmax per score is fa2_tc's:
+// one FMNMX, one FFMA + one MUFU.EX2, one FADD, half an F2FP pack.
+//
+//   grid  = (ceil(N/128), B*H); block = 128 threads; warp w owns Q-tile rows [32w, 32w + 32).
+//   tiles = Br = 128, Bc = tile_rules::fa2_tc_tuned_bc(d), fixed.
+//
+// Measured throughput: cuda/results/ (the ladder runs; docs/kernel-ladder.md).
+// Run:  build/cuda/cuda-check --algo fa2_tc_tuned
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "common/launch.cuh"
+#include "kernels/flash_common.cuh"
+#include "kernels/launchers.hpp"
+#include "kernels/mma_fragments.cuh"
+#include "kernels/tile_rules.hpp"
+
+namespace fasim::cuda_detail {
+
+namespace {
+
+constexpr int kBr = tile_rules::kFa2TcTunedBr;  // query rows per block
+constexpr int kRowBlocks = kBr / (16 * kFlashWarps);  // m16 row blocks per warp
+static_assert(kRowBlocks == 2, "two m16 row blocks per warp");
+
+struct TunedParams {
+    const void* Q;
+    const void* K;
+    const void* V;
+    void* O;
+    float* lse;
+    int N, Nk;
+    int causal;
+    float scale_log2;  // scale * log2(e)
+};
+
+template <typename T, int D, int BC>
+__global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    (void)p;
+    __trap();  // built for sm_75 too, never launched there (the host refuses devices below 8.0)
+#else
+    constexpr int LD = D + tile_rules::kFa2TcTunedPad;  // padded rows: conflict-free ldmatrix
+    constexpr int KS_D = D / 16;       // k-steps of S = Q K^T
+    constexpr int NT_S = BC / 8;       // n-tiles of S (8 keys each)
+    constexpr int KS_KV = BC / 16;     // k-steps of O = P V
+    constexpr int NT_O = D / 8;        // n-tiles of O
+    constexpr int RB = kRowBlocks;
+
+    const int tid = static_cast<int>(threadIdx.x);
+    const int warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int bh = static_cast<int>(blockIdx.y);
+    const int q0 = static_cast<int>(blockIdx.x) * kBr;
+    const int q_rows = imin(kBr, p.N - q0);
+    const int wq0 = q0 + 32 * warp;  // the warp's first query row; row block r starts at wq0 + 16r
+    const bool warp_active = wq0 < p.N;
+
+    T* Qs = reinterpret_cast<T*>(dynamic_smem());
+    T* Ks = Qs + kBr * LD;          // buffer b at Ks + b * BC * LD
+    T* Vs = Ks + 2 * BC * LD;       // buffer b at Vs + b * BC * LD
+
+    const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(bh) * p.N * D;
+    const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(bh) * p.Nk * D;
+    const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(bh) * p.Nk * D;
+    const int diag = p.Nk - p.N;  // key k visible to query q iff k <= q + diag
+    const int n_tiles = visible_kv_tiles(q0, q_rows, p.N, p.Nk, BC, p.causal != 0);
+
+    // cp.async groups, in issue order: (Q, K_0), V_0, then per tile j: K_{j+1}, V_{j+1} (possibly empty,
+    // so that "all but the newest group" always means the tile that is needed next).
+    load_tile_async<T, D, kBr, LD, kFlashThreads>(Qs, Qg, q0, q_rows);
+    if (n_tiles > 0) load_tile_async<T, D, BC, LD, kFlashThreads>(Ks, Kg, 0, imin(BC, p.Nk));
+    cp_async_commit();
+    if (n_tiles > 0) load_tile_async<T, D, BC, LD, kFlashThreads>(Vs, Vg, 0, imin(BC, p.Nk));
+    cp_async_commit();
+
+    float o[RB][NT_O][4];
+#pragma unroll
+    for (int r = 0; r < RB; ++r)
+#pragma unroll
+        for (int nt = 0; nt < NT_O; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[r][nt][i] = 0.f;
+    float m[RB][2], l[RB][2];  // rows wq0 + 16r + g + 8h, m in log2 units; l over this lane's columns only
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+        m[r][0] = m[r][1] = -INFINITY;
+        l[r][0] = l[r][1] = 0.f;
+    }
+
+    // ldmatrix row addresses of this lane: Q's A fragments (rows + (lane & 7) + 8 ((lane >> 3) & 1), column
+    // 8 (lane >> 4)), K's B fragments (keys + (lane & 7) + 8 (lane >> 4), column 8 ((lane >> 3) & 1)), V's
+    // transposed B fragments (keys + (lane & 7) + 8 ((lane >> 3) & 1), column 8 (lane >> 4)).
+    const T* qrow = Qs + (32 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+    const int krow = ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
+    const int vrow = ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+
+    // S = Q K_j^T for both row blocks, its mask, the online softmax, and P as A fragments. Called with a
+    // literal `masked`, so that the unmasked copy (all tiles but those crossing the diagonal or the end of K)
+    // carries no masking instructions once inlined. (A generic lambda taking std::true_type, fa2_tc's way,
+    // crashes nvcc 13.0's front end with these three-dimensional register arrays.)
+    auto scores_and_softmax = [&](unsigned (&pf)[RB][KS_KV][4], const T* Kt, int k0, const bool masked) {
+        float s[RB][NT_S][4];
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int nt = 0; nt < NT_S; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s[r][nt][i] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < KS_D; ++ks) {
+            unsigned qf[RB][4];
+#pragma unroll
+            for (int r = 0; r < RB; ++r) ldmatrix_x4(qf[r], qrow + 16 * r * LD + 16 * ks);
+#pragma unroll
+            for (int np = 0; np < NT_S / 2; ++np) {
+                unsigned b[4];
+                ldmatrix_x4(b, Kt + krow + 16 * np * LD + 16 * ks);
+#pragma unroll
+                for (int r = 0; r < RB; ++r) {
+                    mma_16816<T>(s[r][2 * np], qf[r], b[0], b[1]);
+                    mma_16816<T>(s[r][2 * np + 1], qf[r], b[2], b[3]);
+                }
+            }
+        }
+        // s[r][nt][i]: row wq0 + 16r + g + 8 (i >> 1), key k0 + 8nt + 2t + (i & 1).
+        if (masked) {
+#pragma unroll
+            for (int r = 0; r < RB; ++r)
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const int q = wq0 + 16 * r + g + 8 * (i >> 1);
+                        const int k = k0 + 8 * nt + 2 * t + (i & 1);
+                        if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[r][nt][i] = -INFINITY;
+                    }
+        }
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                const float m_new = fmaxf(m[r][h], mx * p.scale_log2);
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+                const float alpha = fast_exp2(m[r][h] - m_use);
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt) {
+                    s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
+                    s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
+                    sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
+                }
+                l[r][h] = l[r][h] * alpha + sum;
+                m[r][h] = m_new;
+#pragma unroll
+                for (int nt = 0; nt < NT_O; ++nt) {
+                    o[r][nt][2 * h] *= alpha;
+                    o[r][nt][2 * h + 1] *= alpha;
+                }
+            }
+            // P as A fragments of k-step ks: n-tiles 2ks and 2ks + 1 of the score accumulators.
+#pragma unroll
+            for (int ks = 0; ks < KS_KV; ++ks) {
+                pf[r][ks][0] = pack2<T>(s[r][2 * ks][0], s[r][2 * ks][1]);
+                pf[r][ks][1] = pack2<T>(s[r][2 * ks][2], s[r][2 * ks][3]);
+                pf[r][ks][2] = pack2<T>(s[r][2 * ks + 1][0], s[r][2 * ks + 1][1]);
+                pf[r][ks][3] = pack2<T>(s[r][2 * ks + 1][2], s[r][2 * ks + 1][3]);
+            }
+        }
+    };
+
+    for (int j = 0; j < n_tiles; ++j) {
+        const int buf = j & 1;
+        const int k0 = j * BC;
+        cp_async_wait<1>();  // K_j (with Q at j = 0) has landed for this thread; V_j may still be in flight ...
+        __syncthreads();     // ... and for every thread; every warp is also done with S_{j-1}, so K buffer buf ^ 1 is free
+        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        cp_async_commit();
+
+        unsigned pf[RB][KS_KV][4];
+        const bool need_mask = k0 + BC > p.Nk || (p.causal != 0 && k0 + BC - 1 > wq0 + diag);
+        if (warp_active) {
+            if (need_mask) scores_and_softmax(pf, Ks + buf * BC * LD, k0, true);
+            else scores_and_softmax(pf, Ks + buf * BC * LD, k0, false);
+        }
+
+        cp_async_wait<1>();  // V_j has landed (K_{j+1} may be in flight) ...
+        __syncthreads();     // ... for every thread; every warp is done with P V_{j-1}, so V buffer buf ^ 1 is free
+        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Vs + (buf ^ 1) * BC * LD, Vg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        cp_async_commit();
+
+        if (warp_active) {
+            const T* Vt = Vs + buf * BC * LD + vrow;
+#pragma unroll
+            for (int ks = 0; ks < KS_KV; ++ks) {
+#pragma unroll
+                for (int dp = 0; dp < NT_O / 2; ++dp) {
+                    unsigned b[4];
+                    ldmatrix_x4_trans(b, Vt + 16 * ks * LD + 16 * dp);
+#pragma unroll
+                    for (int r = 0; r < RB; ++r) {
+                        mma_16816<T>(o[r][2 * dp], pf[r][ks], b[0], b[1]);
+                        mma_16816<T>(o[r][2 * dp + 1], pf[r][ks], b[2], b[3]);
+                    }
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    if (!warp_active) return;
+    T* Og = static_cast<T*>(p.O) + static_cast<long long>(bh) * p.N * D;
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float lsum = l[r][h];
+            lsum += __shfl_xor_sync(kFullMask, lsum, 1);
+            lsum += __shfl_xor_sync(kFullMask, lsum, 2);
+            const float inv = lsum > 0.f ? 1.f / lsum : 0.f;  // a row that saw no key: O = 0, LSE = -inf
+            const int q = wq0 + 16 * r + g + 8 * h;
+            if (q < p.N) {
+                T* orow = Og + static_cast<long long>(q) * D + 2 * t;
+#pragma unroll
+                for (int nt = 0; nt < NT_O; ++nt)
+                    *reinterpret_cast<unsigned*>(orow + 8 * nt) = pack2<T>(o[r][nt][2 * h] * inv, o[r][nt][2 * h + 1] * inv);
+                if (t == 0) p.lse[static_cast<long long>(bh) * p.N + q] = lsum > 0.f ? (m[r][h] + log2f(lsum)) * kLn2 : -INFINITY;
+            }
+        }
+    }
+#endif
+}
+
+int device_cc() {
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return 10 * major + minor;
+}
+
+template <typename T>
+void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
+    const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
+    auto go = [&](auto kernel) {
+        info.dynamic_smem_bytes = tile_rules::fa2_tc_tuned_smem_bytes(a.d, static_cast<int>(sizeof(T)));
+        info.registers_per_thread =
+            launch_kernel("fa2_tc_tuned_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
+    };
+    switch (a.d) {  // the head dims with code (the catalog row's)
+        case 64: go(fa2_tc_tuned_kernel<T, 64, tile_rules::fa2_tc_tuned_bc(64)>); return;
+        case 128: go(fa2_tc_tuned_kernel<T, 128, tile_rules::fa2_tc_tuned_bc(128)>); return;
+        default: break;
+    }
+    throw std::invalid_argument(cuda_kernel("fa2_tc_tuned").unsupported(a.dtype, a.d, "--algo"));
+}
+
+CudaKernelLaunch launch_fa2_tc_tuned(const FlashArgs& a, cudaStream_t stream) {
+    const std::string unsupported = cuda_kernel("fa2_tc_tuned").unsupported(a.dtype, a.d, "--algo");
+    if (!unsupported.empty()) throw std::invalid_argument(unsupported);
+    if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr)
+        throw std::invalid_argument("fa2_tc_tuned: Q, K, V, O and LSE buffers are required");
+    const int cc = device_cc();
+    if (cc < 80)
+        throw std::runtime_error("fa2_tc_tuned needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
+                                 std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2");
+    CudaKernelLaunch info;
+    info.name = "fa2_tc_tuned_forward";
+    info.block_threads = kFlashThreads;
+    info.Br = kBr;
+    info.Bc = tile_rules::fa2_tc_tuned_bc(a.d);
+    info.grid = {static_cast<unsigned>(ceil_div(a.N, kBr)), static_cast<unsigned>(a.BH), 1u};
+    const TunedParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
+                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
+    if (a.dtype == DType::fp16) launch_dtype<__half>(a, p, info, stream);
+    else launch_dtype<__nv_bfloat16>(a, p, info, stream);
+    return info;
+}
+
+// The launch table's entry (kernels/launchers.hpp): fixed tiles, checked against the device's shared memory.
+TileChoice fa2_tc_tuned_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    const std::size_t need = tile_rules::fa2_tc_tuned_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
+    if (need > smem_per_block)
+        throw std::invalid_argument("fa2_tc_tuned: its " + std::to_string(need) + " B of shared memory at d = " +
+                                    std::to_string(d) + " do not fit the device's " + std::to_string(smem_per_block) +
+                                    " B per block");
+    return {kBr, tile_rules::fa2_tc_tuned_bc(d), need};
+}
+CudaLaunchInfo run_fa2_tc_tuned(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+    FlashArgs f = flash_args(p, t, "fa2_tc_tuned");
+    set_lse(f, p, t, "fa2_tc_tuned");
+    return {{launch_fa2_tc_tuned(f, stream)}};
+}
+FASIM_REGISTER_KERNEL("fa2_tc_tuned", run_fa2_tc_tuned, fa2_tc_tuned_tiles);
+
+}  // namespace
+
+}  // namespace fasim::cuda_detail
