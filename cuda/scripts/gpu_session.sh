@@ -264,11 +264,12 @@ if has ladder; then
   new=${LADDER_NEW:-fa2_tc_tuned,fa2_wgmma}
   if [[ ${LADDER_CHECK:-1} != 0 ]]; then  # LADDER_CHECK=0: timings only (the check ran in an earlier call)
   log "ladder: cuda-check ($new)"
-  "$build/cuda/cuda-check" --quiet --algo $(echo "$new" | sed 's/,/ --algo /g') > "$out/ladder_check.txt" 2>&1
+  # A new kernel that deadlocks (an mbarrier never completing) must not take the whole call: 4 minutes at most.
+  timeout 240 "$build/cuda/cuda-check" --quiet --algo $(echo "$new" | sed 's/,/ --algo /g') > "$out/ladder_check.txt" 2>&1
   echo "exit $?" >> "$out/ladder_check.txt"
   tail -4 "$out/ladder_check.txt"
   log "ladder: compute-sanitizer ($new)"
-  SANITIZE_ALGOS=$new bash cuda/scripts/sanitize.sh "$build" "$out/ladder_sanitizer" > "$out/ladder_sanitizer.txt" 2>&1
+  SANITIZE_ALGOS=$new timeout 180 bash cuda/scripts/sanitize.sh "$build" "$out/ladder_sanitizer" > "$out/ladder_sanitizer.txt" 2>&1
   tail -4 "$out/ladder_sanitizer.txt"
   fi
   log "ladder: the FA2 paper's setting, every rung, PyTorch's flash and cuDNN"
@@ -276,9 +277,9 @@ if has ladder; then
   for d in ${LADDER_D:-64 128}; do
     for N in ${LADDER_N:-2048 4096 8192 16384}; do
       common=(--d "$d" --N "$N" --batch $((16384 / N)) --heads $((2048 / d)) --runs 5 --warmup 1 --sample-rows 4 --causal "$causal")
-      "$build/cuda/validate/fa-validate" --dtype fp16 --algo fa2,fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
+      timeout 120 "$build/cuda/validate/fa-validate" --dtype fp16 --algo fa2,fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
           --out "$out/ladder_fp16_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
-      "$build/cuda/validate/fa-validate" --dtype bf16 --algo fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
+      timeout 120 "$build/cuda/validate/fa-validate" --dtype bf16 --algo fa2_tc,fa2_tc_tuned,fa2_wgmma "${common[@]}" \
           --out "$out/ladder_bf16_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
       python3 cuda/scripts/torch_sdpa.py --N "$N" --d "$d" --dtype fp16,bf16 --batch $((16384 / N)) --heads $((2048 / d)) \
           --backends flash,cudnn --runs 10 --out "$out/ladder_torch_d${d}_N${N}.json" >> "$out/ladder.txt" 2>&1
