@@ -12,11 +12,13 @@
 //     warpgroups 1 and 2 are consumers, each owning 64 rows of the 128-row Q tile. The producer gives its
 //     registers away (setmaxnreg: 24 per thread) so that each consumer thread can hold S (64 fp32), O
 //     (up to 64 fp32) and P (32 registers) at once (240 per thread).
-//   - asynchronous overlap: while one consumer warpgroup computes its softmax on the CUDA cores and the
-//     SFUs, the other's products run on the tensor cores, and the next K/V tiles are already in flight.
-//     (FlashAttention-3 also forces the two warpgroups to alternate with named barriers, "ping-pong", and
-//     overlaps the softmax of tile j with the products of tile j + 1 inside a warpgroup; this rung does
-//     neither: the two consumers interleave as the schedulers find them ready.)
+//   - asynchronous overlap, twice: the two consumer warpgroups take turns issuing their products (named
+//     barriers, FlashAttention-3's "ping-pong"), so that one warpgroup's softmax runs on the CUDA cores and
+//     SFUs while the other's products run on the tensor cores; and inside a warpgroup, S_j = Q K_j^T is
+//     issued together with O += P_{j-1} V_{j-1}, so that the softmax of S_j overlaps its own previous P V.
+//     (The first version of this rung had neither: its two warpgroups waited for the same tiles and ran in
+//     step, the tensor cores idle during both softmaxes: 405-630 TFLOP/s on an H200, cuda/results/
+//     2026-11-26-h200-ladder.)
 //
 //   grid  = (ceil(N/128), B*H); block = 384 threads = 3 warpgroups; tiles Br = 128, Bc = 128, 2 stages.
 //   shared memory: Q (128 x d), K and V (2 stages x 128 x d), as slabs of 64 columns, + 9 mbarriers:
@@ -160,21 +162,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY};  // rows row0 + 8h, log2 units
     float l[2] = {0.f, 0.f};              // over this lane's columns only; the quad's sums are added at the end
+    float s[kBc / 2];                     // S_j, then P_j unrounded (the accumulator layout above)
+    unsigned pf[kBc / 16][4];             // P_j rounded to the storage dtype: the A operand of O += P_j V_j
 
     const unsigned char* Qw = base + L::kQ + 64 * c * 128;  // the warpgroup's 64 rows of every Q slab
-    mbarrier_wait(q_full, 0);
 
-    for (int j = 0; j < n_tiles; ++j) {
-        const int st = j % kStages;
-        const unsigned parity = static_cast<unsigned>(j / kStages) & 1;
-        const int k0 = j * kBc;
+    // Ping-pong: the two warpgroups take turns issuing their products (named barriers 1 and 2), so that one
+    // warpgroup's softmax runs while the other's products keep the tensor cores busy; left to themselves they
+    // would march in step (both wait for the same K/V tile) and leave the tensor cores idle during both
+    // softmaxes. Warpgroup 0 goes first: warpgroup 1 passes it the first turn. Each turn is taken once per tile
+    // and once more for the last P V; warpgroup 1 does not pass its last turn (nobody would take it). No branch
+    // may sit between a product's issue and its wait (ptxas would serialize the products, warning C7520), so the
+    // turn is passed unconditionally there, and the last one after the wait.
+    const int my_turn = 1 + c, other_turn = 2 - c;
+    auto take_turn = [&] { named_barrier_sync(my_turn, kConsumerThreads); };
+    auto pass_turn = [&] { named_barrier_arrive(other_turn, kConsumerThreads); };
+    if (n_tiles > 0 && c == 1) named_barrier_arrive(other_turn, kConsumerThreads);
+
+    // S_j = Q K_j^T: 64 x 128 per warpgroup, d / 16 products of k = 16 (4 per 64-column slab); one wgmma group.
+    auto issue_scores = [&](int st) {
         const unsigned char* Kt = base + L::kK + st * L::kKVBytes;
-        const unsigned char* Vt = base + L::kV + st * L::kKVBytes;
-
-        // ---- S = Q K_j^T: 64 x 128 per warpgroup, d / 16 products of k = 16 (4 per 64-column slab).
-        float s[kBc / 2];
-        mbarrier_wait(&k_full[st], parity);
-        wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const int slab = kk / 4, within = 32 * (kk % 4);
@@ -183,13 +190,20 @@ __global__ void __launch_bounds__(kThreads, 1)
             wgmma_ss<T, kBc>(s, a, b, kk > 0 ? 1 : 0);
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(s);
-        mbarrier_arrive(&k_empty[st]);  // this thread's part of the products has read K_j
-
-        // ---- mask: s[4i + e] is row row0 + 8 (e >> 1), key k0 + 8i + 2t + (e & 1).
-        const bool need_mask = k0 + kBc > p.Nk || (p.causal != 0 && k0 + kBc - 1 > wq0 + diag);
-        if (need_mask) {
+    };
+    // O += P V_j: 64 x d per warpgroup, 128 / 16 products of k = 16, V read N-major (transposed); one group.
+    auto issue_pv = [&](int st) {
+        const unsigned char* Vt = base + L::kV + st * L::kKVBytes;
+#pragma unroll
+        for (int kk = 0; kk < kBc / 16; ++kk) wgmma_rs_trans_b<T, D>(o, pf[kk], smem_desc(Vt + kk * 16 * 128, L::kKVSlab, 1024));
+        wgmma_commit();
+    };
+    // The mask and the online softmax of S_j in place (s becomes P_j, unrounded); returns each row's rescale
+    // factor alpha = exp(m_old - m_new) for O, which the caller applies once O's pending products are done.
+    auto softmax = [&](int j, float (&alpha)[2]) {
+        const int k0 = j * kBc;
+        // s[4i + e] is row row0 + 8 (e >> 1), key k0 + 8i + 2t + (e & 1).
+        if (k0 + kBc > p.Nk || (p.causal != 0 && k0 + kBc - 1 > wq0 + diag)) {
 #pragma unroll
             for (int i = 0; i < kBc / 8; ++i)
 #pragma unroll
@@ -199,10 +213,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                     if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[4 * i + e] = -INFINITY;
                 }
         }
-
-        // ---- online softmax, rows h = 0, 1 (a row's 128 scores are spread over the 4 lanes of a quad).
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < 2; ++h) {  // a row's 128 scores are spread over the 4 lanes of a quad
             float mx = -INFINITY;
 #pragma unroll
             for (int i = 0; i < kBc / 8; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * h], s[4 * i + 2 * h + 1]));
@@ -210,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
             const float m_new = fmaxf(m[h], mx * p.scale_log2);
             const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
-            const float alpha = fast_exp2(m[h] - m_use);
+            alpha[h] = fast_exp2(m[h] - m_use);
             float sum = 0.f;
 #pragma unroll
             for (int i = 0; i < kBc / 8; ++i) {
@@ -218,16 +230,19 @@ __global__ void __launch_bounds__(kThreads, 1)
                 s[4 * i + 2 * h + 1] = fast_exp2(fmaf(s[4 * i + 2 * h + 1], p.scale_log2, -m_use));
                 sum += s[4 * i + 2 * h] + s[4 * i + 2 * h + 1];
             }
-            l[h] = l[h] * alpha + sum;
+            l[h] = l[h] * alpha[h] + sum;
             m[h] = m_new;
-#pragma unroll
-            for (int i = 0; i < D / 8; ++i) {
-                o[4 * i + 2 * h] *= alpha;
-                o[4 * i + 2 * h + 1] *= alpha;
-            }
         }
-        // P, rounded to the storage dtype, as the A operand of each k-step of 16 keys.
-        unsigned pf[kBc / 16][4];
+    };
+    // O rescaled by alpha, and P_j rounded into the A fragments of each k-step of 16 keys (slices 2kk, 2kk + 1).
+    auto rescale_and_pack = [&](const float (&alpha)[2]) {
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+            o[4 * i + 0] *= alpha[0];
+            o[4 * i + 1] *= alpha[0];
+            o[4 * i + 2] *= alpha[1];
+            o[4 * i + 3] *= alpha[1];
+        }
 #pragma unroll
         for (int kk = 0; kk < kBc / 16; ++kk) {
             pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
@@ -235,19 +250,55 @@ __global__ void __launch_bounds__(kThreads, 1)
             pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
             pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
         }
+    };
 
-        // ---- O += P V_j: 64 x d per warpgroup, 128 / 16 products of k = 16, V read N-major (transposed).
-        mbarrier_wait(&v_full[st], parity);
+    mbarrier_wait(q_full, 0);
+    float alpha[2];
+    // Tile 0: its scores and softmax (O is still zero).
+    if (n_tiles > 0) {
+        mbarrier_wait(&k_full[0], 0);
+        take_turn();
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBc / 16; ++kk) {
-            const std::uint64_t b = smem_desc(Vt + kk * 16 * 128, L::kKVSlab, 1024);
-            wgmma_rs_trans_b<T, D>(o, pf[kk], b);
-        }
-        wgmma_commit();
+        issue_scores(0);
+        pass_turn();
+        wgmma_wait<0>();
+        fence_registers(s);
+        mbarrier_arrive(&k_empty[0]);
+        softmax(0, alpha);
+        rescale_and_pack(alpha);
+    }
+    // Tile j: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued together in this warpgroup's turn; the softmax of
+    // S_j runs while P_{j-1} V_{j-1} (and the other warpgroup's products) are still on the tensor cores.
+    for (int j = 1; j < n_tiles; ++j) {
+        const int st = j % kStages, prev = (j - 1) % kStages;
+        mbarrier_wait(&k_full[st], static_cast<unsigned>(j / kStages) & 1);
+        mbarrier_wait(&v_full[prev], static_cast<unsigned>((j - 1) / kStages) & 1);  // long since there, as a rule
+        take_turn();
+        wgmma_fence();  // no waiting loop between here and the products: ptxas would add a fence of its own
+        issue_scores(st);
+        issue_pv(prev);
+        pass_turn();
+        wgmma_wait<1>();  // S_j is done; P_{j-1} V_{j-1} may still run
+        fence_registers(s);
+        mbarrier_arrive(&k_empty[st]);
+        softmax(j, alpha);
+        wgmma_wait<0>();  // P_{j-1} V_{j-1} is done: O and the old P fragments are free
+        fence_registers(o);
+        fence_registers(pf);
+        mbarrier_arrive(&v_empty[prev]);
+        rescale_and_pack(alpha);
+    }
+    // The last tile's P V.
+    if (n_tiles > 0) {
+        const int last = (n_tiles - 1) % kStages;
+        mbarrier_wait(&v_full[last], static_cast<unsigned>((n_tiles - 1) / kStages) & 1);
+        take_turn();
+        wgmma_fence();
+        issue_pv(last);
         wgmma_wait<0>();
         fence_registers(o);
-        mbarrier_arrive(&v_empty[st]);
+        mbarrier_arrive(&v_empty[last]);
+        if (c == 0) pass_turn();
     }
 
     // ---- epilogue: O / l in the storage dtype and LSE, written once; rows past N are not stored.

@@ -102,6 +102,24 @@ __device__ __forceinline__ void fence_registers(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+template <int K, int R>
+__device__ __forceinline__ void fence_registers(unsigned (&a)[K][R]) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int i = 0; i < R; ++i) asm volatile("" : "+r"(a[k][i])::"memory");
+}
+
+// ---- named barriers: two warpgroups taking turns ------------------------------------------------------------
+// bar.sync waits until `threads` threads have arrived at barrier `id` (its own warpgroup's by syncing, the other
+// one's by bar.arrive, which does not wait). Barrier 0 is __syncthreads.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // d (+)= A B for a 64 x N tile, both operands in shared memory, K-major (accumulate = 0 overwrites d).
 template <typename T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t a, std::uint64_t b, int accumulate);
