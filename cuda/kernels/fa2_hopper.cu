@@ -12,9 +12,9 @@
 //     warpgroups 1 and 2 are consumers, each owning 64 rows of the 128-row Q tile. The producer gives its
 //     registers away (setmaxnreg: 24 per thread) so that each consumer thread can hold S (64 fp32), O
 //     (up to 64 fp32) and P (32 registers) at once (240 per thread).
-//   - asynchronous overlap, twice: the two consumer warpgroups take turns issuing their products (named
-//     barriers, FlashAttention-3's "ping-pong"), so that one warpgroup's softmax runs on the CUDA cores and
-//     SFUs while the other's products run on the tensor cores; and inside a warpgroup, S_j = Q K_j^T is
+//   - asynchronous overlap, twice: at d = 128 the two consumer warpgroups take turns issuing their products
+//     (named barriers, FlashAttention-3's "ping-pong"), so that one warpgroup's softmax runs on the CUDA cores
+//     and SFUs while the other's products run on the tensor cores; and inside a warpgroup, S_j = Q K_j^T is
 //     issued together with O += P_{j-1} V_{j-1}, so that the softmax of S_j overlaps its own previous P V.
 //     (The first version of this rung had neither: its two warpgroups waited for the same tiles and ran in
 //     step, the tensor cores idle during both softmaxes: 405-630 TFLOP/s on an H200, cuda/results/
@@ -174,10 +174,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     // and once more for the last P V; warpgroup 1 does not pass its last turn (nobody would take it). No branch
     // may sit between a product's issue and its wait (ptxas would serialize the products, warning C7520), so the
     // turn is passed unconditionally there, and the last one after the wait.
+    // Only at d = 128: at d = 64 the products are half as long and the softmax is the longer part, so waiting for
+    // the other warpgroup's turn serializes the softmaxes instead; there the two warpgroups run freely (ping-pong
+    // at d = 64 measured 1-5% slower, cuda/results/2026-11-26-h200-ladder-b).
+    constexpr bool kPingPong = D >= 128;
     const int my_turn = 1 + c, other_turn = 2 - c;
-    auto take_turn = [&] { named_barrier_sync(my_turn, kConsumerThreads); };
-    auto pass_turn = [&] { named_barrier_arrive(other_turn, kConsumerThreads); };
-    if (n_tiles > 0 && c == 1) named_barrier_arrive(other_turn, kConsumerThreads);
+    auto take_turn = [&] {
+        if constexpr (kPingPong) named_barrier_sync(my_turn, kConsumerThreads);
+    };
+    auto pass_turn = [&] {
+        if constexpr (kPingPong) named_barrier_arrive(other_turn, kConsumerThreads);
+    };
+    if (n_tiles > 0 && c == 1) pass_turn();
 
     // S_j = Q K_j^T: 64 x 128 per warpgroup, d / 16 products of k = 16 (4 per 64-column slab); one wgmma group.
     auto issue_scores = [&](int st) {

@@ -230,10 +230,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
     cp_async_wait<0>();
 
     if (!warp_active) return;
-    // O / l goes through the warp's own 32 rows of the Q buffer (which it no longer reads), so that it leaves in
-    // coalesced 16-byte stores: written straight from the fragments, each warp store would cover 8 rows x 16
-    // bytes, half of every 32-byte sector.
-    T* Ow = Qs + 32 * warp * LD;
+    // O / l straight from the fragments (4-byte stores). Staging it through shared memory for 16-byte coalesced
+    // stores made the kernel 4-5% slower on an H200 (cuda/results/2026-11-26-h200-ladder-b): the main loop,
+    // at 255 registers, was scheduled worse.
+    T* Og = static_cast<T*>(p.O) + static_cast<long long>(bh) * p.N * D;
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
 #pragma unroll
@@ -242,24 +242,15 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
             lsum += __shfl_xor_sync(kFullMask, lsum, 1);
             lsum += __shfl_xor_sync(kFullMask, lsum, 2);
             const float inv = lsum > 0.f ? 1.f / lsum : 0.f;  // a row that saw no key: O = 0, LSE = -inf
-            const int row = 16 * r + g + 8 * h;
+            const int q = wq0 + 16 * r + g + 8 * h;
+            if (q < p.N) {
+                T* orow = Og + static_cast<long long>(q) * D + 2 * t;
 #pragma unroll
-            for (int nt = 0; nt < NT_O; ++nt)
-                *reinterpret_cast<unsigned*>(Ow + row * LD + 8 * nt + 2 * t) = pack2<T>(o[r][nt][2 * h] * inv, o[r][nt][2 * h + 1] * inv);
-            const int q = wq0 + row;
-            if (t == 0 && q < p.N)
-                p.lse[static_cast<long long>(bh) * p.N + q] = lsum > 0.f ? (m[r][h] + log2f(lsum)) * kLn2 : -INFINITY;
+                for (int nt = 0; nt < NT_O; ++nt)
+                    *reinterpret_cast<unsigned*>(orow + 8 * nt) = pack2<T>(o[r][nt][2 * h] * inv, o[r][nt][2 * h + 1] * inv);
+                if (t == 0) p.lse[static_cast<long long>(bh) * p.N + q] = lsum > 0.f ? (m[r][h] + log2f(lsum)) * kLn2 : -INFINITY;
+            }
         }
-    }
-    __syncwarp();
-    T* Og = static_cast<T*>(p.O) + static_cast<long long>(bh) * p.N * D;
-    constexpr int kChunks = D / 8;  // 16-byte chunks per row
-#pragma unroll
-    for (int i = lane; i < 32 * kChunks; i += 32) {
-        const int row = i / kChunks, chunk = i % kChunks;
-        if (wq0 + row < p.N)
-            *reinterpret_cast<uint4*>(Og + static_cast<long long>(wq0 + row) * D + 8 * chunk) =
-                *reinterpret_cast<const uint4*>(Ow + row * LD + 8 * chunk);
     }
 #endif
 }
