@@ -176,8 +176,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // turn is passed unconditionally there, and the last one after the wait.
     // Only at d = 128: at d = 64 the products are half as long and the softmax is the longer part, so waiting for
     // the other warpgroup's turn serializes the softmaxes instead; there the two warpgroups run freely (ping-pong
-    // at d = 64 measured 1-5% slower, cuda/results/2026-11-26-h200-ladder-b).
-    constexpr bool kPingPong = D >= 128;
+    // at d = 64 measured 1-5% slower, cuda/results/2026-11-26-h200-ladder-b), one tile at a time (below).
+    constexpr bool kPipelined = D >= 128;
+    constexpr bool kPingPong = kPipelined;
     const int my_turn = 1 + c, other_turn = 2 - c;
     auto take_turn = [&] {
         if constexpr (kPingPong) named_barrier_sync(my_turn, kConsumerThreads);
@@ -262,51 +263,74 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     mbarrier_wait(q_full, 0);
     float alpha[2];
-    // Tile 0: its scores and softmax (O is still zero).
-    if (n_tiles > 0) {
-        mbarrier_wait(&k_full[0], 0);
-        take_turn();
-        wgmma_fence();
-        issue_scores(0);
-        pass_turn();
-        wgmma_wait<0>();
-        fence_registers(s);
-        mbarrier_arrive(&k_empty[0]);
-        softmax(0, alpha);
-        rescale_and_pack(alpha);
-    }
-    // Tile j: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued together in this warpgroup's turn; the softmax of
-    // S_j runs while P_{j-1} V_{j-1} (and the other warpgroup's products) are still on the tensor cores.
-    for (int j = 1; j < n_tiles; ++j) {
-        const int st = j % kStages, prev = (j - 1) % kStages;
-        mbarrier_wait(&k_full[st], static_cast<unsigned>(j / kStages) & 1);
-        mbarrier_wait(&v_full[prev], static_cast<unsigned>((j - 1) / kStages) & 1);  // long since there, as a rule
-        take_turn();
-        wgmma_fence();  // no waiting loop between here and the products: ptxas would add a fence of its own
-        issue_scores(st);
-        issue_pv(prev);
-        pass_turn();
-        wgmma_wait<1>();  // S_j is done; P_{j-1} V_{j-1} may still run
-        fence_registers(s);
-        mbarrier_arrive(&k_empty[st]);
-        softmax(j, alpha);
-        wgmma_wait<0>();  // P_{j-1} V_{j-1} is done: O and the old P fragments are free
-        fence_registers(o);
-        fence_registers(pf);
-        mbarrier_arrive(&v_empty[prev]);
-        rescale_and_pack(alpha);
-    }
-    // The last tile's P V.
-    if (n_tiles > 0) {
-        const int last = (n_tiles - 1) % kStages;
-        mbarrier_wait(&v_full[last], static_cast<unsigned>((n_tiles - 1) / kStages) & 1);
-        take_turn();
-        wgmma_fence();
-        issue_pv(last);
-        wgmma_wait<0>();
-        fence_registers(o);
-        mbarrier_arrive(&v_empty[last]);
-        if (c == 0) pass_turn();
+    if constexpr (kPipelined) {
+        // Tile 0: its scores and softmax (O is still zero).
+        if (n_tiles > 0) {
+            mbarrier_wait(&k_full[0], 0);
+            take_turn();
+            wgmma_fence();
+            issue_scores(0);
+            pass_turn();
+            wgmma_wait<0>();
+            fence_registers(s);
+            mbarrier_arrive(&k_empty[0]);
+            softmax(0, alpha);
+            rescale_and_pack(alpha);
+        }
+        // Tile j: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued together in this warpgroup's turn; the softmax of
+        // S_j runs while P_{j-1} V_{j-1} (and the other warpgroup's products) are still on the tensor cores.
+        for (int j = 1; j < n_tiles; ++j) {
+            const int st = j % kStages, prev = (j - 1) % kStages;
+            mbarrier_wait(&k_full[st], static_cast<unsigned>(j / kStages) & 1);
+            mbarrier_wait(&v_full[prev], static_cast<unsigned>((j - 1) / kStages) & 1);  // long since there, as a rule
+            take_turn();
+            wgmma_fence();  // no waiting loop between here and the products: ptxas would add a fence of its own
+            issue_scores(st);
+            issue_pv(prev);
+            pass_turn();
+            wgmma_wait<1>();  // S_j is done; P_{j-1} V_{j-1} may still run
+            fence_registers(s);
+            mbarrier_arrive(&k_empty[st]);
+            softmax(j, alpha);
+            wgmma_wait<0>();  // P_{j-1} V_{j-1} is done: O and the old P fragments are free
+            fence_registers(o);
+            fence_registers(pf);
+            mbarrier_arrive(&v_empty[prev]);
+            rescale_and_pack(alpha);
+        }
+        // The last tile's P V.
+        if (n_tiles > 0) {
+            const int last = (n_tiles - 1) % kStages;
+            mbarrier_wait(&v_full[last], static_cast<unsigned>((n_tiles - 1) / kStages) & 1);
+            take_turn();
+            wgmma_fence();
+            issue_pv(last);
+            wgmma_wait<0>();
+            fence_registers(o);
+            mbarrier_arrive(&v_empty[last]);
+            if (c == 0) pass_turn();
+        }
+    } else {
+        // d = 64: one tile at a time, products and softmax in turn (the first version's schedule). Issuing S_j
+        // with P_{j-1} V_{j-1} made this head dim 10-20% slower on an H200 (cuda/results/2026-11-26-h200-ladder-c).
+        for (int j = 0; j < n_tiles; ++j) {
+            const int st = j % kStages;
+            const unsigned parity = static_cast<unsigned>(j / kStages) & 1;
+            mbarrier_wait(&k_full[st], parity);
+            wgmma_fence();
+            issue_scores(st);
+            wgmma_wait<0>();
+            fence_registers(s);
+            mbarrier_arrive(&k_empty[st]);
+            softmax(j, alpha);
+            rescale_and_pack(alpha);
+            mbarrier_wait(&v_full[st], parity);
+            wgmma_fence();
+            issue_pv(st);
+            wgmma_wait<0>();
+            fence_registers(o);
+            mbarrier_arrive(&v_empty[st]);
+        }
     }
 
     // ---- epilogue: O / l in the storage dtype and LSE, written once; rows past N are not stored.
