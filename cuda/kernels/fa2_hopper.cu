@@ -311,22 +311,90 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (c == 0) pass_turn();
         }
     } else {
-        // d = 64: one tile at a time, products and softmax in turn (the first version's schedule). Issuing S_j
-        // with P_{j-1} V_{j-1} made this head dim 10-20% slower on an H200 (cuda/results/2026-11-26-h200-ladder-c).
+        // d = 64: one tile at a time, products and softmax in turn: the first version's loop, as it was (issuing S_j
+        // with P_{j-1} V_{j-1} made this head dim 10-20% slower on an H200, cuda/results/2026-11-26-h200-ladder-c, and
+        // the same schedule written with the pipelined path's helpers 7% slower, -d).
         for (int j = 0; j < n_tiles; ++j) {
             const int st = j % kStages;
             const unsigned parity = static_cast<unsigned>(j / kStages) & 1;
+            const int k0 = j * kBc;
+            const unsigned char* Kt = base + L::kK + st * L::kKVBytes;
+            const unsigned char* Vt = base + L::kV + st * L::kKVBytes;
+
+            // ---- S = Q K_j^T: 64 x 128 per warpgroup, d / 16 products of k = 16 (4 per 64-column slab).
+            float s[kBc / 2];  // (this schedule's own: declared here, as the first version did)
             mbarrier_wait(&k_full[st], parity);
             wgmma_fence();
-            issue_scores(st);
+    #pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const int slab = kk / 4, within = 32 * (kk % 4);
+                const std::uint64_t a = smem_desc(Qw + slab * L::kQSlab + within, 16, 1024);
+                const std::uint64_t b = smem_desc(Kt + slab * L::kKVSlab + within, 16, 1024);
+                wgmma_ss<T, kBc>(s, a, b, kk > 0 ? 1 : 0);
+            }
+            wgmma_commit();
             wgmma_wait<0>();
             fence_registers(s);
-            mbarrier_arrive(&k_empty[st]);
-            softmax(j, alpha);
-            rescale_and_pack(alpha);
+            mbarrier_arrive(&k_empty[st]);  // this thread's part of the products has read K_j
+
+            // ---- mask: s[4i + e] is row row0 + 8 (e >> 1), key k0 + 8i + 2t + (e & 1).
+            const bool need_mask = k0 + kBc > p.Nk || (p.causal != 0 && k0 + kBc - 1 > wq0 + diag);
+            if (need_mask) {
+    #pragma unroll
+                for (int i = 0; i < kBc / 8; ++i)
+    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int q = row0 + 8 * (e >> 1);
+                        const int k = k0 + 8 * i + 2 * t + (e & 1);
+                        if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[4 * i + e] = -INFINITY;
+                    }
+            }
+
+            // ---- online softmax, rows h = 0, 1 (a row's 128 scores are spread over the 4 lanes of a quad).
+    #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float mx = -INFINITY;
+    #pragma unroll
+                for (int i = 0; i < kBc / 8; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * h], s[4 * i + 2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                const float m_new = fmaxf(m[h], mx * p.scale_log2);
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+                const float alpha = fast_exp2(m[h] - m_use);
+                float sum = 0.f;
+    #pragma unroll
+                for (int i = 0; i < kBc / 8; ++i) {
+                    s[4 * i + 2 * h] = fast_exp2(fmaf(s[4 * i + 2 * h], p.scale_log2, -m_use));
+                    s[4 * i + 2 * h + 1] = fast_exp2(fmaf(s[4 * i + 2 * h + 1], p.scale_log2, -m_use));
+                    sum += s[4 * i + 2 * h] + s[4 * i + 2 * h + 1];
+                }
+                l[h] = l[h] * alpha + sum;
+                m[h] = m_new;
+    #pragma unroll
+                for (int i = 0; i < D / 8; ++i) {
+                    o[4 * i + 2 * h] *= alpha;
+                    o[4 * i + 2 * h + 1] *= alpha;
+                }
+            }
+            // P, rounded to the storage dtype, as the A operand of each k-step of 16 keys.
+            unsigned pf[kBc / 16][4];  // likewise
+    #pragma unroll
+            for (int kk = 0; kk < kBc / 16; ++kk) {
+                pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+                pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+                pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+                pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+            }
+
+            // ---- O += P V_j: 64 x d per warpgroup, 128 / 16 products of k = 16, V read N-major (transposed).
             mbarrier_wait(&v_full[st], parity);
             wgmma_fence();
-            issue_pv(st);
+    #pragma unroll
+            for (int kk = 0; kk < kBc / 16; ++kk) {
+                const std::uint64_t b = smem_desc(Vt + kk * 16 * 128, L::kKVSlab, 1024);
+                wgmma_rs_trans_b<T, D>(o, pf[kk], b);
+            }
+            wgmma_commit();
             wgmma_wait<0>();
             fence_registers(o);
             mbarrier_arrive(&v_empty[st]);
