@@ -405,6 +405,20 @@ TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 
     bad(11, "--trace-splits 3", "--trace-splits 3");
 }
 
+TEST_CASE("lessons take --dtype in any case, and --help names each option's type (no TEXT)", "[lessons][errors]") {
+    const json upper = lesson_json(5, "--dtype FP16");
+    CHECK(upper["parameters"]["dtype"] == "fp16");
+    CHECK(upper == lesson_json(5, "--dtype fp16"));
+    for (int n = 1; n <= kLessons; ++n) {
+        CAPTURE(n);
+        const Run help = run(lesson(n, "--help"));
+        REQUIRE(help.exit_code == 0);
+        CHECK(help.out.find("TEXT") == std::string::npos);
+        CHECK(help.out.find("answer") == std::string::npos);  // the answer keys are the instructors' program's
+    }
+    CHECK(run(lesson(9, "--help")).out.find("--rows INT") != std::string::npos);
+}
+
 TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", "[lessons][notebook]") {
     const std::string dir = "/tmp/fasim_lesson_nb_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
