@@ -352,16 +352,19 @@ else:
     # The same comparison as a picture: today's prediction against the measured time, per kernel family.
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.5, 5))
-    algorithm_of = {k["name"]: k["algorithm"] for k in fasim.kernels()}  # the simulator's algorithm each kernel implements
-    for algo in sorted({algorithm_of[m["algo"]] for m in ms}):
-        pts = [(m["measured_s"], t) for m, t in zip(ms, now) if t is not None and algorithm_of[m["algo"]] == algo]
+    catalog = {k["name"]: k for k in fasim.kernels()}
+    def family(kernel):  # the algorithm a kernel implements, fa-sim's own CUDA kernels apart from PyTorch's
+        k = catalog[kernel]
+        return k["algorithm"] + ("" if k["in_repository"] else " (PyTorch)")
+    for i, name in enumerate(sorted({family(m["algo"]) for m in ms})):
+        pts = [(m["measured_s"], t) for m, t in zip(ms, now) if t is not None and family(m["algo"]) == name]
         if pts:
-            ax.scatter(*zip(*pts), s=8, alpha=0.6, label=algo)
+            ax.scatter(*zip(*pts), s=8, alpha=0.6, label=name, color=plt.cm.tab20.colors[i % 20])
     lo, hi = min(m["measured_s"] for m in ms), max(m["measured_s"] for m in ms)
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="prediction = measurement")
     ax.set(xscale="log", yscale="log", xlabel="measured (s)", ylabel="predicted today (s)",
            title="Committed measurements against today's simulator")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     plt.show())PY"});
 
         L.step({"predicted", "What the simulator predicts for this problem",
