@@ -34,6 +34,11 @@ struct Lesson::ChoiceOpt {
 
 namespace {
 
+std::string lower_case(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
 std::string two_digits(int n) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "%02d", n);
@@ -101,20 +106,23 @@ Lesson::Lesson(int number, std::string slug, std::string title, std::string summ
     : number_(number), slug_(std::move(slug)), title_(std::move(title)), summary_(std::move(summary)),
       app_(std::make_unique<CLI::App>("Lesson " + two_digits(number) + ": " + title_, "lesson-" + two_digits(number))) {
     CLI::App& app = *app_;
-    app.add_option("--gpu", gpu_name_, "GPU preset (default " + default_gpu_name() + "; fa-sim --list-gpus)");
-    app.add_option("--gpu-file", gpu_file_, "describe another GPU in a JSON file (docs/gpu-file.md)");
+    app.add_option("--gpu", gpu_name_, "GPU preset (default " + default_gpu_name() + "; fa-sim --list-gpus)")->type_name("NAME");
+    app.add_option("--gpu-file", gpu_file_, "describe another GPU in a JSON file (docs/gpu-file.md)")->type_name("FILE");
     app.add_flag("--step", step_mode_, "wait for Enter between steps (only when input is a terminal)");
-    app.add_option("--only", only_, "show one step only: its number or id");
+    app.add_option("--only", only_, "show one step only: its number or id")->type_name("STEP");
     app.add_flag("--no-prose", no_prose_, "with --only: the step's computed output without its prose");
     app.add_flag("--json", json_,
                  "print the exercises and the key results as JSON (deterministic); with --check, the graded record");
     app.add_option("--check", checks_,
                    "grade an exercise: --check ID=ANSWER (repeatable); exit 0 if correct, 1 if not; with --json a graded "
-                   "record");
+                   "record")
+        ->type_name("ID=ANSWER");
     app.add_option("--export-notebook", export_path_,
-                   "write this lesson's Jupyter notebook to FILE (or into a directory, as NN_slug.ipynb)");
+                   "write this lesson's Jupyter notebook to FILE (or into a directory, as NN_slug.ipynb)")
+        ->type_name("FILE");
     app.add_option("--notebook-repo", notebook_repo_,
-                   "with --export-notebook: OWNER/NAME of the published repository, for the notebook-service badge");
+                   "with --export-notebook: OWNER/NAME of the published repository, for the notebook-service badge")
+        ->type_name("OWNER/NAME");
     app.set_version_flag("--version", program() + " " + version_text(),
                          "print the version of fa-sim this lesson belongs to (and its git commit) and exit");
 }
@@ -137,11 +145,15 @@ void Lesson::problem_options(const AttentionProblem& defaults, unsigned flags) {
     heads_ = std::to_string(defaults.heads);
     batch_ = std::to_string(defaults.batch);
     dtype_ = dtype_name(defaults.dtype);
-    if (flags & kN) app.add_option("--N", n_, "sequence length, 1..1048576 (default " + n_ + ")");
-    if (flags & kD) app.add_option("--d", d_, "head dimension: " + supported_head_dims_text() + " (default " + d_ + ")");
-    if (flags & kHeads) app.add_option("--heads", heads_, "attention heads, 1..1024 (default " + heads_ + ")");
-    if (flags & kBatch) app.add_option("--batch", batch_, "batch size, 1..1024; batch*heads <= 1024 (default " + batch_ + ")");
-    if (flags & kDtype) app.add_option("--dtype", dtype_, "storage precision: fp32, fp16 or bf16 (default " + dtype_ + ")");
+    if (flags & kN) app.add_option("--N", n_, "sequence length, 1..1048576 (default " + n_ + ")")->type_name("INT");
+    if (flags & kD)
+        app.add_option("--d", d_, "head dimension: " + supported_head_dims_text() + " (default " + d_ + ")")->type_name("INT");
+    if (flags & kHeads) app.add_option("--heads", heads_, "attention heads, 1..1024 (default " + heads_ + ")")->type_name("INT");
+    if (flags & kBatch)
+        app.add_option("--batch", batch_, "batch size, 1..1024; batch*heads <= 1024 (default " + batch_ + ")")->type_name("INT");
+    if (flags & kDtype)
+        app.add_option("--dtype", dtype_, "storage precision: fp32, fp16 or bf16, any case (default " + dtype_ + ")")
+            ->type_name("DTYPE");
     if (flags & kCausal) app.add_flag("--causal", problem_.causal, "causal mask (bottom-right aligned)");
 }
 
@@ -149,7 +161,8 @@ std::int64_t& Lesson::int_option(const std::string& flag, std::int64_t def, std:
                                  const std::string& help) {
     ints_.push_back(IntOpt{flag, std::to_string(def), help, lo, hi, def});
     IntOpt& o = ints_.back();
-    app_->add_option(flag, o.text, help + ", " + std::to_string(lo) + ".." + std::to_string(hi) + " (default " + o.text + ")");
+    app_->add_option(flag, o.text, help + ", " + std::to_string(lo) + ".." + std::to_string(hi) + " (default " + o.text + ")")
+        ->type_name("INT");
     return o.value;
 }
 
@@ -159,13 +172,13 @@ std::string& Lesson::choice_option(const std::string& flag, std::string def, std
     std::string list;
     for (std::size_t i = 0; i < o.choices.size(); ++i) list += (i ? ", " : "") + o.choices[i];
     choices_.push_back(std::move(o));
-    app_->add_option(flag, choices_.back().value, help + ": " + list + " (default " + def + ")");
+    app_->add_option(flag, choices_.back().value, help + ": " + list + " (default " + def + ")")->type_name("CHOICE");
     return choices_.back().value;
 }
 
 std::string& Lesson::string_option(const std::string& flag, std::string def, const std::string& help) {
     choices_.push_back(ChoiceOpt{flag, def, {}});
-    app_->add_option(flag, choices_.back().value, help + " (default " + def + ")");
+    app_->add_option(flag, choices_.back().value, help + " (default " + def + ")")->type_name("PATH");
     return choices_.back().value;
 }
 
@@ -202,20 +215,24 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
         if (problem_flags_ & kHeads) p.heads = parse_integer("--heads", heads_, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
         if (problem_flags_ & kBatch) p.batch = parse_integer("--batch", batch_, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
         if (problem_flags_ & kDtype) {
-            if (auto t = parse_dtype(dtype_)) p.dtype = *t;
+            if (auto t = parse_dtype(lower_case(dtype_))) p.dtype = *t;  // any case, as fa-sim takes it
             else throw usage_error("--dtype '" + dtype_ + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
         }
         validate(p);
         for (IntOpt& o : ints_)
             o.value = parse_integer(o.flag, o.text, o.lo, o.hi,
                                     "pass a whole number from " + std::to_string(o.lo) + " to " + std::to_string(o.hi));
-        for (ChoiceOpt& o : choices_)
-            if (!o.choices.empty() && std::find(o.choices.begin(), o.choices.end(), o.value) == o.choices.end()) {
+        for (ChoiceOpt& o : choices_) {
+            if (o.choices.empty()) continue;
+            for (const std::string& choice : o.choices)  // any case, as fa-sim's choices
+                if (lower_case(choice) == lower_case(o.value)) o.value = choice;
+            if (std::find(o.choices.begin(), o.choices.end(), o.value) == o.choices.end()) {
                 std::string list;
                 for (std::size_t i = 0; i < o.choices.size(); ++i) list += (i ? ", " : "") + o.choices[i];
                 throw usage_error(o.flag + " '" + o.value + "' is not one of the choices", o.flag.substr(2) + " must be " + list,
                                   "e.g. " + o.flag + " " + o.choices.front());
             }
+        }
         if (!gpu_name_.empty() && !gpu_file_.empty())
             throw usage_error("--gpu " + gpu_name_ + " and --gpu-file " + gpu_file_ + " were both given", "one GPU per run",
                               "pass only one of them");

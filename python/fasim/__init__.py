@@ -30,7 +30,7 @@ from ._fasim import (  # noqa: F401  (the compiled module: python/src/)
     trace,
 )
 
-from . import course, lessons, text, tile  # noqa: E402,F401  (tile programs in Python, their grader; the lessons)
+from . import course, lessons, measured, text, tile  # noqa: E402,F401  (tile programs in Python, their grader; the lessons; measurements)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -44,6 +44,7 @@ __all__ = [
     "kernels",
     "lessons",
     "load_gpu_file",
+    "measured",
     "random_normal",
     "run",
     "run_backward",

@@ -9,6 +9,7 @@
 #include "course_api.hpp"
 #include "functional_api.hpp"
 #include "lessons_api.hpp"
+#include "measured_api.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "inputs.hpp"
 #include "simulation_api.hpp"
@@ -35,7 +36,10 @@ TileArgs tile_args(OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, OptI
 
 const char* kSimulateDoc = R"(Simulate attention on a GPU model: what fa-sim --json prints.
 
-algo: an id ('fa2'; fasim.algorithms() lists them), a backward id ('fa2_bwd'), a list of ids, or 'all'.
+algo: an id ('fa2'; fasim.algorithms() lists them; None: 'fa2'), a backward id ('fa2_bwd'), a list of ids, or
+'all'. kernel: a kernel of the catalog instead ('fa2_tc'; fasim.kernels() lists them), modelled as fa-sim
+--kernel models it: its algorithm, tiles, products and registers (Br, Bc, q_splits, kv_splits and
+registers given too are what a run recorded).
 The problem: N (queries), Nk (keys; None: N), d, heads, kv_heads (None: heads; a divisor of heads for
 grouped-query attention), batch, dtype ('fp32', 'fp16', 'bf16'), causal. gpu: a preset name
 (fasim.gpus()), a fasim.Gpu, or None (A100-SXM4-40GB). pass_: None ('fwd', or 'bwd' for a backward id),
@@ -135,14 +139,14 @@ PYBIND11_MODULE(_fasim, m) {
         [](const py::object& algo, std::int64_t N, OptInt Nk, std::int64_t d, std::int64_t heads, OptInt kv_heads,
            std::int64_t batch, const std::string& dtype, bool causal, const py::object& gpu, const std::optional<std::string>& pass,
            OptInt Br, OptInt Bc, OptInt q_splits, OptInt kv_splits, OptInt registers, const std::string& matmul, bool cuda_cores,
-           const std::string& dq) {
+           const std::string& dq, const std::optional<std::string>& kernel) {
             return simulate(algo, problem_args(N, Nk, d, heads, kv_heads, batch, dtype, causal),
-                            tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores, dq), gpu, pass);
+                            tile_args(Br, Bc, q_splits, kv_splits, registers, matmul, cuda_cores, dq), gpu, pass, kernel);
         },
-        kSimulateDoc, "algo"_a = "fa2", "N"_a = 4096, "Nk"_a = py::none(), "d"_a = 64, "heads"_a = 16, "kv_heads"_a = py::none(),
+        kSimulateDoc, "algo"_a = py::none(), "N"_a = 4096, "Nk"_a = py::none(), "d"_a = 64, "heads"_a = 16, "kv_heads"_a = py::none(),
         "batch"_a = 1, "dtype"_a = "fp16", "causal"_a = false, "gpu"_a = py::none(), "pass_"_a = py::none(), "Br"_a = py::none(),
         "Bc"_a = py::none(), "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "registers"_a = py::none(),
-        "matmul"_a = "tiled", "cuda_cores"_a = false, "dq"_a = "atomic");
+        "matmul"_a = "tiled", "cuda_cores"_a = false, "dq"_a = "atomic", "kernel"_a = py::none());
 
     m.def(
         "sweep",
@@ -192,4 +196,5 @@ PYBIND11_MODULE(_fasim, m) {
     bind_tile_api(m);    // fasim.tile: tile programs in Python
     bind_course_api(m);  // fasim.course: fa-grade's grader for them
     bind_lessons_api(m); // fasim.lessons: the lessons' exercises, for the notebooks
+    bind_measured_api(m); // fasim.measured: the committed measurements beside the simulator (lesson 09)
 }

@@ -1,7 +1,11 @@
 #include "simulation_api.hpp"
 
 #include "common/errors.hpp"
+#include <cctype>
+
 #include "gpu/gpu_catalog.hpp"
+#include "kernels/kernel_catalog.hpp"
+#include "model/kernel_setup.hpp"
 #include "json_values.hpp"
 #include "model/sweep.hpp"
 #include "report/report.hpp"
@@ -10,14 +14,74 @@ namespace py = pybind11;
 
 namespace fasim::python {
 
+namespace {
+
+std::string lowered(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// kernel='fa2_tc': the catalog row's algorithm, tiles, products and registers, as fa-sim --kernel NAME
+// (model/kernel_setup.hpp); Br, Bc, q_splits, kv_splits and registers given as well are what a run recorded.
+void apply_kernel(const std::string& name, const py::handle& algo, const AttentionProblem& p, const GpuSpec& g,
+                  const TileArgs& tiles, const std::optional<std::string>& pass, Selection& s, TileRequest& request,
+                  ModelOptions& options) {
+    const KernelVariant* k = find_kernel(lowered(name));
+    if (!k)
+        throw usage_error("kernel='" + name + "' is not in the kernel catalog", "one of " + kernel_names(),
+                          "e.g. kernel='fa2_tc' (fasim.kernels() lists them)");
+    if (!algo.is_none() && !(py::isinstance<py::str>(algo) && lowered(algo.cast<std::string>()) == k->algorithm))
+        throw usage_error("kernel='" + name + "' implements " + std::string(k->algorithm) + ", not algo=" +
+                              py::repr(algo).cast<std::string>(),
+                          "a kernel picks its own algorithm", "drop algo");
+    if (tiles.cuda_cores || tiles.matmul != "tiled")
+        throw usage_error("kernel='" + name + "' was combined with " + (tiles.cuda_cores ? "cuda_cores" : "matmul"),
+                          "the kernel decides how it multiplies matrices (" + std::string(products_name(k->products)) + ")",
+                          std::string("drop ") + (tiles.cuda_cores ? "cuda_cores" : "matmul"));
+    if (pass && *pass != "fwd")
+        throw usage_error("kernel='" + name + "' with pass_='" + *pass + "'", "a kernel of the catalog is one pass",
+                          "name the backward's kernel (e.g. kernel='fa2_bwd'), or drop pass_");
+    if (const std::string why = k->unsupported(p.dtype, static_cast<int>(p.d), "kernel"); !why.empty()) throw UsageError(why);
+    if (g.compute_capability > 0 && g.compute_capability < k->min_compute_capability)
+        throw usage_error("kernel='" + name + "' needs compute capability " + std::to_string(k->min_compute_capability / 10) + "." +
+                              std::to_string(k->min_compute_capability % 10) + " or higher",
+                          g.name + " is " + std::to_string(g.compute_capability / 10) + "." + std::to_string(g.compute_capability % 10),
+                          "pick a newer gpu, or kernel='" + std::string(k->algorithm) + "' (its CUDA-core kernel)");
+    const MeasuredLaunch given{.Br = tiles.Br.value_or(0),
+                               .Bc = tiles.Bc.value_or(0),
+                               .q_splits = tiles.q_splits.value_or(0),
+                               .registers_per_thread = static_cast<int>(tiles.registers.value_or(0)),
+                               .kv_splits = tiles.kv_splits.value_or(0)};
+    const KernelSetup ks = kernel_setup(*k, p, g, given);
+    s = Selection{};
+    s.algos = {ks.algorithm};
+    options = ks.options;
+    TileRequest t = ks.tiles;
+    if (request.Br || request.Bc) {  // the caller's tiles, even one of the two
+        if (request.Br) t.Br = request.Br;
+        if (request.Bc) t.Bc = request.Bc;
+        t.tile_source.clear();
+    }
+    if (request.q_splits) t.q_splits = request.q_splits;
+    if (request.registers_per_thread) t.registers_source.clear();
+    request = t;
+}
+
+}  // namespace
+
 py::object simulate(const py::handle& algo, const ProblemArgs& problem, const TileArgs& tiles, const py::handle& gpu,
-                    const std::optional<std::string>& pass) {
+                    const std::optional<std::string>& pass, const std::optional<std::string>& kernel) {
     const AttentionProblem p = make_problem(problem);
     const GpuSpec g = gpu_arg(gpu);
-    const Selection s = select_algorithms(algo, pass, p);
-    const TileRequest request = make_tile_request(tiles);
-    check_dq(request, s);
-    const ModelOptions options = make_model_options(tiles);
+    Selection s;
+    TileRequest request = make_tile_request(tiles);
+    ModelOptions options = make_model_options(tiles);
+    if (kernel) {
+        apply_kernel(*kernel, algo, p, g, tiles, pass, s, request, options);
+    } else {
+        s = select_algorithms(algo.is_none() ? py::str("fa2") : algo, pass, p);
+        check_dq(request, s);
+    }
     nlohmann::json doc;
     {
         py::gil_scoped_release unlocked;

@@ -14,9 +14,11 @@
 namespace fasim::python {
 
 // One algorithm: its ALGORITHM object with "schema_version", "gpu" and "problem" added. Several ("all",
-// a list): the whole fa-sim --json document.
+// a list): the whole fa-sim --json document. algo None: fa2. kernel: a kernel of the catalog, modelled as
+// fa-sim --kernel models it (its algorithm, tiles, products and registers).
 pybind11::object simulate(const pybind11::handle& algo, const ProblemArgs& problem, const TileArgs& tiles,
-                          const pybind11::handle& gpu, const std::optional<std::string>& pass);
+                          const pybind11::handle& gpu, const std::optional<std::string>& pass,
+                          const std::optional<std::string>& kernel = std::nullopt);
 
 // fa-sim --json --sweep: parameter "N" (Nk with it, for self-attention) or "Nk", over `values`.
 pybind11::object sweep(const pybind11::handle& algo, const std::string& parameter,

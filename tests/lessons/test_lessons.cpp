@@ -344,14 +344,36 @@ TEST_CASE("lesson 09: no measurements means predictions only - result files are 
 
     const std::string fixture = std::string(FASIM_SOURCE_DIR) + "/tests/lessons/fixtures";
     const json r = lesson_json(9, "--results " + fixture)["results"];
-    CHECK(num(r["measured"]["measurements"]) == 3);
-    for (const auto& row : r["measured"]["rows"]) {
+    CHECK(num(r["measured"]["measurements"]) == 5);
+    const json& rows = r["measured"]["rows"];
+    REQUIRE(rows.size() == 5);
+    for (const auto& row : rows) {
         CHECK(row.contains("predicted_now_s"));
         CHECK(num(row["predicted_now_s"]) > 0);
     }
+    // The decode fixture: a measurement whose run recorded no prediction (null) is still compared, and grouped
+    // K/V heads are predicted as such: 8 K/V heads read a quarter of the cache that 32 read.
+    const json& gqa = rows[0];
+    const json& mha = rows[1];
+    CHECK(gqa["file"] == "synthetic-decode-fixture.json");
+    CHECK(gqa["kv_heads"] == 8);
+    CHECK(!gqa.contains("predicted_then_s"));
+    CHECK(mha["kv_heads"] == 32);
+    CHECK(num(mha["predicted_then_s"]) == 9e-5);
+    CHECK(num(gqa["predicted_now_s"]) < 0.5 * num(mha["predicted_now_s"]));
+    // What was not compared, and why: a failed run, a run not made, a kernel outside the catalog, no time.
+    std::string skipped;
+    for (const auto& s : r["measured"]["skipped"]) skipped += s.get<std::string>() + "\n";
+    CAPTURE(skipped);
+    CHECK(skipped.find("synthetic-decode-fixture.json: 3 entries not compared: 1 not run, 1 without a measured time, "
+                       "1 of kernels outside fa-sim's catalog (torch_cudnn)") != std::string::npos);
+    CHECK(skipped.find("synthetic-test-fixture.json: 1 entry not compared: 1 failed run") != std::string::npos);
     const Run text = run(lesson(9, "--results " + fixture));
     CHECK(text.out.find("Median |error|") != std::string::npos);
-    CHECK(text.out.find("skipped") != std::string::npos);  // the fixture's entry with an error
+    CHECK(text.out.find("Not compared: 4 entries of 2 result files (1 failed run; 1 not run") != std::string::npos);
+    // One file alone, too.
+    const json one = lesson_json(9, "--results " + fixture + "/synthetic-test-fixture.json")["results"];
+    CHECK(num(one["measured"]["measurements"]) == 3);
 }
 
 TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 2", "[lessons][errors]") {
@@ -381,6 +403,20 @@ TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 
     bad(11, "--kv-heads 5", "--kv-heads 5");
     bad(11, "--kv-splits 5000", "--kv-splits 5000");
     bad(11, "--trace-splits 3", "--trace-splits 3");
+}
+
+TEST_CASE("lessons take --dtype in any case, and --help names each option's type (no TEXT)", "[lessons][errors]") {
+    const json upper = lesson_json(5, "--dtype FP16");
+    CHECK(upper["parameters"]["dtype"] == "fp16");
+    CHECK(upper == lesson_json(5, "--dtype fp16"));
+    for (int n = 1; n <= kLessons; ++n) {
+        CAPTURE(n);
+        const Run help = run(lesson(n, "--help"));
+        REQUIRE(help.exit_code == 0);
+        CHECK(help.out.find("TEXT") == std::string::npos);
+        CHECK(help.out.find("answer") == std::string::npos);  // the answer keys are the instructors' program's
+    }
+    CHECK(run(lesson(9, "--help")).out.find("--rows INT") != std::string::npos);
 }
 
 TEST_CASE("export-notebook writes an nbformat 4 notebook with stable cell ids", "[lessons][notebook]") {
@@ -417,6 +453,7 @@ TEST_CASE("a lesson whose steps carry Python exports a notebook on the module, w
         {6, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
         {7, "PROBLEM = dict(batch=1, heads=16, N=16384, d=64, dtype=\"fp16\")"},
         {8, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\")"},
+        {9, "PROBLEM = dict(batch=2, heads=8, N=4096, d=64, dtype=\"fp32\")"},
         {10, "PROBLEM = dict(batch=1, heads=16, N=4096, d=64, dtype=\"fp16\""},
         {11, "PROBLEM = dict(batch=1, heads=32, d=128, dtype=\"fp16\")"},
     };

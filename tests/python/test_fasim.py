@@ -342,3 +342,88 @@ def test_dq_separate_gives_fa2_backward_its_own_dq_kernel_and_bad_values_are_ref
     one_line_error(lambda: fasim.simulate("fa2", pass_="bwd", dq="sideways"), "sideways", "atomic")
     one_line_error(lambda: fasim.simulate("fa2", dq="separate"), "forward pass")
     one_line_error(lambda: fasim.simulate("fa1", pass_="bwd", dq="separate"), "fa2")
+
+
+# ---- measured: the committed measurements beside the simulator (lesson 09) ------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, "tests", "lessons", "fixtures")
+
+
+def test_measured_reads_and_predicts_as_lesson_09():
+    data = fasim.measured.load(FIXTURES)
+    assert data["files"] == ["synthetic-decode-fixture.json", "synthetic-test-fixture.json"]
+    ms = data["measurements"]
+    assert len(ms) == 5
+    gqa, mha = ms[0], ms[1]
+    assert (gqa["algo"], gqa["heads"], gqa["kv_heads"], gqa["predicted_s"]) == ("flash_decoding", 32, 8, None)
+    assert mha["kv_heads"] == 32 and mha["predicted_s"] == 9e-5
+    assert ms[3]["launch"]["Br"] == 32 and ms[3]["launch"]["Bc"] == 64  # fa1's launch, not its init kernel's
+    assert data["not_compared"]["outside_kernels"] == ["torch_cudnn"]
+    assert data["not_compared"]["failed"] == 1 and data["not_compared"]["not_run"] == 1 and data["not_compared"]["no_time"] == 1
+    now = fasim.measured.predict(ms)
+    assert all(t is not None and t > 0 for t in now)
+    assert now[0] < 0.5 * now[1]  # 8 K/V heads read a quarter of the cache that 32 read
+    assert fasim.measured.predict(ms[0]) == now[0]
+    # The lesson's own numbers (lesson-09 --results FIXTURES --json, run inside the module).
+    rows = fasim.lessons.results(9, results=FIXTURES)["measured"]["rows"]
+    assert [r["predicted_now_s"] for r in rows] == now
+    # The same configuration by hand: the kernel of the catalog on the file's preset, as fasim.simulate(kernel=...).
+    by_hand = dict(algo="flash_decoding", gpu_preset="A100-SXM4-40GB", N=1, Nk=16384, d=128, dtype="fp16", heads=32,
+                   kv_heads=8)
+    assert fasim.measured.predict(by_hand) == now[0]
+    assert fasim.simulate(kernel="flash_decoding", N=1, Nk=16384, d=128, heads=32, kv_heads=8,
+                          gpu="A100-SXM4-40GB")["time"]["predicted_s"] == now[0]
+    # Progress goes to the function given, the last call with everything done.
+    calls = []
+    fasim.measured.predict(ms, progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1][0] == calls[-1][1] and calls[-1][1] >= 1
+    assert fasim.measured.load(os.path.join(FIXTURES, "no-such-folder"))["measurements"] == []
+
+
+def test_measured_packaged_copy_is_cuda_results():
+    """The module carries cuda/results/*.json byte for byte; load() and lesson 09 inside the module read it."""
+    packaged = fasim.measured.data_dir()
+    assert packaged is not None and fasim.measured.default_dir() == packaged
+    source = os.path.join(ROOT, "cuda", "results")
+
+    def json_files(top):
+        return sorted(os.path.relpath(os.path.join(d, f), top) for d, _, fs in os.walk(top) for f in fs if f.endswith(".json"))
+
+    assert json_files(packaged) == json_files(source)
+    for rel in json_files(source):
+        with open(os.path.join(source, rel), "rb") as a, open(os.path.join(packaged, rel), "rb") as b:
+            assert a.read() == b.read(), rel
+    data = fasim.measured.load()
+    assert len(data["measurements"]) > 1000
+    assert data["files"] == fasim.lessons.results(9)["measured"]["files"]
+
+
+@needs_cli
+@pytest.mark.parametrize("kwargs, flags", [
+    ({"kernel": "fa2_tc", "N": 2048, "gpu": "H100-SXM"}, ["--kernel", "fa2_tc", "--N", "2048", "--gpu", "H100-SXM"]),
+    ({"kernel": "standard_cublas", "N": 1024, "dtype": "fp32"}, ["--kernel", "standard_cublas", "--N", "1024", "--dtype", "fp32"]),
+    ({"kernel": "fa1_tc", "N": 4096, "Br": 64, "Bc": 128}, ["--kernel", "fa1_tc", "--N", "4096", "--Br", "64", "--Bc", "128"]),
+])
+def test_simulate_kernel_equals_fa_sim_kernel(kwargs, flags):
+    doc = cli_json(*flags)
+    entry, gpu, problem = split_single(fasim.simulate(**kwargs))
+    assert entry == doc["algorithms"][0]
+    assert gpu == doc["gpu"] and problem == doc["problem"]
+
+
+def test_measured_and_kernel_errors():
+    one_line_error(lambda: fasim.simulate(kernel="fa3_tc"), "fa3_tc", "fa2_tc")
+    one_line_error(lambda: fasim.simulate("fa1", kernel="fa2_tc"), "implements fa2", "drop algo")
+    one_line_error(lambda: fasim.simulate(kernel="fa2_tc", dtype="fp32"), "no fp32 kernel")
+    one_line_error(lambda: fasim.simulate(kernel="fa2_tc", gpu="T4"), "compute capability 8.0")
+    one_line_error(lambda: fasim.simulate(kernel="fa2", cuda_cores=True), "cuda_cores")
+    one_line_error(lambda: fasim.measured.predict([{"algo": "fa2", "N": 1024, "d": 64, "dtype": "fp16"}]),
+                   'measurements[0]["gpu_preset"] is missing')
+    one_line_error(lambda: fasim.measured.predict([{"algo": "fa2", "gpu_preset": "V100", "N": 1024, "d": 64, "dtype": "fp16"}]),
+                   "V100")
+    one_line_error(lambda: fasim.measured.predict([{"algo": "nope", "gpu_preset": "H200", "N": 1024, "d": 64, "dtype": "fp16"}]),
+                   '["algo"]', "nope")
+    one_line_error(lambda: fasim.measured.predict([{"algo": "fa2", "gpu_preset": "H200", "N": 0, "d": 64, "dtype": "fp16"}]),
+                   '["N"] = 0')
+    one_line_error(lambda: fasim.measured.predict(["fa2"]), "measurements[0] is not a dict")
