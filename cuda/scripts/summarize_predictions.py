@@ -15,13 +15,14 @@ import sys
 
 def measured_times(folder):
     times = {}
-    for path in glob.glob(os.path.join(folder, "paper_d*_N*.json")):
+    # The kernel ladder's runs time the same setting as ladder_fp16_* / ladder_torch_* (fp16 is what --paper predicts).
+    for path in glob.glob(os.path.join(folder, "paper_d*_N*.json")) + glob.glob(os.path.join(folder, "ladder_fp16_d*_N*.json")):
         for r in json.load(open(path))["results"]:
             if "measured_s" in r:
                 times[(r["algo"], r["N"], r["d"], r["causal"])] = r["measured_s"]
-    for path in glob.glob(os.path.join(folder, "paper_torch_*.json")):
+    for path in glob.glob(os.path.join(folder, "paper_torch_*.json")) + glob.glob(os.path.join(folder, "ladder_torch_*.json")):
         for r in json.load(open(path))["results"]:
-            if r["algo"] == "torch_flash" and "measured_s" in r:
+            if r["algo"] == "torch_flash" and r["dtype"] == "fp16" and "measured_s" in r:
                 times[("torch_flash", r["N"], r["d"], r["causal"])] = r["measured_s"]
     return times
 

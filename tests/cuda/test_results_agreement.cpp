@@ -1103,3 +1103,116 @@ TEST_CASE("H200: the FA2 paper's setting predicted before it was timed, from the
     CHECK(calibrated_mape("fa2", 128) < 0.07);
     CHECK(calibrated_mape("fa2", 64) > 0.20);  // the FP32 ceiling (SGEMM's, not the FFMA peak): the H100's gap too
 }
+
+// ---- The kernel ladder (docs/kernel-ladder.md): fa2 -> fa2_tc -> fa2_tc_tuned -> fa2_wgmma, on an H200 ----------------
+// Five runs of 2026-11-26 (cuda/results/README.md): the kernels as they are now are those of run -c at d = 128 (its
+// fa2_wgmma with ping-pong) and run -e at d = 64 (fa2_wgmma one tile at a time); each run timed every rung and
+// PyTorch's flash and cuDNN backends together, so every comparison below is within one run.
+
+namespace {
+
+struct LadderRun {
+    std::string folder;
+    int d;
+};
+const LadderRun kLadderRuns[] = {{kResults + "2026-11-26-h200-ladder-c/", 128}, {kResults + "2026-11-26-h200-ladder-e/", 64}};
+
+// Measured seconds of one run's ladder, by (kernel, dtype, N, causal), for its head dim.
+using LadderKey = std::tuple<std::string, std::string, int, bool>;
+std::map<LadderKey, double> ladder_times(const LadderRun& run) {
+    std::map<LadderKey, double> t;
+    for (const int N : {2048, 4096, 8192, 16384}) {
+        const std::string tag = "_d" + std::to_string(run.d) + "_N" + std::to_string(N) + ".json";
+        for (const std::string& file : {"ladder_fp16" + tag, "ladder_bf16" + tag, "ladder_torch" + tag}) {
+            const json doc = load(run.folder + file);
+            for (const json& r : doc.at("results"))
+                if (r.contains("measured_s"))
+                    t[{r.at("algo").get<std::string>(), r.at("dtype").get<std::string>(), r.at("N").get<int>(), r.at("causal").get<bool>()}] =
+                        r.at("measured_s").get<double>();
+        }
+    }
+    return t;
+}
+
+// The paper's setting: batch x N = 16k tokens, hidden 2048; FLOPs 4 N^2 d per head, halved when causal.
+double ladder_tflops(int N, bool causal, double seconds) {
+    const double flops = 4.0 * 16384.0 * 2048.0 * N * (causal ? 0.5 : 1.0);
+    return flops / seconds / 1e12;
+}
+
+}  // namespace
+
+TEST_CASE("kernel ladder: the new rungs pass cuda-check and compute-sanitizer, and every timed configuration is accurate",
+          "[hardware][ladder][accuracy]") {
+    for (const LadderRun& run : kLadderRuns) {
+        CAPTURE(run.folder);
+        std::ifstream check(run.folder + "ladder_check.txt"), sanitizer(run.folder + "ladder_sanitizer.txt");
+        REQUIRE((check.good() && sanitizer.good()));
+        const std::string c((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
+        const std::string s((std::istreambuf_iterator<char>(sanitizer)), std::istreambuf_iterator<char>());
+        CHECK(c.find(run.d == 128 ? "620 passed, 0 failed" : "310 passed, 0 failed") != std::string::npos);
+        CHECK(s.find("memcheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
+        CHECK(s.find("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
+        CHECK(s.find("synccheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
+        int timed = 0;
+        for (const int N : {2048, 4096, 8192, 16384})
+            for (const char* dtype : {"fp16", "bf16"}) {
+                const json doc = load(run.folder + "ladder_" + dtype + "_d" + std::to_string(run.d) + "_N" + std::to_string(N) + ".json");
+                REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+                for (const json& r : doc.at("results")) {
+                    CAPTURE(r.at("algo").get<std::string>(), N, dtype, r.at("causal").get<bool>());
+                    CHECK(r.at("accuracy").at("pass").get<bool>());
+                    ++timed;
+                }
+            }
+        CHECK(timed == 4 * (8 + 6));  // fp16: 4 rungs, bf16: the 3 tensor-core rungs, causal or not
+    }
+}
+
+TEST_CASE("kernel ladder: each rung is faster than the one below it, in every configuration of the same run",
+          "[hardware][ladder]") {
+    for (const LadderRun& run : kLadderRuns) {
+        const auto t = ladder_times(run);
+        for (const int N : {2048, 4096, 8192, 16384})
+            for (const bool causal : {false, true}) {
+                CAPTURE(run.d, N, causal);
+                CHECK(t.at({"fa2_tc", "fp16", N, causal}) < t.at({"fa2", "fp16", N, causal}) / 5);  // tensor cores: 5-10x
+                for (const char* dtype : {"fp16", "bf16"}) {
+                    CAPTURE(dtype);
+                    CHECK(t.at({"fa2_tc_tuned", dtype, N, causal}) < t.at({"fa2_tc", dtype, N, causal}));
+                    CHECK(t.at({"fa2_wgmma", dtype, N, causal}) < t.at({"fa2_tc_tuned", dtype, N, causal}));
+                }
+            }
+    }
+}
+
+TEST_CASE("kernel ladder: the Hopper rung reaches 627-683 TFLOP/s at d=128 from N=4096 and 85-102% of cuDNN at every N >= 2048; "
+          "the tuned mma.sync rung 94-116% of PyTorch's FlashAttention-2",
+          "[hardware][ladder][yardstick]") {
+    // The issue's targets: the Hopper rung >= 550 TFLOP/s at d = 128, N >= 4096, non-causal, and >= 85% of the cuDNN
+    // backend in the same run at every N >= 2048 (met: the lowest, 0.851, is d=64 causal bf16 at N = 2048); the tuned
+    // mma.sync rung >= 100% of PyTorch's flash backend at N >= 2048 for every d and causal setting (not met: 0.96-1.01 at
+    // d = 128 without the causal mask, 0.94-1.16 with it, 0.95-1.08 at d = 64; it has FlashAttention-2's kernel's tiles,
+    // not its swizzled shared memory or its hand-pipelined fragment loads).
+    double lowest_cudnn = 10, lowest_flash = 10, highest_flash = 0;
+    for (const LadderRun& run : kLadderRuns) {
+        const auto t = ladder_times(run);
+        for (const int N : {2048, 4096, 8192, 16384})
+            for (const bool causal : {false, true})
+                for (const char* dtype : {"fp16", "bf16"}) {
+                    CAPTURE(run.d, N, causal, dtype);
+                    const double wgmma = t.at({"fa2_wgmma", dtype, N, causal});
+                    const double cudnn_share = t.at({"torch_cudnn", dtype, N, causal}) / wgmma;
+                    CHECK(cudnn_share >= 0.85);
+                    lowest_cudnn = std::min(lowest_cudnn, cudnn_share);
+                    if (run.d == 128 && N >= 4096 && !causal) CHECK(ladder_tflops(N, causal, wgmma) >= 620);
+                    const double flash_share = t.at({"torch_flash", dtype, N, causal}) / t.at({"fa2_tc_tuned", dtype, N, causal});
+                    CHECK(flash_share >= 0.93);
+                    lowest_flash = std::min(lowest_flash, flash_share);
+                    highest_flash = std::max(highest_flash, flash_share);
+                }
+    }
+    CHECK(lowest_cudnn < 0.86);   // the margin is thin, and said so
+    CHECK(lowest_flash < 1.0);    // the tuned rung's target is not met everywhere
+    CHECK(highest_flash > 1.1);
+}
