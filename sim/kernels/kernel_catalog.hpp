@@ -27,7 +27,7 @@ enum class Products : std::uint8_t {
     library_gemm,  // a vendor GEMM library (cuBLAS; wgmma on Hopper)
     wgmma,         // Hopper's warpgroup instructions, operands from shared memory by descriptor (sm_90a)
 };
-const char* products_name(Products p);  // "cuda_cores", "mma_sync", "library_gemm"
+const char* products_name(Products p);  // "cuda_cores", "mma_sync", "library_gemm", "wgmma"
 
 // Where a kernel's tiles come from.
 enum class TileRule : std::uint8_t {

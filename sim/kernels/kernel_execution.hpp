@@ -18,13 +18,10 @@ namespace fasim {
 struct AttentionProblem;
 struct TileConfig;
 
-// How a kernel's fp16/bf16 products reach the tensor cores: warp-level mma.sync, as
-// FlashAttention-1/2's hand-written kernels issue them, or a vendor GEMM library
-// (cuBLAS: wgmma on Hopper, a faster path). The runtime model takes each its own ceiling.
 // How a kernel's products run on the tensor cores: mma.sync (a warp at a time, operands through registers:
 // FlashAttention-2's kernels), a vendor library's GEMM (its measured rate), or Hopper's wgmma issued by
 // warp-specialised warpgroups that overlap one warpgroup's softmax with another's products
-// (FlashAttention-3's way: fa2_wgmma).
+// (FlashAttention-3's way: fa2_wgmma). The runtime model takes each its own ceiling.
 enum class MatrixInstruction : std::uint8_t { mma_sync, library_gemm, wgmma };
 
 // How a CUDA-core kernel spreads a warp's share of a product C = A B over its 32 lanes: a grid of
