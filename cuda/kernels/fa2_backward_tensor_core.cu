@@ -522,17 +522,6 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
 #endif
 }
 
-// Compute capability of the current device, e.g. 90 for 9.0.
-int device_cc() {
-    int device = 0;
-    int major = 0;
-    int minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return 10 * major + minor;
-}
-
 template <typename T>
 void launch_fa2_bwd_tc_dtype(const BackwardArgs& a, const Fa2BwdTcParams& p, CudaKernelLaunch& info,
                              cudaStream_t stream) {
@@ -584,7 +573,7 @@ CudaLaunchInfo run_fa2_bwd_tc(const CudaProblem& p, const DeviceTensors& t, cuda
     // What the catalog says this kernel has code for (a guard for callers that bypass run_attention).
     const std::string unsupported = cuda_kernel("fa2_bwd_tc").unsupported(a.dtype, a.d, "--algo");
     if (!unsupported.empty()) throw std::invalid_argument(unsupported);
-    const int cc = device_cc();
+    const int cc = device_compute_capability();
     if (cc < 80) {
         throw std::runtime_error("fa2_bwd_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
                                  std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2_bwd");

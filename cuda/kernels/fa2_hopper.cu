@@ -453,14 +453,6 @@ CUtensorMap tensor_map(const void* data, int BH, int rows, int d, int box_rows, 
     return map;
 }
 
-int device_cc() {
-    int device = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return 10 * major + minor;
-}
-
 template <typename T, int D>
 CudaKernelLaunch launch_dtype_dim(const FlashArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
@@ -485,7 +477,7 @@ CudaKernelLaunch launch_fa2_wgmma(const FlashArgs& a, cudaStream_t stream) {
     if (!unsupported.empty()) throw std::invalid_argument(unsupported);
     if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr)
         throw std::invalid_argument("fa2_wgmma: Q, K, V, O and LSE buffers are required");
-    const int cc = device_cc();
+    const int cc = device_compute_capability();
     if (cc != 90)
         throw std::runtime_error("fa2_wgmma needs a Hopper GPU (compute capability 9.0: wgmma, TMA); this GPU is " +
                                  std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2_tc_tuned");
@@ -494,12 +486,9 @@ CudaKernelLaunch launch_fa2_wgmma(const FlashArgs& a, cudaStream_t stream) {
     return fp16 ? launch_dtype_dim<__half, 128>(a, stream) : launch_dtype_dim<__nv_bfloat16, 128>(a, stream);
 }
 
-TileChoice fa2_wgmma_tiles(int d, DType, std::size_t smem_per_block) {
-    const std::size_t need = tile_rules::fa2_wgmma_smem_bytes(d);
-    if (need > smem_per_block)
-        throw std::invalid_argument("fa2_wgmma: its " + std::to_string(need) + " B of shared memory at d = " + std::to_string(d) +
-                                    " do not fit the device's " + std::to_string(smem_per_block) + " B per block");
-    return {kBr, kBc, need};
+// The launch table's entry (kernels/launchers.hpp): the catalog row's rule, the one the simulator applies.
+TileChoice fa2_wgmma_tiles(int d, DType dtype, std::size_t smem_per_block) {
+    return kernel_tiles(cuda_kernel("fa2_wgmma"), d, dtype, smem_per_block);
 }
 CudaLaunchInfo run_fa2_wgmma(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
     FlashArgs f = flash_args(p, t, "fa2_wgmma");

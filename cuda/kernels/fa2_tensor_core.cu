@@ -277,17 +277,6 @@ __global__ void __launch_bounds__(kFlashThreads, fa2_tc_min_blocks_per_sm(D)) fa
 #endif
 }
 
-// Compute capability of the current device, e.g. 90 for 9.0.
-int device_cc() {
-    int device = 0;
-    int major = 0;
-    int minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return 10 * major + minor;
-}
-
 template <typename T>
 void launch_fa2_tc_dtype(const FlashArgs& a, const Fa2TcParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
     const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
@@ -316,7 +305,7 @@ CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
     if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr) {
         throw std::invalid_argument("fa2_tc: Q, K, V, O and LSE buffers are required");
     }
-    const int cc = device_cc();
+    const int cc = device_compute_capability();
     if (cc < 80) {
         throw std::runtime_error("fa2_tc needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
                                  std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2");

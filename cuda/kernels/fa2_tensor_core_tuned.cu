@@ -255,14 +255,6 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
 #endif
 }
 
-int device_cc() {
-    int device = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return 10 * major + minor;
-}
-
 template <typename T>
 void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
     const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
@@ -284,7 +276,7 @@ CudaKernelLaunch launch_fa2_tc_tuned(const FlashArgs& a, cudaStream_t stream) {
     if (!unsupported.empty()) throw std::invalid_argument(unsupported);
     if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr)
         throw std::invalid_argument("fa2_tc_tuned: Q, K, V, O and LSE buffers are required");
-    const int cc = device_cc();
+    const int cc = device_compute_capability();
     if (cc < 80)
         throw std::runtime_error("fa2_tc_tuned needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
                                  std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2");
@@ -301,14 +293,9 @@ CudaKernelLaunch launch_fa2_tc_tuned(const FlashArgs& a, cudaStream_t stream) {
     return info;
 }
 
-// The launch table's entry (kernels/launchers.hpp): fixed tiles, checked against the device's shared memory.
+// The launch table's entry (kernels/launchers.hpp): the catalog row's rule, the one the simulator applies.
 TileChoice fa2_tc_tuned_tiles(int d, DType dtype, std::size_t smem_per_block) {
-    const std::size_t need = tile_rules::fa2_tc_tuned_smem_bytes(d, static_cast<int>(dtype_bytes(dtype)));
-    if (need > smem_per_block)
-        throw std::invalid_argument("fa2_tc_tuned: its " + std::to_string(need) + " B of shared memory at d = " +
-                                    std::to_string(d) + " do not fit the device's " + std::to_string(smem_per_block) +
-                                    " B per block");
-    return {kBr, tile_rules::fa2_tc_tuned_bc(d), need};
+    return kernel_tiles(cuda_kernel("fa2_tc_tuned"), d, dtype, smem_per_block);
 }
 CudaLaunchInfo run_fa2_tc_tuned(const CudaProblem& p, const DeviceTensors& t, cudaStream_t stream) {
     FlashArgs f = flash_args(p, t, "fa2_tc_tuned");
