@@ -3,7 +3,8 @@
 // current simulator predicts; shows predictions alone when nothing was measured; with --run, runs
 // cuda-check and fa-validate on this machine's GPU. The reading, predicting and measuring are
 // sim/figures/measurements.hpp, which the Python module's fasim.measured runs too (this lesson's
-// notebook): the two cannot disagree.
+// notebook): the two cannot disagree. Steps 5 and 6 teach the kernel ladder (docs/kernel-ladder.md)
+// from its committed H200 runs: what each rung bought, beside PyTorch's backends, and the model's view.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -179,15 +180,17 @@ Ladder read_ladder(const std::string& dir) {
     return l;
 }
 
-// "lo–hi" of values with `decimals` decimals; one value where both ends print the same.
+// "lo–hi" of values with `decimals` decimals; one value where both ends print the same ("-": none).
 std::string range_text(const std::vector<double>& v, int decimals, const std::string& unit = "") {
+    if (v.empty()) return "-";
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     const std::string a = fixed(*lo, decimals), b = fixed(*hi, decimals);
     return (a == b ? a : a + "–" + b) + unit;
 }
 
-// Signed percentages as "-19 to -8%" (one value where both ends print the same).
+// Signed percentages as "-19 to -8%" (one value where both ends print the same; "-": none).
 std::string error_range(const std::vector<double>& v) {
+    if (v.empty()) return "-";
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     char a[32], b[32];
     std::snprintf(a, sizeof a, "%+.0f", *lo);
@@ -811,7 +814,9 @@ def ratios(d, a, b):  # time of a / time of b, at each N
     return [p["seconds"][a] / p["seconds"][b] for p in ladder["points"] if p["d"] == d]
 
 
-def span(values, decimals, unit=""):
+def span(values, decimals, unit=""):  # "lo–hi" ("-": none)
+    if not values:
+        return "-"
     lo, hi = f"{min(values):.{decimals}f}", f"{max(values):.{decimals}f}"
     return (lo if lo == hi else f"{lo}–{hi}") + unit
 
@@ -1046,7 +1051,9 @@ else:
             cal_err.setdefault(key, []).append(row["calibrated_error_percent"])
         rows.append(row)
 
-    def errors(values):
+    def errors(values):  # "-19 to -8%" ("-": none)
+        if not values:
+            return "-"
         lo, hi = f"{min(values):+.0f}", f"{max(values):+.0f}"
         return (lo if lo == hi else f"{lo} to {hi}") + "%"
 
@@ -1081,8 +1088,8 @@ else:
     top = list(LADDER)[-1]
     share_preset = [1e12 * v / dense for v in measured[("fa2_wgmma", top)]]
     share_cal = [1e12 * v / rates["calibrated_dense_flops"] for v in measured[("fa2_wgmma", top)]] if cal is not None else []
-    all_err = [e for d in LADDER for e in err[("fa2_wgmma", d)]]
-    all_cal = [e for d in LADDER for e in cal_err[("fa2_wgmma", d)]] if cal is not None else []
+    all_err = [e for d in LADDER for e in err.get(("fa2_wgmma", d), [])]
+    all_cal = [e for d in LADDER for e in cal_err.get(("fa2_wgmma", d), [])]
     print(f"\nmma.sync's peak on the {preset_name} is {mma / 1e12:.3g} TFLOP/s, {100 * mma / preset['tensor_fp16_flops_per_s']:.0f}% "
           f"of the datasheet's dense fp16 rate ({preset['tensor_fp16_flops_per_s'] / 1e12:.3g}): the ceiling of the two mma.sync "
           f"rungs. The model gives fa2_wgmma's products the dense rate a library GEMM reaches: {dense / 1e12:.3g} TFLOP/s in "
