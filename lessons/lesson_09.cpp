@@ -3,11 +3,14 @@
 // current simulator predicts; shows predictions alone when nothing was measured; with --run, runs
 // cuda-check and fa-validate on this machine's GPU. The reading, predicting and measuring are
 // sim/figures/measurements.hpp, which the Python module's fasim.measured runs too (this lesson's
-// notebook): the two cannot disagree.
+// notebook): the two cannot disagree. Steps 5 and 6 teach the kernel ladder (docs/kernel-ladder.md)
+// from its committed H200 runs: what each rung bought, beside PyTorch's backends, and the model's view.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "common/text.hpp"
 #include "figures/measurements.hpp"
 #include "figures/progress.hpp"
+#include "gpu/gpu_catalog.hpp"
 #include "kernels/kernel_catalog.hpp"
 #include "model/kernel_setup.hpp"
 #include "report/units.hpp"
@@ -76,6 +80,150 @@ std::string not_compared_text(const figures::NotCompared& n) {
              " without a \"results\" array (calibrations, GPU files)";
     }
     return s;
+}
+
+// ---- The kernel ladder (steps 5 and 6, docs/kernel-ladder.md) ----
+
+// Per head dim, the run of the results folder that timed the ladder's kernels as they are now (cuda/results/README.md:
+// run -e at d = 64, run -c at d = 128). Each timed every rung and PyTorch's flash and cuDNN backends together, on one
+// NVIDIA H200, so every comparison is made within one run.
+const std::vector<std::pair<int, std::string>> kLadderRuns = {{64, "2026-11-26-h200-ladder-e"},
+                                                              {128, "2026-11-26-h200-ladder-c"}};
+const std::vector<std::string> kRungs = {"fa2", "fa2_tc", "fa2_tc_tuned", "fa2_wgmma"};
+const std::vector<std::string> kBackends = {"torch_flash", "torch_cudnn"};
+// The card's fa-calibrate file, measured on an H200 the same day (the ceilings of the second prediction).
+const std::string kCalibratedGpu = "2026-11-26-h200/calibrated-gpu.json";
+
+// One N of one head dim: fp16, no causal mask.
+struct LadderPoint {
+    int d = 0;
+    std::int64_t N = 0, batch = 0, heads = 0;
+    double flops = 0;                        // 4·N²·d per head, times batch × heads
+    std::map<std::string, double> seconds;   // each rung and PyTorch backend: its median time
+    std::vector<Measurement> rungs;          // the rungs' fa-validate entries (with their launches), kRungs' order
+};
+
+struct Ladder {
+    std::string missing;                     // why it could not be read (empty: read)
+    std::string gpu, driver, date;
+    std::vector<LadderPoint> points;         // by d (kLadderRuns' order), then N
+};
+
+// Reads the ladder's two runs under `dir`: every N for which the run has both ladder_fp16_dD_NN.json (fa-validate)
+// and ladder_torch_dD_NN.json (torch_sdpa.py).
+Ladder read_ladder(const std::string& dir) {
+    Ladder l;
+    for (const auto& [d, run] : kLadderRuns) {
+        const fs::path folder = fs::path(dir) / run;
+        const std::string prefix = "ladder_fp16_d" + std::to_string(d) + "_N";
+        std::vector<std::int64_t> ns;
+        std::error_code ec;
+        if (fs::is_directory(folder, ec))
+            for (const auto& e : fs::directory_iterator(folder, ec)) {
+                const std::string f = e.path().filename().string();
+                if (f.rfind(prefix, 0) == 0 && f.size() > prefix.size() && std::isdigit(static_cast<unsigned char>(f[prefix.size()])) &&
+                    e.path().extension() == ".json")
+                    ns.push_back(std::stoll(f.substr(prefix.size())));
+            }
+        std::sort(ns.begin(), ns.end());
+        if (ns.empty()) {
+            l.missing = (folder / (prefix + "*.json")).string() + " does not exist";
+            return l;
+        }
+        for (const std::int64_t N : ns) {
+            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
+            const fs::path fp16 = folder / ("ladder_fp16" + tag), torch = folder / ("ladder_torch" + tag);
+            if (!fs::is_regular_file(torch, ec)) {
+                l.missing = torch.string() + " does not exist";
+                return l;
+            }
+            LadderPoint pt;
+            pt.d = d;
+            pt.N = N;
+            for (const fs::path& path : {fp16, torch}) {
+                try {
+                    std::ifstream in(path);
+                    const nlohmann::json doc = nlohmann::json::parse(in);
+                    if (path == fp16) {
+                        l.gpu = doc.value("gpu", "?");
+                        l.driver = doc.value("driver", "?");
+                        l.date = doc.value("date", "?");
+                    }
+                    for (const auto& r : doc.at("results"))
+                        if (r.contains("measured_s") && r.at("dtype") == "fp16" && !r.at("causal").get<bool>() &&
+                            r.at("N").get<std::int64_t>() == N && r.at("d").get<int>() == d) {
+                            pt.seconds[r.at("algo").get<std::string>()] = r.at("measured_s").get<double>();
+                            pt.batch = r.at("batch").get<std::int64_t>();
+                            pt.heads = r.at("heads").get<std::int64_t>();
+                        }
+                } catch (const std::exception&) {
+                    l.missing = path.string() + " is not a result file that can be read";
+                    return l;
+                }
+            }
+            const std::vector<Measurement> entries = figures::read_measurements(fp16.string()).measurements;
+            for (const auto& k : kRungs)
+                for (const Measurement& m : entries)
+                    if (m.kernel == k && !m.problem.causal && m.problem.dtype == DType::fp16) pt.rungs.push_back(m);
+            for (const auto& k : kRungs)
+                if (!pt.seconds.count(k)) l.missing = fp16.string() + " has no fp16 non-causal time of " + k;
+            for (const auto& k : kBackends)
+                if (!pt.seconds.count(k)) l.missing = torch.string() + " has no fp16 non-causal time of " + k;
+            if (l.missing.empty() && pt.rungs.size() != kRungs.size())
+                l.missing = fp16.string() + " does not hold one fp16 non-causal entry per rung";
+            if (!l.missing.empty()) return l;
+            const auto x = [](std::int64_t v) { return static_cast<double>(v); };
+            pt.flops = 4.0 * x(pt.N) * x(pt.N) * x(pt.d) * x(pt.batch) * x(pt.heads);
+            l.points.push_back(std::move(pt));
+        }
+    }
+    return l;
+}
+
+// "lo–hi" of values with `decimals` decimals; one value where both ends print the same ("-": none).
+std::string range_text(const std::vector<double>& v, int decimals, const std::string& unit = "") {
+    if (v.empty()) return "-";
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const std::string a = fixed(*lo, decimals), b = fixed(*hi, decimals);
+    return (a == b ? a : a + "–" + b) + unit;
+}
+
+// Signed percentages as "-19 to -8%" (one value where both ends print the same; "-": none).
+std::string error_range(const std::vector<double>& v) {
+    if (v.empty()) return "-";
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    char a[32], b[32];
+    std::snprintf(a, sizeof a, "%+.0f", *lo);
+    std::snprintf(b, sizeof b, "%+.0f", *hi);
+    return (std::string(a) == b ? std::string(a) : std::string(a) + " to " + b) + "%";
+}
+
+// The TFLOP/s of a rung or backend at each N of head dim d, in N order.
+std::vector<double> ladder_tflops(const Ladder& l, int d, const std::string& k) {
+    std::vector<double> v;
+    for (const LadderPoint& p : l.points)
+        if (p.d == d) v.push_back(p.flops / p.seconds.at(k) / 1e12);
+    return v;
+}
+
+// time of `a` / time of `b` at each N of head dim d.
+std::vector<double> ladder_ratios(const Ladder& l, int d, const std::string& a, const std::string& b) {
+    std::vector<double> v;
+    for (const LadderPoint& p : l.points)
+        if (p.d == d) v.push_back(p.seconds.at(a) / p.seconds.at(b));
+    return v;
+}
+
+std::string ladder_label(const std::string& k) {
+    static const std::map<std::string, std::string> labels = {
+        {"fa2", "fa2 (CUDA cores)"},         {"fa2_tc", "fa2_tc (mma.sync)"},   {"fa2_tc_tuned", "fa2_tc_tuned (mma.sync)"},
+        {"fa2_wgmma", "fa2_wgmma (Hopper)"}, {"torch_flash", "PyTorch flash"}, {"torch_cudnn", "PyTorch cuDNN"}};
+    return labels.at(k);
+}
+
+std::string ladder_missing_text(const std::string& dir, const std::string& why) {
+    return "The kernel ladder's runs are not in " + dir + " (" + why + "): nothing measured to show here. This step reads "
+           "cuda/results/ (the lesson's default --results; the notebook's copy of it).";
 }
 
 }  // namespace
@@ -494,6 +642,469 @@ else:
     print("Results:", run["results_file"])
     RESULTS["run"]["ran"] = True)PY"});
 
+        L.step({"ladder", "The kernel ladder: what each step bought",
+                R"(cuda/kernels/ holds a ladder of FlashAttention-2 forward kernels, one file per
+rung. Every rung computes the same attention, passes the same cuda-check, and
+changes one thing over the rung below (docs/kernel-ladder.md):
+
+- fa2: FA2 on the CUDA cores. Every multiply-add of Q·Kᵀ and P·V is an FFMA
+  that a lane issues after loading its operands from shared memory itself:
+  instruction issue and the shared-memory pipe bind long before the FP32 peak.
+- fa2_tc: both products on the tensor cores (mma.sync). One warp instruction
+  does a 16×8×16 product on operands held in registers, and S and P never
+  leave the registers (P is the A operand of P·V).
+- fa2_tc_tuned: the same instruction with FlashAttention-2's own tiles, 128
+  query rows per block and 32 per warp. Every K or V fragment a warp loads
+  now feeds two mma, each warp has two independent chains of them to hide
+  their latency, and K and V are both double-buffered.
+- fa2_wgmma: Hopper's own instructions. mma.sync reaches only part of the
+  tensor cores' dense rate (step 6 prints how much); wgmma multiplies 64-row
+  tiles that it reads from shared memory by descriptor, TMA copies whole
+  tiles, and a producer warpgroup and two consumer warpgroups overlap the
+  copies, the products and one another's softmax.
+
+The tables are what one H200 measured in the FA2 paper's setting (fp16, no
+causal mask; the line above each table gives its heads and tokens), with
+PyTorch's FlashAttention-2 (its flash backend) and its cuDNN backend timed in
+the same run: a comparison is only made within one run. TFLOP/s counts
+4·N²·d FLOPs per head. Compare the two head dims in the last two steps: the
+products' work per score grows with d and the softmax's does not, so at d = 64
+the same faster products buy less.)",
+                [&](Ctx& c) {
+                    const Ladder lad = read_ladder(results_dir);
+                    c.results["found"] = lad.missing.empty();
+                    if (!lad.missing.empty()) {
+                        print_para(c.out, ladder_missing_text(results_dir, lad.missing));
+                        return;
+                    }
+                    print_para(c.out, "Measured on an " + lad.gpu + " (driver " + lad.driver + "), " + lad.date +
+                                          ": fp16, no causal mask; TFLOP/s = 4·N²·d FLOPs per head × batch × heads / "
+                                          "the median time.");
+                    Json runs = Json::object(), rows = Json::array();
+                    for (const auto& [d, run] : kLadderRuns) {
+                        runs[std::to_string(d)] = run;
+                        std::vector<const LadderPoint*> pts;
+                        for (const LadderPoint& lp : lad.points)
+                            if (lp.d == d) pts.push_back(&lp);
+                        c.out << '\n';
+                        print_para(c.out, "d = " + std::to_string(d) + ", " + grouped(pts[0]->heads) + " heads, batch × N = " +
+                                              grouped(pts[0]->batch * pts[0]->N) + " tokens (cuda/results/" + run + "):");
+                        c.out << '\n';
+                        std::vector<std::string> head{"TFLOP/s at N ="};
+                        for (const LadderPoint* lp : pts) head.push_back(grouped(lp->N));
+                        Table t(head, "l" + std::string(pts.size(), 'r'));
+                        std::vector<std::string> kernels = kRungs;
+                        kernels.insert(kernels.end(), kBackends.begin(), kBackends.end());
+                        for (const std::string& k : kernels) {
+                            std::vector<std::string> cells{ladder_label(k)};
+                            for (const double v : ladder_tflops(lad, d, k)) cells.push_back(num(v, 3));
+                            t.row(cells);
+                        }
+                        t.print(c.out);
+                        for (const LadderPoint* lp : pts) {
+                            Json seconds = Json::object(), tflops = Json::object();
+                            for (const std::string& k : kernels) {
+                                seconds[k] = lp->seconds.at(k);
+                                tflops[k] = lp->flops / lp->seconds.at(k) / 1e12;
+                            }
+                            rows.push_back({{"d", d}, {"N", lp->N}, {"batch", lp->batch}, {"heads", lp->heads}, {"flops", lp->flops},
+                                            {"measured_s", seconds}, {"tflops", tflops}});
+                        }
+                    }
+
+                    c.out << '\n';
+                    print_para(c.out, "What each step bought: the time of the rung below over the rung's, at every N "
+                                      "of the tables:");
+                    c.out << '\n';
+                    std::vector<std::string> head{"step"};
+                    for (const auto& [d, run] : kLadderRuns) head.push_back("d = " + std::to_string(d));
+                    Table st(head, "l" + std::string(kLadderRuns.size(), 'r'));
+                    Json speedups = Json::array();
+                    std::vector<std::pair<std::string, std::string>> steps;
+                    for (std::size_t i = 1; i < kRungs.size(); ++i) steps.emplace_back(kRungs[i - 1], kRungs[i]);
+                    steps.emplace_back(kRungs.front(), kRungs.back());
+                    for (const auto& [from, to] : steps) {
+                        std::vector<std::string> cells{from + " → " + to + (from == kRungs.front() && to == kRungs.back() ? " (all)" : "")};
+                        for (const auto& [d, run] : kLadderRuns) {
+                            const std::vector<double> r = ladder_ratios(lad, d, from, to);
+                            cells.push_back(range_text(r, 2, "×"));
+                            speedups.push_back({{"from", from}, {"to", to}, {"d", d}, {"by_N", r}});
+                        }
+                        st.row(cells);
+                    }
+                    st.print(c.out);
+
+                    c.out << '\n';
+                    print_para(c.out, "Against PyTorch in the same run: PyTorch's time over the rung's (above 1, the "
+                                      "rung is the faster):");
+                    c.out << '\n';
+                    head = {"rung", "against"};
+                    for (const auto& [d, run] : kLadderRuns) head.push_back("d = " + std::to_string(d));
+                    Table pt(head, "ll" + std::string(kLadderRuns.size(), 'r'));
+                    Json against = Json::array();
+                    for (const auto& [rung, backend] : std::vector<std::pair<std::string, std::string>>{
+                             {"fa2_tc_tuned", "torch_flash"}, {"fa2_wgmma", "torch_cudnn"}}) {
+                        std::vector<std::string> cells{rung, ladder_label(backend)};
+                        for (const auto& [d, run] : kLadderRuns) {
+                            const std::vector<double> r = ladder_ratios(lad, d, backend, rung);
+                            cells.push_back(range_text(r, 2));
+                            against.push_back({{"rung", rung}, {"against", backend}, {"d", d}, {"by_N", r}});
+                        }
+                        pt.row(cells);
+                    }
+                    pt.print(c.out);
+                    c.results["gpu"] = lad.gpu;
+                    c.results["date"] = lad.date;
+                    c.results["runs"] = runs;
+                    c.results["rows"] = rows;
+                    c.results["speedups"] = speedups;
+                    c.results["against_pytorch"] = against;
+                },
+                "",
+                R"PY(import json, os
+
+# Per head dim, the run that timed the ladder's kernels as they are now (cuda/results/README.md). Each run timed every
+# rung and PyTorch's flash and cuDNN backends together on one H200: comparisons are made within a run.
+LADDER = {64: "2026-11-26-h200-ladder-e", 128: "2026-11-26-h200-ladder-c"}
+RUNGS = ["fa2", "fa2_tc", "fa2_tc_tuned", "fa2_wgmma"]
+BACKENDS = ["torch_flash", "torch_cudnn"]
+LABELS = {"fa2": "fa2 (CUDA cores)", "fa2_tc": "fa2_tc (mma.sync)", "fa2_tc_tuned": "fa2_tc_tuned (mma.sync)",
+          "fa2_wgmma": "fa2_wgmma (Hopper)", "torch_flash": "PyTorch flash", "torch_cudnn": "PyTorch cuDNN"}
+LADDER_DIR = fasim.measured.default_dir() if RESULTS_DIR is None else str(RESULTS_DIR)  # the folder step 2 read
+
+
+def read_ladder(root):
+    """The ladder's fp16, non-causal times under root, per head dim and N: (ladder, None), or (None, why not)."""
+    ladder = dict(points=[])
+    for d, run in LADDER.items():
+        folder, prefix = os.path.join(root, run), f"ladder_fp16_d{d}_N"
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        ns = sorted(int(f[len(prefix):-5]) for f in names if f.startswith(prefix) and f.endswith(".json") and f[len(prefix):-5].isdigit())
+        if not ns:
+            return None, os.path.join(folder, prefix + "*.json") + " does not exist"
+        for N in ns:
+            fp16, torch = (os.path.join(folder, f"ladder_{kind}_d{d}_N{N}.json") for kind in ("fp16", "torch"))
+            if not os.path.isfile(torch):
+                return None, torch + " does not exist"
+            point = dict(d=d, N=N, seconds={})
+            for path in (fp16, torch):  # fa-validate's file (the rungs), torch_sdpa.py's (PyTorch's backends)
+                with open(path) as f:
+                    doc = json.load(f)
+                if path == fp16:
+                    ladder.update(gpu=doc.get("gpu", "?"), driver=doc.get("driver", "?"), date=doc.get("date", "?"))
+                for r in doc["results"]:
+                    if "measured_s" in r and r["dtype"] == "fp16" and not r["causal"] and r["N"] == N and r["d"] == d:
+                        point["seconds"][r["algo"]] = r["measured_s"]
+                        point.update(batch=r["batch"], heads=r["heads"])
+            entries = fasim.measured.load(fp16)["measurements"]  # the rungs with the launches the run recorded (step 6)
+            point["rungs"] = [m for k in RUNGS for m in entries if m["algo"] == k and not m["causal"] and m["dtype"] == "fp16"]
+            missing = [k for k in RUNGS + BACKENDS if k not in point["seconds"]]
+            if missing or len(point["rungs"]) != len(RUNGS):
+                return None, f"{fp16} or {torch} has no fp16 non-causal time of {', '.join(missing) or 'every rung'}"
+            point["flops"] = 4.0 * N * N * d * point["batch"] * point["heads"]  # 4·N²·d per head
+            ladder["points"].append(point)
+    return ladder, None
+
+
+def tflops(d, k):
+    return [p["flops"] / p["seconds"][k] / 1e12 for p in ladder["points"] if p["d"] == d]
+
+
+def ratios(d, a, b):  # time of a / time of b, at each N
+    return [p["seconds"][a] / p["seconds"][b] for p in ladder["points"] if p["d"] == d]
+
+
+def span(values, decimals, unit=""):  # "lo–hi" ("-": none)
+    if not values:
+        return "-"
+    lo, hi = f"{min(values):.{decimals}f}", f"{max(values):.{decimals}f}"
+    return (lo if lo == hi else f"{lo}–{hi}") + unit
+
+
+ladder, why_not = read_ladder(LADDER_DIR)
+RESULTS["ladder"] = dict(found=ladder is not None)
+if ladder is None:
+    print(f"The kernel ladder's runs are not in {LADDER_DIR} ({why_not}): nothing measured to show here. This step reads "
+          "cuda/results/ (the lesson's default --results; the notebook's copy of it).")
+else:
+    print(f"Measured on an {ladder['gpu']} (driver {ladder['driver']}), {ladder['date']}: fp16, no causal mask; "
+          "TFLOP/s = 4·N²·d FLOPs per head × batch × heads / the median time.")
+    rows = []
+    for d, run in LADDER.items():
+        pts = [p for p in ladder["points"] if p["d"] == d]
+        print(f"\nd = {d}, {pts[0]['heads']:,} heads, batch × N = {pts[0]['batch'] * pts[0]['N']:,} tokens (cuda/results/{run}):\n")
+        table(["TFLOP/s at N ="] + [f"{p['N']:,}" for p in pts], [[LABELS[k]] + [f"{v:.3g}" for v in tflops(d, k)] for k in RUNGS + BACKENDS])
+        rows += [dict(d=d, N=p["N"], batch=p["batch"], heads=p["heads"], flops=p["flops"],
+                      measured_s={k: p["seconds"][k] for k in RUNGS + BACKENDS},
+                      tflops={k: p["flops"] / p["seconds"][k] / 1e12 for k in RUNGS + BACKENDS}) for p in pts]
+
+    print("\nWhat each step bought: the time of the rung below over the rung's, at every N of the tables:\n")
+    steps = list(zip(RUNGS, RUNGS[1:])) + [(RUNGS[0], RUNGS[-1])]
+    speedups = [dict(**{"from": a}, to=b, d=d, by_N=ratios(d, a, b)) for a, b in steps for d in LADDER]
+    table(["step"] + [f"d = {d}" for d in LADDER],
+          [[f"{a} → {b}" + (" (all)" if (a, b) == (RUNGS[0], RUNGS[-1]) else "")] + [span(ratios(d, a, b), 2, "×") for d in LADDER]
+           for a, b in steps])
+
+    print("\nAgainst PyTorch in the same run: PyTorch's time over the rung's (above 1, the rung is the faster):\n")
+    pairs = [("fa2_tc_tuned", "torch_flash"), ("fa2_wgmma", "torch_cudnn")]
+    table(["rung", "against"] + [f"d = {d}" for d in LADDER],
+          [[rung, LABELS[backend]] + [span(ratios(d, backend, rung), 2) for d in LADDER] for rung, backend in pairs])
+    RESULTS["ladder"].update(gpu=ladder["gpu"], date=ladder["date"], runs={str(d): run for d, run in LADDER.items()}, rows=rows,
+                             speedups=speedups,
+                             against_pytorch=[dict(rung=rung, against=backend, d=d, by_N=ratios(d, backend, rung))
+                                              for rung, backend in pairs for d in LADDER]))PY"});
+
+        L.step({"ladder_model", "The ladder against fa-sim's model",
+                R"(fa-sim models every rung from ceilings that microbenchmarks measured, never
+from the rung's own timings (fa-sim --kernel NAME; fasim.simulate(kernel=NAME)):
+fa2 by its FFMAs, its shared-memory wavefronts and a lone warp's issue rate;
+the mma.sync rungs by the instructions their warps issue, a warp being ready
+in a fixed share of cycles; fa2_wgmma by its products at the dense rate a
+library GEMM reaches on the card, with each consumer warpgroup's softmax
+hidden behind the other's products (the time is the larger of the two, not
+their sum).
+
+Each measurement of step 5 is predicted here as step 2 predicts it (the launch
+the run recorded, on the run's GPU preset), and a second time with the card's
+own fa-calibrate file (cuda/results/2026-11-26-h200/calibrated-gpu.json,
+measured on an H200 the same day), whose ceilings are not the preset's.
+
+Where it misses, and why (cuda/results/README.md and docs/kernel-ladder.md
+hold the measurements behind each cause):
+
+- fa2_wgmma is predicted too fast: the model runs its products at the library
+  GEMM's rate with the softmax fully hidden, and the rung reaches only part of
+  that rate. The higher ceiling of the calibrated file makes the miss larger,
+  not smaller: the gap is in the kernel, not in the ceiling. Nothing was
+  fitted to close it; a profile of the rung is the next step.
+- fa2 at d = 64 in fp16 is predicted slow: the share of cycles in which its
+  lone warp issues was read from the fp32 kernel, and the fp16 kernel issues
+  more often (8-byte operand loads, fewer shared-memory wavefronts).
+- fa2_tc at d = 128 is predicted fast: its instruction costs were read from
+  the d = 64 kernel, and at d = 128 it spills at its register cap and its
+  warps are ready less often.)",
+                [&](Ctx& c) {
+                    const Ladder lad = read_ladder(results_dir);
+                    c.results["found"] = lad.missing.empty();
+                    if (!lad.missing.empty()) {
+                        print_para(c.out, ladder_missing_text(results_dir, lad.missing));
+                        return;
+                    }
+                    std::vector<Measurement> ms;
+                    for (const LadderPoint& lp : lad.points) ms.insert(ms.end(), lp.rungs.begin(), lp.rungs.end());
+                    const std::vector<std::optional<double>> preset_s = figures::predict_measurements(ms);
+                    const std::string preset_name = ms.front().preset;
+                    const GpuSpec preset = find_gpu_preset(preset_name);
+                    const fs::path cal_path = fs::path(results_dir) / kCalibratedGpu;
+                    std::optional<GpuSpec> cal;
+                    std::error_code ec;
+                    if (fs::is_regular_file(cal_path, ec)) cal = load_gpu_file(cal_path.string());
+                    auto model = [](const Measurement& m, const GpuSpec& g) {
+                        const KernelSetup s = kernel_setup(*find_kernel(m.kernel), m.problem, g, m.launch);
+                        return simulate(*s.algorithm, m.problem, g, s.tiles, s.options);
+                    };
+
+                    Json rows = Json::array();
+                    // error (%) per rung and d, with the preset and the calibrated file
+                    std::map<std::pair<std::string, int>, std::vector<double>> err, cal_err, measured, predicted;
+                    for (std::size_t i = 0; i < ms.size(); ++i) {
+                        const Measurement& m = ms[i];
+                        const int d = static_cast<int>(m.problem.d);
+                        const auto x = [](std::int64_t v) { return static_cast<double>(v); };
+                        const double flops = 4.0 * x(m.problem.N) * x(m.problem.N) * x(m.problem.d) * x(m.problem.batch) * x(m.problem.heads);
+                        Json row{{"d", d}, {"N", m.problem.N}, {"algo", m.kernel}, {"measured_s", m.measured_s}};
+                        measured[{m.kernel, d}].push_back(flops / m.measured_s / 1e12);
+                        if (preset_s[i]) {
+                            const double e = 100.0 * (*preset_s[i] - m.measured_s) / m.measured_s;
+                            row["predicted_s"] = *preset_s[i];
+                            row["error_percent"] = e;
+                            err[{m.kernel, d}].push_back(e);
+                            predicted[{m.kernel, d}].push_back(flops / *preset_s[i] / 1e12);
+                        }
+                        if (cal) {
+                            const double t = model(m, *cal).time_s;
+                            const double e = 100.0 * (t - m.measured_s) / m.measured_s;
+                            row["calibrated_predicted_s"] = t;
+                            row["calibrated_error_percent"] = e;
+                            cal_err[{m.kernel, d}].push_back(e);
+                        }
+                        rows.push_back(row);
+                    }
+                    print_para(c.out, "TFLOP/s over the N of step 5 (measured, and predicted with the " + preset_name +
+                                          " preset); error = (predicted − measured time) / measured time, below zero "
+                                          "where the model is too fast; calibrated: the error with the fa-calibrate file" +
+                                          (cal ? "." : " (not found here: " + cal_path.string() + ")."));
+                    c.out << '\n';
+                    Table t({"rung", "d", "measured", "predicted", "error", "calibrated"}, "lrrrrr");
+                    for (const std::string& k : kRungs)
+                        for (const auto& [d, run] : kLadderRuns) {
+                            const std::pair<std::string, int> key{k, d};
+                            t.row({k, std::to_string(d), range_text(measured[key], 0),
+                                   predicted.count(key) ? range_text(predicted[key], 0) : "-",
+                                   err.count(key) ? error_range(err[key]) : "-", cal_err.count(key) ? error_range(cal_err[key]) : "-"});
+                        }
+                    t.print(c.out);
+
+                    // What the model finds binding, at the longest N of each head dim.
+                    c.out << '\n';
+                    print_para(c.out, "What the model finds binding at the longest N (the " + preset_name + " preset):");
+                    c.out << '\n';
+                    Json bounds = Json::array();
+                    for (const auto& [d, run] : kLadderRuns) {
+                        const LadderPoint* last = nullptr;
+                        for (const LadderPoint& lp : lad.points)
+                            if (lp.d == d) last = &lp;
+                        for (const Measurement& m : last->rungs) {
+                            const std::string bound = model(m, preset).longest_kernel().bound;
+                            print_para(c.out, m.kernel + ", d = " + std::to_string(d) + ", N = " + grouped(m.problem.N) + ": " + bound,
+                                       "  ", "      ");
+                            bounds.push_back({{"algo", m.kernel}, {"d", d}, {"N", m.problem.N}, {"bound", bound}});
+                        }
+                    }
+
+                    // The Hopper rung: how far from the rate the model gives its products.
+                    const double dense = preset.matmul_flops(DType::fp16), mma = preset.mma_sync_flops(DType::fp16);
+                    Json rates{{"preset_dense_flops", dense},
+                               {"preset_mma_sync_flops", mma},
+                               {"datasheet_dense_flops", preset.tensor_fp16_flops}};
+                    if (cal) rates["calibrated_dense_flops"] = cal->matmul_flops(DType::fp16);
+                    const int top = kLadderRuns.back().first;
+                    const std::vector<double> wg = measured[{"fa2_wgmma", top}];
+                    std::vector<double> share_preset, share_cal;
+                    for (const double v : wg) {
+                        share_preset.push_back(1e12 * v / dense);
+                        if (cal) share_cal.push_back(1e12 * v / cal->matmul_flops(DType::fp16));
+                    }
+                    std::vector<double> all_err, all_cal;
+                    for (const auto& [d, run] : kLadderRuns) {
+                        const auto& e = err[{"fa2_wgmma", d}];
+                        all_err.insert(all_err.end(), e.begin(), e.end());
+                        if (cal) all_cal.insert(all_cal.end(), cal_err[{"fa2_wgmma", d}].begin(), cal_err[{"fa2_wgmma", d}].end());
+                    }
+                    c.out << '\n';
+                    print_para(c.out,
+                               "mma.sync's peak on the " + preset_name + " is " + num(mma / 1e12, 3) + " TFLOP/s, " +
+                                   percent(mma / preset.tensor_fp16_flops, 0) + " of the datasheet's dense fp16 rate (" +
+                                   num(preset.tensor_fp16_flops / 1e12, 3) +
+                                   "): the ceiling of the two mma.sync rungs. The model gives fa2_wgmma's products the "
+                                   "dense rate a library GEMM reaches: " + num(dense / 1e12, 3) + " TFLOP/s in the preset" +
+                                   (cal ? ", " + num(cal->matmul_flops(DType::fp16) / 1e12, 3) + " in the fa-calibrate file" : "") +
+                                   ". At d = " + std::to_string(top) + " the rung reaches " + range_text(share_preset, 2) +
+                                   " of the preset's rate" + (cal ? " and " + range_text(share_cal, 2) + " of the calibrated one" : "") +
+                                   "; its predicted time is off by " + error_range(all_err) + " with the preset" +
+                                   (cal ? " and " + error_range(all_cal) + " with the calibrated file" : "") + ", at every N and d.");
+                    std::vector<std::string> others;
+                    for (const std::string& k : kRungs)
+                        for (const auto& [d, run] : kLadderRuns) {
+                            const auto& e = err[{k, d}];
+                            if (k != "fa2_wgmma" && !e.empty() &&
+                                std::any_of(e.begin(), e.end(), [](double x) { return std::fabs(x) > 15; }))
+                                others.push_back(k + " at d = " + std::to_string(d) + " (" + error_range(e) + ")");
+                        }
+                    std::string list;
+                    for (std::size_t i = 0; i < others.size(); ++i)
+                        list += (i == 0 ? "" : i + 1 == others.size() ? " and " : ", ") + others[i];
+                    c.out << '\n';
+                    print_para(c.out, others.empty() ? "Every other rung is predicted within 15% at every N."
+                                                     : "Beyond 15% elsewhere, with the preset: " + list + ".");
+                    c.results["gpu_preset"] = preset_name;
+                    c.results["calibrated_gpu_file"] = cal ? Json(kCalibratedGpu) : Json(nullptr);
+                    c.results["rates"] = rates;
+                    c.results["rows"] = rows;
+                    c.results["bounds"] = bounds;
+                    c.results["wgmma_share_of_dense"] = {{"d", top}, {"preset", share_preset}, {"calibrated", share_cal}};
+                },
+                "",
+                R"PY(import json, os
+
+RESULTS["ladder_model"] = dict(found=ladder is not None)  # ladder: step 5's (read_ladder)
+if ladder is None:
+    print(f"The kernel ladder's runs are not in {LADDER_DIR} ({why_not}): nothing measured to show here. This step reads "
+          "cuda/results/ (the lesson's default --results; the notebook's copy of it).")
+else:
+    ms = [m for p in ladder["points"] for m in p["rungs"]]
+    preset_s = fasim.measured.predict(ms)  # as step 2: the launch the run recorded, the run's preset
+    preset_name = ms[0]["gpu_preset"]
+    preset = fasim.gpu(preset_name)
+    CALIBRATED = "2026-11-26-h200/calibrated-gpu.json"  # the card's fa-calibrate file, in the results folder
+    cal_path = os.path.join(LADDER_DIR, CALIBRATED)
+    cal = fasim.load_gpu_file(cal_path) if os.path.isfile(cal_path) else None
+
+    def model(m, gpu):  # = fa-sim --kernel NAME with the launch the run recorded
+        launch = m["launch"]
+        return fasim.simulate(kernel=m["algo"], gpu=gpu, N=m["N"], Nk=m["Nk"], d=m["d"], batch=m["batch"], heads=m["heads"],
+                              dtype=m["dtype"], causal=m["causal"], Br=launch["Br"] or None, Bc=launch["Bc"] or None,
+                              q_splits=launch["q_splits"] or None, registers=launch["registers_per_thread"] or None)
+
+    rows, err, cal_err, measured, predicted = [], {}, {}, {}, {}
+    for m, t in zip(ms, preset_s):
+        key, flops = (m["algo"], m["d"]), 4.0 * m["N"] * m["N"] * m["d"] * m["batch"] * m["heads"]
+        row = dict(d=m["d"], N=m["N"], algo=m["algo"], measured_s=m["measured_s"])
+        measured.setdefault(key, []).append(flops / m["measured_s"] / 1e12)
+        if t is not None:
+            row.update(predicted_s=t, error_percent=100.0 * (t - m["measured_s"]) / m["measured_s"])
+            err.setdefault(key, []).append(row["error_percent"])
+            predicted.setdefault(key, []).append(flops / t / 1e12)
+        if cal is not None:
+            tc = model(m, cal)["time"]["predicted_s"]
+            row.update(calibrated_predicted_s=tc, calibrated_error_percent=100.0 * (tc - m["measured_s"]) / m["measured_s"])
+            cal_err.setdefault(key, []).append(row["calibrated_error_percent"])
+        rows.append(row)
+
+    def errors(values):  # "-19 to -8%" ("-": none)
+        if not values:
+            return "-"
+        lo, hi = f"{min(values):+.0f}", f"{max(values):+.0f}"
+        return (lo if lo == hi else f"{lo} to {hi}") + "%"
+
+    print(f"TFLOP/s over the N of step 5 (measured, and predicted with the {preset_name} preset); error = (predicted − "
+          "measured time) / measured time, below zero where the model is too fast; calibrated: the error with the "
+          "fa-calibrate file" + ("." if cal is not None else f" (not found here: {cal_path})."))
+    print()
+    table(["rung", "d", "measured", "predicted", "error", "calibrated"],
+          [[k, str(d), span(measured[(k, d)], 0), span(predicted[(k, d)], 0) if (k, d) in predicted else "-",
+            errors(err[(k, d)]) if (k, d) in err else "-", errors(cal_err[(k, d)]) if (k, d) in cal_err else "-"]
+           for k in RUNGS for d in LADDER])
+
+    print(f"\nWhat the model finds binding at the longest N (the {preset_name} preset):\n")
+    bounds = []
+    for d in LADDER:
+        last = [p for p in ladder["points"] if p["d"] == d][-1]
+        for m in last["rungs"]:
+            r = model(m, preset_name)
+            bound = max(r["kernels"], key=lambda x: x["time"]["predicted_s"])["time"]["bound"]
+            print(f"  {m['algo']}, d = {d}, N = {m['N']:,}: {bound}")
+            bounds.append(dict(algo=m["algo"], d=d, N=m["N"], bound=bound))
+
+    # The Hopper rung: how far from the rate the model gives its products.
+    def dense_rate(spec):  # the rate a library GEMM reaches: measured, else the datasheet's
+        return spec.get("measured", {}).get("tensor_fp16_flops_per_s") or spec["tensor_fp16_flops_per_s"]
+    dense = dense_rate(preset)
+    mma = preset.get("measured", {}).get("mma_sync_fp16_flops_per_s") or preset["model"]["mma_sync_peak_fraction"] * preset["tensor_fp16_flops_per_s"]
+    rates = dict(preset_dense_flops=dense, preset_mma_sync_flops=mma, datasheet_dense_flops=preset["tensor_fp16_flops_per_s"])
+    if cal is not None:
+        with open(cal_path) as f:
+            rates["calibrated_dense_flops"] = dense_rate(json.load(f))
+    top = list(LADDER)[-1]
+    share_preset = [1e12 * v / dense for v in measured[("fa2_wgmma", top)]]
+    share_cal = [1e12 * v / rates["calibrated_dense_flops"] for v in measured[("fa2_wgmma", top)]] if cal is not None else []
+    all_err = [e for d in LADDER for e in err.get(("fa2_wgmma", d), [])]
+    all_cal = [e for d in LADDER for e in cal_err.get(("fa2_wgmma", d), [])]
+    print(f"\nmma.sync's peak on the {preset_name} is {mma / 1e12:.3g} TFLOP/s, {100 * mma / preset['tensor_fp16_flops_per_s']:.0f}% "
+          f"of the datasheet's dense fp16 rate ({preset['tensor_fp16_flops_per_s'] / 1e12:.3g}): the ceiling of the two mma.sync "
+          f"rungs. The model gives fa2_wgmma's products the dense rate a library GEMM reaches: {dense / 1e12:.3g} TFLOP/s in "
+          "the preset" + (f", {rates['calibrated_dense_flops'] / 1e12:.3g} in the fa-calibrate file" if cal is not None else "")
+          + f". At d = {top} the rung reaches {span(share_preset, 2)} of the preset's rate"
+          + (f" and {span(share_cal, 2)} of the calibrated one" if cal is not None else "")
+          + f"; its predicted time is off by {errors(all_err)} with the preset"
+          + (f" and {errors(all_cal)} with the calibrated file" if cal is not None else "") + ", at every N and d.")
+    others = [f"{k} at d = {d} ({errors(err[(k, d)])})" for k in RUNGS for d in LADDER
+              if k != "fa2_wgmma" and err.get((k, d)) and any(abs(e) > 15 for e in err[(k, d)])]
+    print("\n" + ("Every other rung is predicted within 15% at every N." if not others else
+                  "Beyond 15% elsewhere, with the preset: " + (", ".join(others[:-1]) + " and " + others[-1] if len(others) > 1 else others[0]) + "."))
+    RESULTS["ladder_model"].update(gpu_preset=preset_name, calibrated_gpu_file=CALIBRATED if cal is not None else None, rates=rates,
+                                   rows=rows, bounds=bounds, wgmma_share_of_dense=dict(d=top, preset=share_preset, calibrated=share_cal)))PY"});
+
         L.exercise({"fa2_predicted",
                     "What does the simulator predict for fa-sim's own FA2 kernel (CUDA cores, no tensor cores) at B=2, "
                     "H=8, N=4096, d=64, fp32 on " + gpu.name + ", in milliseconds?",
@@ -517,18 +1128,24 @@ else:
                                               .longest_kernel().bound);
                     },
                     "step 3's standard_naive line names what bounds it; L2 and DRAM bandwidth are memory."});
-        L.exercise({"speedup",
-                    "By what factor does the simulator predict fa-sim's own FA2 kernel to beat its naive standard attention "
-                    "(both on CUDA cores) at B=2, H=8, N=4096, d=64, fp32 on " + gpu.name + "? (naive time / FA2 time)",
+        L.exercise({"tc_speedup",
+                    "As the H200 measured it (step 5), how many times faster is FA2 with its products on the tensor "
+                    "cores (fa2_tc) than on the CUDA cores (fa2) at d=128, N=16384, fp16, no causal mask? "
+                    "(fa2's time / fa2_tc's time; a measurement, the same for every --gpu)",
                     Exercise::Kind::number, 0.02, {}, "ratio",
-                    [gpu] {
-                        ModelOptions m;
-                        m.tensor_cores = false;
-                        TileRequest naive;
-                        naive.matmul = MatmulMode::naive;
-                        const AttentionProblem q = make_problem(2, 8, 4096, 64, DType::fp32);
-                        return simulate(algorithm("standard"), q, gpu, naive, m).time_s / simulate(algorithm("fa2"), q, gpu, {}, m).time_s;
+                    [&results_dir] {
+                        const Ladder lad = read_ladder(results_dir);
+                        if (!lad.missing.empty())
+                            throw usage_error("the kernel ladder's runs are not in " + results_dir + " (" + lad.missing + ")",
+                                              "tc_speedup is graded with the committed runs of cuda/results/",
+                                              "leave --results at its default, or point it at a copy of cuda/results/");
+                        for (const LadderPoint& lp : lad.points)
+                            if (lp.d == 128 && lp.N == 16384) return lp.seconds.at("fa2") / lp.seconds.at("fa2_tc");
+                        throw usage_error("the kernel ladder's runs in " + results_dir + " hold no d=128, N=16384 timing",
+                                          "tc_speedup is graded with the committed runs of cuda/results/",
+                                          "leave --results at its default");
                     },
-                    {}, "step 3 lists both predictions for this problem (the lesson's defaults); divide them."});
+                    {}, "both rungs do the same FLOPs, so the ratio of their times is the inverse of the ratio of "
+                        "their TFLOP/s: read both in step 5's d = 128 table, at N = 16,384."});
     });
 }

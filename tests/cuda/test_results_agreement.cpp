@@ -1186,7 +1186,7 @@ TEST_CASE("kernel ladder: each rung is faster than the one below it, in every co
     }
 }
 
-TEST_CASE("kernel ladder: the Hopper rung reaches 627-683 TFLOP/s at d=128 from N=4096 and 85-102% of cuDNN at every N >= 2048; "
+TEST_CASE("kernel ladder: the Hopper rung reaches 627-683 TFLOP/s at d=128 from N=4096 and 85-102% of cuDNN at every N >= 2048, "
           "the tuned mma.sync rung 94-116% of PyTorch's FlashAttention-2",
           "[hardware][ladder][yardstick]") {
     // The issue's targets: the Hopper rung >= 550 TFLOP/s at d = 128, N >= 4096, non-causal, and >= 85% of the cuDNN

@@ -376,6 +376,89 @@ TEST_CASE("lesson 09: no measurements means predictions only - result files are 
     CHECK(num(one["measured"]["measurements"]) == 3);
 }
 
+TEST_CASE("lesson 09: the kernel ladder - each rung faster than the one below, the measured files' times, the "
+          "Hopper rung predicted fast", "[lessons][facts][ladder]") {
+    // The runs that timed the ladder's kernels as they are now (cuda/results/README.md), read here on their own.
+    const std::string results = std::string(FASIM_SOURCE_DIR) + "/cuda/results/";
+    auto seconds = [&](const std::string& run, const std::string& file, const std::string& algo) {
+        const json doc = json::parse(read_file(results + run + "/" + file));
+        for (const auto& r : doc["results"])
+            if (r["algo"] == algo && r["dtype"] == "fp16" && !r["causal"].get<bool>()) return num(r["measured_s"]);
+        FAIL("no fp16 non-causal " << algo << " in " << run << "/" << file);
+        return 0.0;
+    };
+    const json r = lesson_json(9)["results"];
+    const json& l = r["ladder"];
+    REQUIRE(l["found"] == true);
+    CHECK(l["runs"]["64"] == "2026-11-26-h200-ladder-e");
+    CHECK(l["runs"]["128"] == "2026-11-26-h200-ladder-c");
+    REQUIRE(l["rows"].size() == 8);  // d = 64 and 128, N = 2k, 4k, 8k, 16k
+    const std::vector<std::string> rungs{"fa2", "fa2_tc", "fa2_tc_tuned", "fa2_wgmma"};
+    for (const auto& row : l["rows"]) {
+        const int d = row["d"];
+        const long long N = row["N"];
+        const double n = num(row["N"]);
+        CAPTURE(d, N);
+        const std::string run = l["runs"][std::to_string(d)], tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
+        CHECK(num(row["batch"]) * n == 16384);                 // the FA2 paper's setting: 16k tokens,
+        CHECK(num(row["heads"]) * d == 2048);                  // hidden 2048
+        CHECK(num(row["flops"]) == 4.0 * n * n * d * num(row["batch"]) * num(row["heads"]));
+        for (std::size_t i = 0; i < rungs.size(); ++i) {
+            CHECK(num(row["measured_s"][rungs[i]]) == seconds(run, "ladder_fp16" + tag, rungs[i]));
+            CHECK(num(row["tflops"][rungs[i]]) == Approx(num(row["flops"]) / num(row["measured_s"][rungs[i]]) / 1e12));
+            if (i > 0) CHECK(num(row["measured_s"][rungs[i]]) < num(row["measured_s"][rungs[i - 1]]));
+        }
+        for (const char* backend : {"torch_flash", "torch_cudnn"})
+            CHECK(num(row["measured_s"][backend]) == seconds(run, "ladder_torch" + tag, backend));
+    }
+    CHECK(l["speedups"].size() == 8);  // three steps and the whole ladder, at two head dims
+    for (const auto& s : l["speedups"])
+        for (const auto& v : s["by_N"]) CHECK(num(v) > 1);
+
+    // Against the model: the prose's claims, as the lesson computes them.
+    const json& m = r["ladder_model"];
+    REQUIRE(m["found"] == true);
+    CHECK(m["gpu_preset"] == "H200");
+    REQUIRE(m["rows"].size() == 32);
+    for (const auto& row : m["rows"]) {
+        const std::string algo = row["algo"];
+        const int d = row["d"];
+        CAPTURE(algo, d, row["N"]);
+        const double e = num(row["error_percent"]), ec = num(row["calibrated_error_percent"]);
+        CHECK(e == Approx(100 * (num(row["predicted_s"]) - num(row["measured_s"])) / num(row["measured_s"])));
+        if (algo == "fa2_wgmma") {
+            CHECK(e < 0);   // predicted fast at every N and d,
+            CHECK(ec < e);  // and faster still with the card's higher calibrated GEMM rate
+        }
+        if (algo == "fa2" && d == 64) CHECK(e > 15);       // predicted slow (fp32's lone-warp readiness)
+        if (algo == "fa2_tc" && d == 128) CHECK(e < -15);  // predicted fast (instruction costs read at d = 64)
+    }
+    CHECK(num(m["rates"]["calibrated_dense_flops"]) > num(m["rates"]["preset_dense_flops"]));
+    CHECK(num(m["rates"]["preset_mma_sync_flops"]) < num(m["rates"]["preset_dense_flops"]));
+    for (const auto& v : m["wgmma_share_of_dense"]["calibrated"]) CHECK(num(v) < 1);
+    REQUIRE(m["bounds"].size() == 8);
+    CHECK(m["bounds"][7]["algo"] == "fa2_wgmma");
+    CHECK(m["bounds"][7]["bound"] == "tensor cores (wgmma)");
+
+    // The exercise: fa2's time over fa2_tc's, from the file.
+    const std::string f = "ladder_fp16_d128_N16384.json";
+    const double speedup = seconds("2026-11-26-h200-ladder-c", f, "fa2") / seconds("2026-11-26-h200-ladder-c", f, "fa2_tc");
+    CHECK(speedup > 5);
+    CHECK(run(lesson(9, "--check tc_speedup=" + std::to_string(speedup))).exit_code == 0);
+    CHECK(run(lesson(9, "--check tc_speedup=" + std::to_string(speedup * 1.05))).exit_code == 1);
+
+    // Without the runs: said so, nothing measured shown, and the exercise cannot be graded (a usage error).
+    const std::string fixture = std::string(FASIM_SOURCE_DIR) + "/tests/lessons/fixtures";
+    const Run none = run(lesson(9, "--results " + fixture + " --only ladder --no-prose"));
+    REQUIRE(none.exit_code == 0);
+    CHECK(none.out.find("The kernel ladder's runs are not in") != std::string::npos);
+    CHECK(none.out.find("TFLOP/s") == std::string::npos);
+    const json without = lesson_json(9, "--results " + fixture)["results"];
+    CHECK(without["ladder"] == json{{"found", false}});
+    CHECK(without["ladder_model"] == json{{"found", false}});
+    CHECK(run(lesson(9, "--results " + fixture + " --check tc_speedup=9")).exit_code == 2);
+}
+
 TEST_CASE("bad flags: one line naming the value the range and a fix - exit code 2", "[lessons][errors]") {
     auto bad = [](int n, const std::string& args, const std::string& names) {
         CAPTURE(n, args);

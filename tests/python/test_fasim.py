@@ -396,7 +396,13 @@ def test_measured_packaged_copy_is_cuda_results():
             assert a.read() == b.read(), rel
     data = fasim.measured.load()
     assert len(data["measurements"]) > 1000
-    assert data["files"] == fasim.lessons.results(9)["measured"]["files"]
+    lesson = fasim.lessons.results(9)
+    assert data["files"] == lesson["measured"]["files"]
+    # Its kernel-ladder steps (5 and 6) read the same copy: the two runs and the card's fa-calibrate file are in it.
+    assert lesson["ladder"]["found"] and lesson["ladder_model"]["found"]
+    assert all(os.path.isdir(os.path.join(packaged, run)) for run in lesson["ladder"]["runs"].values())
+    assert lesson["ladder_model"]["calibrated_gpu_file"] == "2026-11-26-h200/calibrated-gpu.json"
+    assert os.path.isfile(os.path.join(packaged, lesson["ladder_model"]["calibrated_gpu_file"]))
 
 
 @needs_cli
