@@ -477,6 +477,10 @@ CudaKernelLaunch launch_fa2_wgmma(const FlashArgs& a, cudaStream_t stream) {
     if (!unsupported.empty()) throw std::invalid_argument(unsupported);
     if (a.O == nullptr || a.lse == nullptr || a.Q == nullptr || a.K == nullptr || a.V == nullptr)
         throw std::invalid_argument("fa2_wgmma: Q, K, V, O and LSE buffers are required");
+#if !defined(FASIM_CUDA_SM90A)
+    throw std::runtime_error("fa2_wgmma was built without sm_90a code (CMAKE_CUDA_ARCHITECTURES has no 90a): configure "
+                             "with -DCMAKE_CUDA_ARCHITECTURES=\"75;80;90a\" (the default) or \"90a\"; or use --algo fa2_tc_tuned");
+#endif
     const int cc = device_compute_capability();
     if (cc != 90)
         throw std::runtime_error("fa2_wgmma needs a Hopper GPU (compute capability 9.0: wgmma, TMA); this GPU is " +
