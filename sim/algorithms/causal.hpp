@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace fasim {
 
@@ -36,6 +37,48 @@ inline bool tile_crosses_diagonal(std::int64_t q0, std::int64_t k0, std::int64_t
 inline bool tile_fully_masked(std::int64_t q0, std::int64_t rows, std::int64_t k0, std::int64_t N, std::int64_t Nk,
                               bool causal) {
     return causal && k0 > last_visible_key(q0 + rows - 1, N, Nk);
+}
+
+// The first index in [lo, hi) where a predicate that is false and then true along the range holds (hi
+// if none): where a loop's work changes, e.g. the first K/V tile a Q tile's diagonal crosses.
+template <class Pred>
+std::int64_t first_where(std::int64_t lo, std::int64_t hi, Pred&& pred) {
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (pred(mid)) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+// Where the work of a loop over the K/V tiles [begin, end) that Q rows [q0, q0+rows) see can change: the
+// first tile that crosses the diagonal (masked from there on) and the ragged last tile (for_each_run).
+inline std::vector<std::int64_t> kv_loop_cuts(std::int64_t q0, std::int64_t begin, std::int64_t end, std::int64_t Bc,
+                                              std::int64_t N, std::int64_t Nk, bool causal) {
+    const std::int64_t crossing = first_where(begin, end, [&](std::int64_t j) {
+        return tile_crosses_diagonal(q0, j * Bc, std::min(Bc, Nk - j * Bc), N, Nk, causal);
+    });
+    return {crossing, (Nk + Bc - 1) / Bc - 1};
+}
+
+// A loop over Q tiles i = first + t*stride (t in [0, count)) for the K/V tile [k0, k0+cols): the first t
+// whose tile some row sees (the tiles before are fully masked and skipped), and the cuts where the work
+// can change from there: the first tile no longer crossing the diagonal and the ragged last Q tile.
+struct QLoop {
+    std::int64_t begin = 0;            // first visible t
+    std::vector<std::int64_t> cuts;
+};
+inline QLoop q_loop(std::int64_t first, std::int64_t stride, std::int64_t count, std::int64_t Br, std::int64_t k0,
+                    std::int64_t cols, std::int64_t N, std::int64_t Nk, bool causal) {
+    auto q0 = [&](std::int64_t t) { return (first + t * stride) * Br; };
+    auto rows = [&](std::int64_t t) { return std::min(Br, N - q0(t)); };
+    QLoop l;
+    l.begin = first_where(0, count, [&](std::int64_t t) { return !tile_fully_masked(q0(t), rows(t), k0, N, Nk, causal); });
+    l.cuts.push_back(first_where(l.begin, count, [&](std::int64_t t) {
+        return !tile_crosses_diagonal(q0(t), k0, cols, N, Nk, causal);
+    }));
+    if (count > 0 && rows(count - 1) < Br) l.cuts.push_back(count - 1);
+    return l;
 }
 
 }  // namespace fasim

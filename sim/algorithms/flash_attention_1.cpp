@@ -26,6 +26,14 @@ namespace fasim {
 
 namespace {
 
+// The main kernel's blocks s = 0..splits-1 take Q tiles s, s + splits, ...: without a mask, blocks with
+// as many Q tiles do alike work but the one holding the ragged last tile; causal, each its own.
+std::vector<std::int64_t> fa1_block_runs(std::int64_t splits, std::int64_t Tr, bool causal) {
+    if (causal) return {};
+    const std::int64_t last = (Tr - 1) % splits;  // the block with Q tile Tr - 1
+    return run_starts(splits, {Tr % splits, last, last + 1});
+}
+
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
@@ -51,7 +59,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // Line 2: initialise O = 0, ℓ = 0, m = −inf in HBM (O_acc when it is separate; O too
     // for rows no key is visible to, which the main kernel never writes).
-    const KernelDesc init{"fa1_init", "line 2: write O = 0, l = 0, m = -inf to HBM", Tr, BH, cfg.warps};
+    // Alike but the ragged last Q tile, and (causal, fp16/bf16) the tiles no key is visible to, which
+    // also clear O.
+    const std::int64_t first_seeing = first_where(0, Tr, [&](std::int64_t i) {
+        return last_kv_tile(i * Br, std::min(Br, N - i * Br)) >= 0;
+    });
+    const KernelDesc init{"fa1_init", "line 2: write O = 0, l = 0, m = -inf to HBM", Tr, BH, cfg.warps,
+                          run_starts(Tr, {first_seeing, Tr - 1})};
     x.launch(init, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i"), view(O_acc, bh).rows(q0, rows));
@@ -67,19 +81,27 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const KernelDesc kernel{"fa1_forward",
                             (splits == 1 ? std::string("one block") : std::to_string(splits) + " blocks (Q tiles round-robin)") +
                                 " per batch*head; outer loop K/V tiles, inner loop Q tiles",
-                            splits, BH, cfg.warps};
+                            splits, BH, cfg.warps, fa1_block_runs(splits, Tr, p.causal)};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t s) {
         // Causal visibility only grows down the rows, so the block's last Q tile sees every K/V
         // tile any of its Q tiles sees; the block does not load the ones after it.
-        const std::int64_t last_i = s + (Tr - 1 - s) / splits * splits;
+        const std::int64_t my_tiles = (Tr - 1 - s) / splits + 1;  // Q tiles s, s + splits, ...
+        const std::int64_t last_i = s + (my_tiles - 1) * splits;
         const std::int64_t last_j = last_kv_tile(last_i * Br, std::min(Br, N - last_i * Br));
-        for (std::int64_t j = 0; j <= last_j; ++j) {                          // line 5
+        // Without a mask the K/V steps are alike but the last (it writes O, and may be ragged).
+        auto kv_step = [&](std::int64_t j) {                                   // line 5
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 6
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
-            for (std::int64_t i = s; i < Tr; i += splits) {                   // line 7: this block's Q tiles
+            // Line 7, this block's Q tiles i = s + t*splits: those that see K_j, in runs of alike steps;
+            // causal, the Q tiles for which K_j is the last K/V tile (they write O) are a run of their own.
+            QLoop q = q_loop(s, splits, my_tiles, Br, k0, cols, N, Nk, p.causal);
+            auto last_for = [&](std::int64_t t) { const std::int64_t q0 = (s + t * splits) * Br; return last_kv_tile(q0, std::min(Br, N - q0)); };
+            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) >= j; }));
+            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) > j; }));
+            for_each_run(b, q.begin, my_tiles, q.cuts, [&](std::int64_t t) {
+                const std::int64_t i = s + t * splits;
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
-                if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 8
                 // O_i goes straight to registers: it is read once, combined with P~V and written back
                 // (the kernel streams it through the threads' registers; shared memory holds K, V, Q).
@@ -118,7 +140,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.store(Oi, view(last ? O : O_acc, bh).rows(q0, rows));
                 b.store(l_new, view(l, bh).tile(0, 1, q0, rows));               // line 13
                 b.store(m_new, view(m, bh).tile(0, 1, q0, rows));
-            }
+            });
+        };
+        if (p.causal) {
+            for (std::int64_t j = 0; j <= last_j; ++j) kv_step(j);  // each K/V tile meets its own Q tiles
+        } else {
+            for_each_run(b, 0, last_j + 1, {last_j}, kv_step);
         }
     });
 }

@@ -44,7 +44,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         return last_key < 0 ? -1 : std::min(Tc - 1, last_key / Bc);
     };
 
-    const KernelDesc init{"fa1_bwd_init", "line 5: write dQ = 0 to HBM", Tr, BH, cfg.warps};
+    // Alike but the ragged last Q tile, and (causal, fp16/bf16) the tiles no key is visible to, which
+    // also clear dQ.
+    const std::int64_t first_seeing = first_where(0, Tr, [&](std::int64_t i) {
+        return last_kv_tile(i * Br, std::min(Br, N - i * Br)) >= 0;
+    });
+    const KernelDesc init{"fa1_bwd_init", "line 5: write dQ = 0 to HBM", Tr, BH, cfg.warps,
+                          run_starts(Tr, {first_seeing, Tr - 1})};
     x.launch(init, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "dQ_i"), view(dQ_acc, bh).rows(q0, rows));
@@ -56,15 +62,20 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                             cfg.warps};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t) {
         const std::int64_t last_j = last_kv_tile((Tr - 1) * Br, N - (Tr - 1) * Br);
-        for (std::int64_t j = 0; j <= last_j; ++j) {  // line 6
+        auto kv_step = [&](std::int64_t j) {  // line 6
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 7
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
             Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");  // line 8
             Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
-            for (std::int64_t i = 0; i < Tr; ++i) {  // line 10
+            // Line 10, the Q tiles that see K_j, in runs of alike steps; causal, those for which K_j is the
+            // last K/V tile (they write dQ) are a run of their own.
+            QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);
+            auto last_for = [&](std::int64_t i) { return last_kv_tile(i * Br, std::min(Br, N - i * Br)); };
+            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) >= j; }));
+            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) > j; }));
+            for_each_run(b, q.begin, Tr, q.cuts, [&](std::int64_t i) {
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
-                if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 11
                 Tile Oi = b.load(view(O, bh).rows(q0, rows), Space::Shared, "O_i");
                 Tile dOi = b.load(view(dO, bh).rows(q0, rows), Space::Shared, "dO_i");
@@ -109,10 +120,15 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 }
                 b.matmul(dKj, dSs, Qi, {.transpose_a = true, .accumulate = true});  // line 22
                 b.barrier();
-            }
+            });
             b.map(dKj, Fn::mul, {dKj, scale});
             b.store(dKj, view(dK, bh).rows(k0, cols));  // line 24
             b.store(dVj, view(dV, bh).rows(k0, cols));
+        };
+        if (p.causal) {
+            for (std::int64_t j = 0; j <= last_j; ++j) kv_step(j);  // each K/V tile meets its own Q tiles
+        } else {
+            for_each_run(b, 0, last_j + 1, {last_j}, kv_step);  // the last writes dQ, and may be ragged
         }
     });
 }

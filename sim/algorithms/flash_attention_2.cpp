@@ -20,8 +20,10 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const double scale = p.softmax_scale();
     const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
+    // Without a mask every Q tile's block does the same work but the ragged last one; causal, each sees
+    // its own number of K/V tiles.
     const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
-                            Tr, BH, cfg.warps};
+                            Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
@@ -31,7 +33,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile li = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "l_i");
 
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
-        for (std::int64_t j = kv.begin; j < kv.end; ++j) {
+        for_each_run(b, kv.begin, kv.end, kv_loop_cuts(q0, kv.begin, kv.end, Bc, N, Nk, p.causal), [&](std::int64_t j) {
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");
             Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
@@ -50,7 +52,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.matmul(Oi, S, Vj, {.accumulate = true});
             mi = std::move(m_new);
             b.rename(mi, "m_i");
-        }
+        });
         b.map(Oi, Fn::div, {Oi, per_row(li)});                    // the only division, once per row
         Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");
         b.map(lse, Fn::lse, {mi, li});

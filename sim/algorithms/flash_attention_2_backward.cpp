@@ -63,7 +63,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     const KernelDesc preprocess{"fa2_bwd_preprocess",
                                 atomic ? "D = rowsum(dO * O) per Q tile; dQ_acc = 0" : "D = rowsum(dO * O) per Q tile", Tr,
-                                BH, cfg.warps};
+                                BH, cfg.warps, run_starts(Tr, {Tr - 1})};
     x.launch(preprocess, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile dOi = b.load(view(dO, bh).rows(q0, rows), Space::Registers, "dO_i");
@@ -77,16 +77,16 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const KernelDesc main{"fa2_backward",
                           atomic ? "one block per K/V tile; loop over Q tiles; dK, dV written once, dQ added atomically"
                                  : "one block per K/V tile; loop over Q tiles; dK, dV written once (dQ: its own kernel)",
-                          Tc, BH, cfg.warps};
+                          Tc, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tc, {Tc - 1})};
     x.launch(main, [&](Block& b, std::int64_t bh, std::int64_t j) {
         const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
         Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
         Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
         Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");
         Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
-        for (std::int64_t i = 0; i < Tr; ++i) {
+        const QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);  // from the first Q tile that sees K_j
+        for_each_run(b, q.begin, Tr, q.cuts, [&](std::int64_t i) {
             const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
-            if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;  // no row of Q_i sees K_j
             Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
             Tile dOi = b.load(view(dO, bh).rows(q0, rows), Space::Shared, "dO_i");
             Tile lse = b.load(view(LSE, bh).tile(0, 1, q0, rows), Space::Registers, "LSE_i");
@@ -110,14 +110,15 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.store(dQi, view(dQ_acc, bh).rows(q0, rows), StoreMode::atomic_add);
             }
             b.barrier();  // all warps done with P and dS before the next Q tile overwrites them
-        }
+        });
         b.map(dKj, Fn::mul, {dKj, scale});
         b.store(dKj, view(dK, bh).rows(k0, cols));
         b.store(dVj, view(dV, bh).rows(k0, cols));
     });
 
     if (atomic) {
-        const KernelDesc convert{"fa2_bwd_convert_dq", "dQ = dQ_acc in the storage dtype", Tr, BH, cfg.warps};
+        const KernelDesc convert{"fa2_bwd_convert_dq", "dQ = dQ_acc in the storage dtype", Tr, BH, cfg.warps,
+                                 run_starts(Tr, {Tr - 1})};
         x.launch(convert, [&](Block& b, std::int64_t bh, std::int64_t i) {
             const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
             Tile acc = b.load(view(dQ_acc, bh).rows(q0, rows), Space::Registers, "dQ_acc_i");
@@ -129,7 +130,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     // --dq separate: one block per Q tile, its warps splitting the rows (split-Q, as the forward: no
     // exchange), loops over the K/V tiles its rows see; dQ_i summed in registers and written once.
     const KernelDesc dq_kernel{"fa2_bwd_dq", "one block per Q tile; loop over K/V tiles, S, P, dP recomputed; dQ written once",
-                               Tr, BH, cfg.warps};
+                               Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
     x.launch(dq_kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
@@ -137,9 +138,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile lse = b.load(view(LSE, bh).tile(0, 1, q0, rows), Space::Registers, "LSE_i");
         Tile Di = b.load(view(D, bh).tile(0, 1, q0, rows), Space::Registers, "D_i");
         Tile dQi = b.alloc(rows, d, Space::Registers, Fill::Zero, "dQ_i");
-        for (std::int64_t j = 0; j < Tc; ++j) {
+        const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
+        for_each_run(b, kv.begin, kv.end, kv_loop_cuts(q0, kv.begin, kv.end, Bc, N, Nk, p.causal), [&](std::int64_t j) {
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            if (tile_fully_masked(q0, rows, k0, N, Nk, p.causal)) continue;
             Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
             Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
             {
@@ -148,7 +149,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.matmul(dQi, dS, Kj, {.accumulate = true});  // dQ_i += dS K_j (scaled at the end)
             }
             b.barrier();  // all warps done with K_j, V_j before the next ones overwrite them
-        }
+        });
         b.map(dQi, Fn::mul, {dQi, scale});
         b.store(dQi, view(dQ, bh).rows(q0, rows));
     });

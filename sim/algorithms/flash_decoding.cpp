@@ -40,6 +40,18 @@ RowLayout row_layout(const AttentionProblem& p) {
     return {false, p.batch_heads(), p.N};
 }
 
+// The split kernel's blocks s*Tr + i: without a mask, the Q tiles of one split do alike work but the ragged
+// last one (the splits differ: the last may hold fewer K/V tiles); causal, each Q tile sees its own keys.
+std::vector<std::int64_t> split_runs(std::int64_t splits, std::int64_t Tr, bool causal) {
+    if (causal) return {};
+    std::vector<std::int64_t> starts;
+    for (std::int64_t s = 0; s < splits; ++s) {
+        starts.push_back(s * Tr);
+        if (Tr > 1) starts.push_back(s * Tr + Tr - 1);
+    }
+    return starts;
+}
+
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const RowLayout L = row_layout(p);
     const std::int64_t BHr = L.row_heads, R = L.rows, Nk = p.Nk, d = p.d, e = p.elem_bytes();
@@ -64,7 +76,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const KernelDesc split{"flash_decoding_split",
                            S > 1 ? "one block per Q tile and split of the keys; partial O and LSE in fp32"
                                  : "one block per Q tile (one split: FA2 with the split kernel's tiles)",
-                           S * Tr, BHr, cfg.warps};
+                           S * Tr, BHr, cfg.warps, split_runs(S, Tr, causal)};
     x.launch(split, [&](Block& b, std::int64_t bh, std::int64_t idx) {
         const std::int64_t s = idx / Tr, i = idx % Tr, q0 = i * Br, rows = std::min(Br, R - q0);
         const KvTileRange visible = visible_kv_tiles(q0, rows, Bc, R, Nk, causal);
@@ -74,7 +86,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile li = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "l_i");
         if (first < last) {
             Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
-            for (std::int64_t j = first; j < last; ++j) {
+            for_each_run(b, first, last, kv_loop_cuts(q0, first, last, Bc, R, Nk, causal), [&](std::int64_t j) {
                 const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
                 Tile Kj = b.load(view(K, kv_head(bh)).rows(k0, cols), Space::Shared, "K_j");
                 Tile Vj = b.load(view(V, kv_head(bh)).rows(k0, cols), Space::Shared, "V_j");
@@ -93,7 +105,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.matmul(Oi, Sij, Vj, {.accumulate = true});
                 mi = std::move(m_new);
                 b.rename(mi, "m_i");
-            }
+            });
         }
         // A split that sees no key of these rows leaves O_s = 0 and LSE_s = -inf: it weighs nothing.
         b.map(Oi, Fn::div, {Oi, per_row(li)});
@@ -112,7 +124,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     // One block per query row (its warps share the splits): with few rows and many splits a block per
     // Q tile would leave the combine on a handful of SMs (MQA: one block for 32 rows x 128 splits).
     const KernelDesc combine{"flash_decoding_combine", "one block per row: LSE = log sum_s exp(LSE_s); O = sum_s exp(LSE_s - LSE) O_s",
-                             R, BHr, cfg.warps};
+                             R, BHr, cfg.warps, run_starts(R, {})};
     x.launch(combine, [&](Block& b, std::int64_t bh, std::int64_t q0) {
         const std::int64_t rows = 1;
         std::vector<Tile> lse_s;

@@ -29,8 +29,9 @@ inline Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg
                              std::int64_t n0, std::int64_t nc) {
     Tile C = b.alloc(mr, nc, Space::Registers, Fill::Zero, "C");
     const Product product{.transpose_a = g.a_transposed, .transpose_b = g.b_transposed, .accumulate = true};
-    for (std::int64_t k0 = 0; k0 < g.K; k0 += cfg.gemm_k) {
-        const std::int64_t kc = std::min(cfg.gemm_k, g.K - k0);
+    const std::int64_t steps = (g.K + cfg.gemm_k - 1) / cfg.gemm_k;
+    for_each_run(b, 0, steps, {steps - 1}, [&](std::int64_t step) {  // alike k-steps but a ragged last one
+        const std::int64_t k0 = step * cfg.gemm_k, kc = std::min(cfg.gemm_k, g.K - k0);
         if (cfg.matmul != MatmulMode::naive) {  // tiled or library: operand tiles through shared memory
             // fa-sim's kernels stage both k-major (As[k][m], Bs[k][n]): A when it is stored m x k, B when
             // it is stored n x k (S = Q K^T); kernels/kernel_execution.hpp charges the transposing copies.
@@ -46,8 +47,21 @@ inline Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg
             Tile B = b.load(gemm_b_tile(g, n0, nc, k0, kc), Space::Registers, "B columns (every thread its own)");
             b.matmul(C, A, B, product);
         }
-    }
+    });
     return C;
+}
+
+// The runs of alike blocks of a GEMM whose block t computes output tile (t / tiles_n, t % tiles_n): along
+// each row of output tiles but the ragged last column (the last row is its own run); down the column when
+// there is one column (KernelDesc::run_starts).
+inline std::vector<std::int64_t> gemm_block_runs(std::int64_t tiles_m, std::int64_t tiles_n) {
+    if (tiles_n == 1) return run_starts(tiles_m, {tiles_m - 1});
+    std::vector<std::int64_t> starts;
+    for (std::int64_t r = 0; r < tiles_m; ++r) {
+        starts.push_back(r * tiles_n);
+        starts.push_back(r * tiles_n + tiles_n - 1);
+    }
+    return starts;
 }
 
 }  // namespace fasim

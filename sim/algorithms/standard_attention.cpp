@@ -43,7 +43,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
     const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
-                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps)};
+                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps),
+                             gemm_block_runs(ceil_div(N, Tm), s_tiles_n)};
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
@@ -53,10 +54,20 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     });
 
     // 2. P = softmax(S) row by row: S read from HBM, P written to HBM.
-    const std::int64_t chunk = cfg.softmax_chunk;
+    const std::int64_t chunk = cfg.softmax_chunk, chunks = ceil_div(Nk, chunk);
+    // Rows do alike work, unless causal rows are cut in chunks (each row's diagonal crosses its own chunk).
+    const std::vector<std::int64_t> softmax_runs = p.causal && chunk < Nk ? std::vector<std::int64_t>{} : run_starts(N, {});
+    // The chunks a row's passes read: alike but from the first one past the row's diagonal on (masked)
+    // and the ragged last.
+    auto chunk_cuts = [&](std::int64_t row) {
+        return std::vector<std::int64_t>{first_where(0, chunks, [&](std::int64_t c) {
+                                             return tile_crosses_diagonal(row, c * chunk, std::min(chunk, Nk - c * chunk), N, Nk, p.causal);
+                                         }),
+                                         chunks - 1};
+    };
     const KernelDesc softmax{"softmax", chunk >= Nk ? "one block per row: read S once, write P"
                                                     : "one block per row (row exceeds SRAM): read S twice, write P",
-                             N, BH, cfg.warps};
+                             N, BH, cfg.warps, softmax_runs};
     x.launch(softmax, [&](Block& b, std::int64_t bh, std::int64_t row) {
         if (chunk >= Nk) {
             Tile s = b.load(view(S, bh).tile(row, 1, 0, Nk), Space::Shared, "S row");
@@ -72,8 +83,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         // over chunks, pass 2 reads the chunks again and writes P.
         Tile m = b.alloc_statistic(1, Space::Registers, Fill::NegInf, "row max");
         Tile l = b.alloc_statistic(1, Space::Registers, Fill::Zero, "row sum");
-        for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
-            const std::int64_t cols = std::min(chunk, Nk - c0);
+        const std::vector<std::int64_t> cuts = chunk_cuts(row);
+        for_each_run(b, 0, chunks, cuts, [&](std::int64_t c) {
+            const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
             Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 1)");
             if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
             Tile m_new = b.row_max(s, 1.0, "m_new");
@@ -84,21 +96,21 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             Tile rs = b.row_sum(s, "chunk sum");
             b.map(l, Fn::fma, {alpha, l, rs});
             m = std::move(m_new);
-        }
-        for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
-            const std::int64_t cols = std::min(chunk, Nk - c0);
+        });
+        for_each_run(b, 0, chunks, cuts, [&](std::int64_t c) {
+            const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
             Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 2)");
             if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
             b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m)});
             b.map(s, Fn::div, {s, per_row(l)});
             b.store(s, view(P, bh).tile(row, 1, c0, cols));
-        }
+        });
     });
 
     // 3. O = P·V, P read from HBM.
     const std::int64_t o_tiles_n = ceil_div(d, Pn);
     const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm) * o_tiles_n, BH,
-                             static_cast<int>(gemm_warps)};
+                             static_cast<int>(gemm_warps), gemm_block_runs(ceil_div(N, Pm), o_tiles_n)};
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
         const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);

@@ -41,7 +41,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                     std::int64_t rows, std::int64_t cols, std::int64_t k, std::int64_t tm, std::int64_t tn, double alpha,
                     const GlobalTensor& C) {
         const std::int64_t tiles_n = ceil_div(cols, tn);
-        const KernelDesc kernel{name, role, ceil_div(rows, tm) * tiles_n, BH, gemm_warps};
+        const KernelDesc kernel{name, role, ceil_div(rows, tm) * tiles_n, BH, gemm_warps,
+                                gemm_block_runs(ceil_div(rows, tm), tiles_n)};
         x.launch(kernel, [&, a_t, b_t, rows, cols, k, tm, tn, alpha, tiles_n](Block& b, std::int64_t bh, std::int64_t t) {
             const std::int64_t m0 = (t / tiles_n) * tm, n0 = (t % tiles_n) * tn;
             const std::int64_t mr = std::min(tm, rows - m0), nc = std::min(tn, cols - n0);
@@ -59,21 +60,22 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t chunk = cfg.softmax_chunk;
     const KernelDesc softmax_bwd{"softmax_bwd", chunk >= Nk ? "one block per row: read P and dP once, write dS"
                                                             : "one block per row (rows exceed SRAM): read P and dP twice, write dS",
-                                 N, BH, cfg.warps};
+                                 N, BH, cfg.warps, run_starts(N, {})};
+    const std::int64_t chunks = ceil_div(Nk, chunk);
     x.launch(softmax_bwd, [&](Block& b, std::int64_t bh, std::int64_t row) {
         Tile D = b.alloc_statistic(1, Space::Registers, Fill::Zero, "D");
-        if (chunk < Nk) {  // pass 1: D over the chunks
-            for (std::int64_t c0 = 0; c0 < Nk; c0 += chunk) {
-                const std::int64_t cols = std::min(chunk, Nk - c0);
+        if (chunk < Nk) {  // pass 1: D over the chunks (alike but the ragged last)
+            for_each_run(b, 0, chunks, {chunks - 1}, [&](std::int64_t c) {
+                const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
                 Tile pr = b.load(view(P, bh).tile(row, 1, c0, cols), Space::Shared, "P chunk (pass 1)");
                 Tile dpr = b.load(view(dP, bh).tile(row, 1, c0, cols), Space::Shared, "dP chunk (pass 1)");
                 b.map(dpr, Fn::mul, {dpr, pr});
                 Tile part = b.row_sum(dpr, "chunk sum");
                 b.map(D, Fn::add, {D, part});
-            }
+            });
         }
-        for (std::int64_t c0 = 0; c0 < Nk; c0 += std::min(chunk, Nk)) {
-            const std::int64_t cols = std::min(chunk, Nk - c0);
+        for_each_run(b, 0, std::max<std::int64_t>(chunks, 1), {chunks - 1}, [&](std::int64_t c) {
+            const std::int64_t c0 = c * std::min(chunk, Nk), cols = std::min(chunk, Nk - c0);
             Tile pr = b.load(view(P, bh).tile(row, 1, c0, cols), Space::Shared, chunk >= Nk ? "P row" : "P chunk (pass 2)");
             Tile dpr = b.load(view(dP, bh).tile(row, 1, c0, cols), Space::Shared, chunk >= Nk ? "dP row" : "dP chunk (pass 2)");
             if (chunk >= Nk) {
@@ -85,7 +87,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.map(dpr, Fn::sub, {dpr, per_row(D)});
             b.map(dpr, Fn::mul, {dpr, pr});
             b.store(dpr, view(dS, bh).tile(row, 1, c0, cols));
-        }
+        });
     });
 
     gemm("gemm_dq", "dQ = scale*dS*K, dS read back from HBM", dS, K, false, false, N, d, Nk, Pm, Pn, scale, dQ);

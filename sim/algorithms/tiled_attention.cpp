@@ -21,7 +21,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
     const KernelDesc kernel{"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",
-                            Tr, BH, cfg.warps};
+                            Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
@@ -29,8 +29,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile mi = b.alloc_statistic(rows, cfg.scores, Fill::NegInf, "m_i");
         Tile li = b.alloc_statistic(rows, cfg.scores, Fill::Zero, "l_i");
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
+        const std::vector<std::int64_t> cuts = kv_loop_cuts(q0, kv.begin, kv.end, Bc, N, Nk, p.causal);
 
-        for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 1: statistics only
+        for_each_run(b, kv.begin, kv.end, cuts, [&](std::int64_t j) {  // pass 1: statistics only
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j (pass 1)");
             Tile S = score_tile(b, Qi, Kj, q0, k0, p, Split::Rows, cfg.scores);
@@ -42,10 +43,10 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             Tile rowsum = b.row_sum(S, "rowsum");
             b.map(li, Fn::fma, {alpha, li, rowsum});  // only the scalar ℓ is rescaled
             mi = std::move(m_new);
-        }
+        });
 
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
-        for (std::int64_t j = kv.begin; j < kv.end; ++j) {  // pass 2: final P, then P·V
+        for_each_run(b, kv.begin, kv.end, cuts, [&](std::int64_t j) {  // pass 2: final P, then P·V
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j (pass 2)");
             Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
@@ -54,7 +55,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.map(S, Fn::div, {S, per_row(li)});   // P is final: no later rescaling
             b.round_to_storage(S);
             b.matmul(Oi, S, Vj, {.accumulate = true});
-        }
+        });
         Tile lse = b.alloc_statistic(rows, Space::Registers, Fill::Zero, "LSE_i");
         b.map(lse, Fn::lse, {mi, li});
         b.store(Oi, view(O, bh).rows(q0, rows));

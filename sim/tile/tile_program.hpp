@@ -172,6 +172,16 @@ public:
     // it from here on. Nothing moves; executors that do not print ignore it.
     virtual void rename(const Tile& /*tile*/, std::string_view /*label*/) {}
 
+    // A loop's iterations first, first+1, ..., first+count-1 when they are alike: each does the same
+    // operations on tiles of the same shapes, at positions that move by the same step from one
+    // iteration to the next (a loop over K/V tiles between the causal diagonal and the ragged last
+    // tile). Executors that compute run every iteration; the counting executor may run a few and
+    // count the rest by multiplicity (exec/counting_executor.hpp). for_each_run splits a loop into
+    // such runs.
+    virtual void repeat(std::int64_t first, std::int64_t count, const std::function<void(std::int64_t)>& body) {
+        for (std::int64_t i = first; i < first + count; ++i) body(i);
+    }
+
     // Tile bookkeeping (called by Tile's destructor).
     virtual void release(int tile_id) = 0;
 };
@@ -200,8 +210,38 @@ struct KernelDesc {
     std::int64_t blocks_per_head = 1;
     std::int64_t heads = 1;
     int warps = 4;
+    // Runs of alike blocks (as Block::repeat's iterations: the same work on tiles at positions that move
+    // by the same step from one block to the next), by the block index each starts at, ascending from 0;
+    // a run ends where the next begins. Empty: none declared, every block is its own run.
+    std::vector<std::int64_t> run_starts = {};
     std::int64_t grid() const { return blocks_per_head * heads; }
 };
+
+// Runs body(i) for i in [begin, end) as runs of alike iterations (Block::repeat) that start at begin and
+// at each cut inside (begin, end); cuts outside are ignored, so callers may pass every index where the
+// work could change (the first tile that crosses the causal diagonal, the ragged last tile).
+inline void for_each_run(Block& b, std::int64_t begin, std::int64_t end, const std::vector<std::int64_t>& cuts,
+                         const std::function<void(std::int64_t)>& body) {
+    std::vector<std::int64_t> starts{begin};
+    for (const std::int64_t c : cuts)
+        if (c > begin && c < end) starts.push_back(c);
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    for (std::size_t r = 0; r < starts.size(); ++r) {
+        const std::int64_t stop = r + 1 < starts.size() ? starts[r + 1] : end;
+        if (stop > starts[r]) b.repeat(starts[r], stop - starts[r], body);
+    }
+}
+
+// The starts of the runs of alike blocks in [0, blocks) cut at `cuts` (KernelDesc::run_starts).
+inline std::vector<std::int64_t> run_starts(std::int64_t blocks, const std::vector<std::int64_t>& cuts) {
+    std::vector<std::int64_t> starts{0};
+    for (const std::int64_t c : cuts)
+        if (c > 0 && c < blocks) starts.push_back(c);
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    return starts;
+}
 
 using BlockBody = std::function<void(Block& block, std::int64_t head, std::int64_t index)>;
 
