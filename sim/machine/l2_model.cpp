@@ -9,24 +9,25 @@ void L2Model::begin_kernel(std::int64_t slots, std::int64_t grid, std::int64_t b
     grid_ = grid;
     blocks_per_head_ = blocks_per_head;
     wave_base_ = next_wave_base_;
-    next_wave_base_ = wave_base_ + static_cast<std::int32_t>((grid + slots_ - 1) / slots_);
+    next_wave_base_ = wave_base_ + (grid + slots_ - 1) / slots_;
     kernel_inserted_ = kernel_inserted_scaled_ = 0;
 }
 
 void L2Model::end_kernel(std::int64_t heads) {
-    clock_ += std::max<std::int64_t>(0, kernel_inserted_ * heads - kernel_inserted_scaled_);
+    const L2Clock others = kernel_inserted_ * heads - kernel_inserted_scaled_;
+    if (others > 0) clock_ += others;
 }
 
 void L2Model::insert(std::int64_t bytes) {
-    clock_ += bytes * scale_;
+    clock_ += static_cast<L2Clock>(bytes) * scale_;
     kernel_inserted_ += bytes;
-    kernel_inserted_scaled_ += bytes * scale_;
+    kernel_inserted_scaled_ += static_cast<L2Clock>(bytes) * scale_;
 }
 
 void L2Model::begin_block(std::int64_t index) {
     const std::int64_t w = index / slots_;
-    wave_ = wave_base_ + static_cast<std::int32_t>(w);
-    block_ = static_cast<std::int32_t>(index);
+    wave_ = wave_base_ + w;
+    block_ = index;
     const std::int64_t chip = std::min(slots_, grid_ - w * slots_);
     const std::int64_t mine = std::min(slots_, blocks_per_head_ - w * slots_);
     scale_ = std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
@@ -48,25 +49,6 @@ L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
     return s;
 }
 
-// Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
-template <class Visit>
-void L2Model::for_each_entry(const Region& r, Visit&& visit) {
-    const GlobalTensor& t = *r.tensor;
-    TensorState& s = state_for(t);
-    if (!s.tracked) {
-        visit(static_cast<Entry*>(nullptr), r.bytes());
-        return;
-    }
-    const std::int64_t rr = t.region_rows, rc = t.region_cols;
-    for (std::int64_t gr = r.row0 / rr; gr * rr < r.row0 + r.nrows; ++gr) {
-        const std::int64_t rows = std::min((gr + 1) * rr, r.row0 + r.nrows) - std::max(gr * rr, r.row0);
-        for (std::int64_t gc = r.col0 / rc; gc * rc < r.col0 + r.ncols; ++gc) {
-            const std::int64_t cols = std::min((gc + 1) * rc, r.col0 + r.ncols) - std::max(gc * rc, r.col0);
-            visit(&s.entries[static_cast<std::size_t>(gr * s.grid_cols + gc)], rows * cols * t.elem_bytes);
-        }
-    }
-}
-
 bool L2Model::resident(const Entry& e) const {
     if (e.clock < 0) return false;          // never fetched
     if (concurrent_hit(e)) return true;     // a concurrent block fetched it
@@ -85,23 +67,29 @@ void L2Model::touch(Entry& e) {
 // wave just fetched is the same bytes, shared: it does not age anything.
 bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
 
+std::size_t L2Model::RegionKeyHash::operator()(const RegionKey& k) const {
+    std::uint64_t h = static_cast<std::uint64_t>(k.tensor) + 1;
+    for (const std::int64_t v : {k.head, k.row0, k.nrows, k.col0, k.ncols}) h = h * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(v);
+    return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+// A read of a region another block of this wave read: shared. Otherwise this block is now its reader.
 bool L2Model::read_by_concurrent_block(const Region& r) {
-    std::uint64_t key = static_cast<std::uint64_t>(r.tensor->id) + 1;
-    for (const std::int64_t v : {r.head, r.row0, r.nrows, r.col0, r.ncols})
-        key = key * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(v);
-    if (recent_reads_.empty()) recent_reads_.assign(kRecentWays * kRecentSets, RecentRead{});
-    RecentRead* set = &recent_reads_[((key ^ (key >> 29)) % kRecentSets) * kRecentWays];
-    RecentRead* oldest = set;
-    for (RecentRead* way = set; way != set + kRecentWays; ++way) {
-        if (way->stamp >= 0 && way->key == key) {
-            if (way->wave == wave_ && way->block != block_) return true;
-            oldest = way;  // the same tile, read by this block or in an earlier wave: this read replaces it
-            break;
-        }
-        if (way->stamp < oldest->stamp) oldest = way;
+    if (wave_reads_wave_ != wave_) {
+        wave_reads_.clear();
+        wave_reads_wave_ = wave_;
     }
-    *oldest = {key, wave_, block_, recent_stamp_++};
+    const RegionKey key{r.tensor->id, r.head, r.row0, r.nrows, r.col0, r.ncols};
+    const auto [it, fresh] = wave_reads_.try_emplace(key, block_);
+    if (!fresh && it->second != block_) return true;
+    it->second = block_;
     return false;
+}
+
+L2Model::Dram& L2Model::dram_of(const GlobalTensor& t) {
+    const auto id = static_cast<std::size_t>(t.id);
+    if (id >= dram_.size()) dram_.resize(id + 1);
+    return dram_[id];
 }
 
 std::int64_t L2Model::read(const Region& r) {
@@ -116,6 +104,7 @@ std::int64_t L2Model::read(const Region& r) {
         if (!(e && concurrent_hit(*e))) insert(bytes);
         if (e) touch(*e);
     });
+    dram_of(*r.tensor).read += dram;
     return dram;
 }
 
@@ -130,6 +119,7 @@ std::int64_t L2Model::write(const Region& r) {
             e->dirty = true;
         }
     });
+    dram_of(*r.tensor).write += dram;
     return dram;
 }
 

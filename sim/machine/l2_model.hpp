@@ -18,17 +18,28 @@
 // A finely tracked tensor (more than kFineGrid tiles per head) that is also more
 // than twice the L2 size per head is streamed: written or read in order, it is
 // evicted before any re-read, as LRU would do, so every access goes to DRAM,
-// except that rule 1 still holds: a tile another block of the same wave read is
+// except that rule 1 still holds: a region another block of the same wave read is
 // a hit (the naive GEMM's blocks that share a row band of P read it together).
 // (That is S and P of standard attention at long sequences.)
+//
+// Two ways in: read() and write() take one access at a time, in program order (the counting
+// executor's per-block path); loop() takes a loop of alike items, runs some of them through read()
+// and write() and carries the rest over once it has shown that they would do exactly what the last
+// one did (machine/l2_loops.cpp). Both give the same bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "tile/tensors.hpp"
 
 namespace fasim {
+
+// The L2's clock counts bytes touched chip-wide, which passes 2^63 at the problem limits.
+__extension__ typedef __int128 L2Clock;
 
 class L2Model {
 public:
@@ -45,15 +56,53 @@ public:
     // bring their own data in before the next kernel starts.
     void end_kernel(std::int64_t heads);
 
-    // Bytes this access moves to or from DRAM.
+    // Bytes this access moves to or from DRAM (also added to dram_by_tensor()).
     std::int64_t read(const Region& r);
     std::int64_t write(const Region& r);
 
+    // DRAM bytes read and written since the model was made, by tensor id.
+    struct Dram {
+        std::int64_t read = 0, write = 0;
+        bool operator==(const Dram&) const = default;
+    };
+    const std::vector<Dram>& dram_by_tensor() const { return dram_; }
+
+    // One access of a loop's item: `region` where it is in item 0, moving by `step` per item. A loop of
+    // alike items: each makes the same accesses (nested loops unrolled into `accesses`, or not: see
+    // ItemAccess), moved by their steps, and advances the block index by block_step and the wave by
+    // wave_step (a loop of blocks, or of whole waves of blocks).
+    struct Step {
+        std::int64_t head = 0, rows = 0, cols = 0;
+        bool operator==(const Step&) const = default;
+    };
+    struct ItemAccess {
+        Region region;  // in item 0
+        bool write = false;
+        Step step;      // per item
+        // The same access repeated by loops inside the item, each (count, step); their positions are
+        // what the item touches. An access of a loop of n K/V tiles inside a block item is one
+        // ItemAccess with inner = {(n, one tile down)}.
+        std::vector<std::pair<std::int64_t, Step>> inner;
+    };
+    struct LoopShape {
+        std::int64_t count = 0;
+        std::vector<ItemAccess> accesses;
+        std::int64_t block_step = 0, wave_step = 0;
+    };
+    // Runs item k of the loop through read() and write() (and begin_block where items are blocks).
+    using RunItem = std::function<void(std::int64_t k)>;
+    // Runs the loop's items in order; an item that would repeat exactly what the one before it did is
+    // not run but carried over (machine/l2_loops.cpp). `shape` must list every access the items make.
+    void loop(const LoopShape& shape, const RunItem& run_item);
+
+    // How many items loop() carried over instead of running (for tests and the bench).
+    std::int64_t items_carried_over() const { return carried_over_; }
+
 private:
     struct Entry {
-        std::int64_t clock = -1;  // chip-wide insertion clock at last use; -1: never touched
-        std::int32_t wave = -1;   // global wave index of last use
-        std::int32_t block = -1;  // block position (within its kernel) of last use
+        L2Clock clock = -1;       // chip-wide insertion clock at last use; -1: never touched
+        std::int64_t wave = -1;   // global wave index of last use
+        std::int64_t block = -1;  // block position (within its kernel) of last use
         bool dirty = false;
     };
     struct TensorState {
@@ -68,28 +117,56 @@ private:
     bool concurrent_hit(const Entry& e) const;
     void insert(std::int64_t bytes);
     void touch(Entry& e);
+    Dram& dram_of(const GlobalTensor& t);
 
     std::int64_t capacity_;
-    std::int64_t clock_ = 0;        // bytes touched chip-wide (scaled): the LRU reuse clock
+    L2Clock clock_ = 0;             // bytes touched chip-wide (scaled): the LRU reuse clock
     std::int64_t slots_ = 1, grid_ = 1, blocks_per_head_ = 1;
-    std::int32_t wave_base_ = 0, next_wave_base_ = 0;
-    std::int32_t wave_ = 0, block_ = 0;
+    std::int64_t wave_base_ = 0, next_wave_base_ = 0;
+    std::int64_t wave_ = 0, block_ = 0;
     std::int64_t scale_ = 1;        // chip-wide blocks / this head's blocks in the current wave
-    std::int64_t kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
+    L2Clock kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
     std::vector<TensorState> tensors_;  // by tensor id
+    std::vector<Dram> dram_;            // by tensor id
 
-    // Rule 1 for streamed tensors: the latest reads of their tiles, keyed by the tile's coordinates in
-    // a 4-way set-associative table that forgets the oldest (a forgotten read is a miss, as without
-    // the table). 16 K sets hold far more than the tiles concurrent blocks share.
-    struct RecentRead {
-        std::uint64_t key = 0;
-        std::int32_t wave = -1, block = -1;
-        std::int64_t stamp = -1;
+    // Rule 1 for streamed tensors: the blocks of the current wave that last read each region (a region
+    // read in an earlier wave cannot be shared any more, so the record starts afresh with each wave).
+    struct RegionKey {
+        TensorId tensor = -1;
+        std::int64_t head = 0, row0 = 0, nrows = 0, col0 = 0, ncols = 0;
+        bool operator==(const RegionKey&) const = default;
     };
-    static constexpr std::size_t kRecentWays = 4, kRecentSets = std::size_t{1} << 14;
-    std::vector<RecentRead> recent_reads_;  // allocated at the first read of a streamed tensor
-    std::int64_t recent_stamp_ = 0;
+    struct RegionKeyHash {
+        std::size_t operator()(const RegionKey& k) const;
+    };
+    std::unordered_map<RegionKey, std::int64_t, RegionKeyHash> wave_reads_;  // region -> block that read it
+    std::int64_t wave_reads_wave_ = -1;
     bool read_by_concurrent_block(const Region& r);
+
+    // loop()'s bookkeeping (machine/l2_loops.cpp).
+    struct LoopTiles;
+    struct Context;
+    bool can_carry_over(const LoopShape& shape, LoopTiles& tiles);
+    std::int64_t carried_over_ = 0;
 };
+
+// Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
+template <class Visit>
+void L2Model::for_each_entry(const Region& r, Visit&& visit) {
+    const GlobalTensor& t = *r.tensor;
+    TensorState& s = state_for(t);
+    if (!s.tracked) {
+        visit(static_cast<Entry*>(nullptr), r.bytes());
+        return;
+    }
+    const std::int64_t rr = t.region_rows, rc = t.region_cols;
+    for (std::int64_t gr = r.row0 / rr; gr * rr < r.row0 + r.nrows; ++gr) {
+        const std::int64_t rows = std::min((gr + 1) * rr, r.row0 + r.nrows) - std::max(gr * rr, r.row0);
+        for (std::int64_t gc = r.col0 / rc; gc * rc < r.col0 + r.ncols; ++gc) {
+            const std::int64_t cols = std::min((gc + 1) * rc, r.col0 + r.ncols) - std::max(gc * rc, r.col0);
+            visit(&s.entries[static_cast<std::size_t>(gr * s.grid_cols + gc)], rows * cols * t.elem_bytes);
+        }
+    }
+}
 
 }  // namespace fasim
