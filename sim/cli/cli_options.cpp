@@ -203,6 +203,12 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                    "standard attention's matrix products: tiled (default, 64x64 tiles), naive, or library (cuBLAS-like: "
                    "32768-element tiles for fp16/bf16, 64x64 for fp32)")
         ->type_name("MODE");
+    std::string count = "class";
+    app.add_option("--count", count,
+                   "how the counting runs: class (default: one block and one loop iteration of each class of alike ones, "
+                   "counted by multiplicity; milliseconds at any N) or block (every block and iteration, as the traces "
+                   "run them; the same counts, slower)")
+        ->type_name("PATH");
     bool cuda_cores = false;
     app.add_flag("--cuda-cores", cuda_cores,
                  "model fa-sim's own CUDA-core kernels: every matrix product on the CUDA cores (no tensor cores), S/P staged in shared memory");
@@ -328,6 +334,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     if (!registers.empty())
         o.tiles.registers_per_thread = static_cast<int>(parse_integer(
             "--registers", registers, 1, 255, "pass the count ptxas -v prints for the kernel, e.g. --registers 128"));
+    const std::string count_id = lower(trim(count));
+    if (count_id == "block") o.model.count_every_block = true;
+    else if (count_id != "class")
+        throw usage_error("--count '" + count + "' is not a counting path", "choose class or block", "e.g. --count block");
     const std::string matmul_id = lower(trim(matmul));
     if (matmul_id == "tiled") o.tiles.matmul = MatmulMode::tiled;
     else if (matmul_id == "naive") o.tiles.matmul = MatmulMode::naive;

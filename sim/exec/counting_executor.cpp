@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 #include "kernels/cuda_core_products.hpp"
 #include "kernels/issue_costs.hpp"
+#include "exec/access_tree.hpp"
 #include "exec/op_costs.hpp"
 #include "machine/sectors.hpp"
 
@@ -33,6 +34,45 @@ struct TileInfo {
     std::int64_t footprint() const { return padded ? rows * padded_row_bytes(cols * elem_bytes) : bytes(); }
 };
 
+// What running part of a block adds to the counts: the block's work and the kernel's per-tensor traffic.
+struct Counters {
+    BlockWork work;
+    std::vector<TensorBytes> hbm, l2;
+    std::int64_t l2_read_requests = 0, l2_write_requests = 0, smem_read = 0, smem_write = 0;
+    bool operator==(const Counters&) const = default;
+};
+
+void add(BlockWork& into, const BlockWork& w, std::int64_t times) {
+    into.matmul_flops += times * w.matmul_flops;
+    into.nonmatmul_flops += times * w.nonmatmul_flops;
+    into.sfu_ops += times * w.sfu_ops;
+    into.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
+    into.smem_bytes += times * w.smem_bytes;
+    into.smem_wavefronts += times * w.smem_wavefronts;
+    into.lane_matmul_flops += times * w.lane_matmul_flops;
+    into.l2_bytes += times * w.l2_bytes;
+    into.l2_requests += times * w.l2_requests;
+    into.barriers += times * w.barriers;
+    into.thread_instructions += times * w.thread_instructions;
+}
+
+// after - before (as counters grow, every field of the difference is what happened in between).
+Counters difference(const Counters& after, const Counters& before) {
+    Counters d = after;
+    add(d.work, before.work, -1);
+    for (std::size_t i = 0; i < d.hbm.size(); ++i) {
+        d.hbm[i].read -= before.hbm[i].read;
+        d.hbm[i].write -= before.hbm[i].write;
+        d.l2[i].read -= before.l2[i].read;
+        d.l2[i].write -= before.l2[i].write;
+    }
+    d.l2_read_requests -= before.l2_read_requests;
+    d.l2_write_requests -= before.l2_write_requests;
+    d.smem_read -= before.smem_read;
+    d.smem_write -= before.smem_write;
+    return d;
+}
+
 // A thread block, counting; one object serves every block of a launch.
 // Occupancy (and so which blocks share L2 at a time) is known only after the
 // first block has shown its shared memory and registers, so that block's global
@@ -49,6 +89,64 @@ public:
     void start_block(bool record_accesses) {
         work = BlockWork{};
         recording_ = record_accesses;
+    }
+    // The class path: the block's accesses go into `list` (with its alike loops kept) instead of the
+    // L2 model; repeat() runs three iterations of an alike loop and counts the others.
+    void describe_into(AccessList* list) {
+        describe_ = list;
+        levels_ = 1;  // the block's own level
+    }
+
+    Counters counters() const {
+        return {work, rec_->hbm.tensors, rec_->l2.tensors, rec_->l2_read_requests, rec_->l2_write_requests, rec_->smem_read,
+                rec_->smem_write};
+    }
+    // Adds `times` more of what `d` counted (alike blocks or iterations that do not run).
+    void add_counts(const Counters& d, std::int64_t times, bool with_work) {
+        if (with_work) add(work, d.work, times);
+        for (std::size_t i = 0; i < d.hbm.size(); ++i) {
+            rec_->hbm.tensors[i].read += times * d.hbm[i].read;
+            rec_->hbm.tensors[i].write += times * d.hbm[i].write;
+            rec_->l2.tensors[i].read += times * d.l2[i].read;
+            rec_->l2.tensors[i].write += times * d.l2[i].write;
+        }
+        rec_->l2_read_requests += times * d.l2_read_requests;
+        rec_->l2_write_requests += times * d.l2_write_requests;
+        rec_->smem_read += times * d.smem_read;
+        rec_->smem_write += times * d.smem_write;
+    }
+
+    void repeat(std::int64_t first, std::int64_t count, const std::function<void(std::int64_t)>& body) override {
+        if (!describe_ || count < 3) {
+            Block::repeat(first, count, body);
+            return;
+        }
+        AccessList* outer = describe_;
+        AccessList runs[3];
+        Counters at[4];
+        at[0] = counters();
+        ++levels_;
+        for (int i = 0; i < 3; ++i) {
+            describe_ = &runs[i];
+            body(first + i);
+            at[i + 1] = counters();
+        }
+        --levels_;
+        describe_ = outer;
+        const Counters d = difference(at[1], at[0]);
+        if (d == difference(at[2], at[1]) && d == difference(at[3], at[2]) && alike_iterations(runs[0], runs[1], runs[2])) {
+            set_steps(runs[0], runs[1], levels_);
+            add_counts(d, count - 3, true);
+            AccessNode loop;
+            loop.count = count;
+            loop.body = std::move(runs[0]);
+            outer->push_back(std::move(loop));
+            return;
+        }
+        // Not alike after all (a program that split its loop at the wrong place): every iteration, as it is.
+        for (AccessList& run : runs)
+            for (AccessNode& n : run) outer->push_back(unnest(std::move(n), levels_));
+        for (std::int64_t i = first + 3; i < first + count; ++i) body(i);
     }
     // Called when the recording grows large (a whole FA1 head is one block): by then the
     // block has shown its peaks, so the kernel is configured and recording stops.
@@ -117,19 +215,14 @@ public:
         // Accumulating: the block reads what is there first. Atomic adds: the L2 reads the lines (from
         // DRAM when they are not resident) and adds; the SMs send the data, as for a store.
         if (mode == StoreMode::accumulate) global_read(r, r.bytes(), l2_requests(r));
-        if (mode == StoreMode::atomic_add && rec_) {
-            const std::int64_t fetched = recording_ ? 0 : l2_->read(r);
-            if (recording_) record(r, false);
-            else rec_->dram[checked_id(r)].read += fetched;
-        }
+        if (mode == StoreMode::atomic_add && rec_) l2_access(r, false);
         if (rec_) {
             const TensorId id = checked_id(r);
             const L2Requests asked = l2_requests(r);
             rec_->hbm[id].write += r.bytes();
             rec_->l2[id].write += asked.sector_bytes;
             rec_->l2_write_requests += asked.requests;
-            if (recording_) record(r, true);
-            else rec_->dram[id].write += l2_->write(r);
+            l2_access(r, true);
             add_l2(asked);
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
@@ -296,9 +389,34 @@ private:
         rec_->hbm[id].read += bytes;
         rec_->l2[id].read += asked.sector_bytes;
         rec_->l2_read_requests += asked.requests;
-        if (recording_) record(r, false);
-        else rec_->dram[id].read += l2_->read(r);
+        l2_access(r, false);
         add_l2(asked);
+    }
+    // An access reaches the L2 model: described (class path), recorded until the kernel is configured
+    // (the first block, by-block path), or played now.
+    void l2_access(const Region& r, bool write) {
+        if (describe_) {
+            AccessNode n;
+            n.region = r;
+            n.write = write;
+            n.steps.resize(levels_);
+            describe_->push_back(std::move(n));
+        } else if (recording_) {
+            record(r, write);
+        } else if (write) {
+            rec_->dram[checked_id(r)].write += l2_->write(r);
+        } else {
+            rec_->dram[checked_id(r)].read += l2_->read(r);
+        }
+    }
+    // A node of an unrolled loop at `level`: every access under it loses that level's step.
+    static AccessNode unnest(AccessNode n, std::size_t level) {
+        if (n.count > 0) {
+            for (AccessNode& c : n.body) c = unnest(std::move(c), level);
+        } else if (n.steps.size() > level) {
+            n.steps.erase(n.steps.begin() + static_cast<std::ptrdiff_t>(level));
+        }
+        return n;
     }
     // The tensor's id, once it is known to be one this launch counts (declared before the kernel).
     TensorId checked_id(const Region& r) const {
@@ -344,17 +462,39 @@ private:
     std::int64_t smem_live_ = 0, reg_live_ = 0;
     bool recording_ = false;
     std::vector<std::pair<Region, bool>> recorded_;  // (region, is_write) of the first block
+    AccessList* describe_ = nullptr;  // the class path's record of the block's accesses
+    std::size_t levels_ = 1;          // loops around the next access, the block's level included
 };
 
 }  // namespace
 
 CountingExecutor::CountingExecutor(const GpuSpec& gpu, int registers_per_thread, ExecutionModel execution,
-                                   std::int64_t launched_smem_bytes)
+                                   std::int64_t launched_smem_bytes, CountPath path)
     : gpu_(gpu),
       registers_per_thread_(registers_per_thread),
       execution_(std::move(execution)),
       launched_smem_bytes_(launched_smem_bytes),
+      path_(path),
       l2_(gpu.l2_bytes) {}
+
+namespace {
+
+// The runs of alike blocks a kernel declares, as [first, end) pairs; every block alone when it declares
+// none (or declares them out of order: a program bug that costs time, not counts).
+std::vector<std::pair<std::int64_t, std::int64_t>> block_runs(const KernelDesc& k) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+    const std::vector<std::int64_t>& s = k.run_starts;
+    bool declared = !s.empty() && s.front() == 0;
+    for (std::size_t i = 1; declared && i < s.size(); ++i) declared = s[i] > s[i - 1] && s[i] < k.blocks_per_head;
+    if (!declared) {
+        for (std::int64_t b = 0; b < k.blocks_per_head; ++b) runs.emplace_back(b, b + 1);
+        return runs;
+    }
+    for (std::size_t i = 0; i < s.size(); ++i) runs.emplace_back(s[i], i + 1 < s.size() ? s[i + 1] : k.blocks_per_head);
+    return runs;
+}
+
+}  // namespace
 CountingExecutor::~CountingExecutor() = default;
 
 void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
@@ -369,18 +509,21 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.execution = execution_ ? execution_(kernel) : KernelExecution{};
     CountingBlock block(kernel.warps, rec.execution, &rec, &l2_);
 
-    auto finish_block = [&] {
-        rec.matmul_flops += block.work.matmul_flops;
-        rec.recomputed_matmul_flops += block.work.recomputed_matmul_flops;
-        rec.nonmatmul_flops += block.work.nonmatmul_flops;
-        rec.sfu_ops += block.work.sfu_ops;
-        rec.barriers += block.work.barriers;
-        rec.smem_wavefronts += block.work.smem_wavefronts;
-        rec.lane_matmul_flops += block.work.lane_matmul_flops;
-        rec.warp_instructions += block.work.thread_instructions;  // divided by 32 once all blocks are in
-        if (!rec.block_work.empty() && rec.block_work.back().first == block.work) ++rec.block_work.back().second;
-        else rec.block_work.emplace_back(block.work, 1);
+    // `times` blocks did block.work.
+    auto finish_blocks = [&](std::int64_t times) {
+        const BlockWork& w = block.work;
+        rec.matmul_flops += times * w.matmul_flops;
+        rec.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
+        rec.nonmatmul_flops += times * w.nonmatmul_flops;
+        rec.sfu_ops += times * w.sfu_ops;
+        rec.barriers += times * w.barriers;
+        rec.smem_wavefronts += times * w.smem_wavefronts;
+        rec.lane_matmul_flops += times * w.lane_matmul_flops;
+        rec.warp_instructions += times * w.thread_instructions;  // divided by 32 once all blocks are in
+        if (!rec.block_work.empty() && rec.block_work.back().first == w) rec.block_work.back().second += times;
+        else rec.block_work.emplace_back(w, times);
     };
+    auto finish_block = [&] { finish_blocks(1); };
 
     // The first block shows the shared memory and registers a block holds at its peak;
     // they decide occupancy, and occupancy decides which blocks share L2 at a time.
@@ -412,23 +555,76 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             throw usage_error("kernel '" + kernel.name + "' cannot fit one block on an SM of " + gpu_.name,
                               "a block needs at most the SM's shared memory, registers and warps",
                               "choose smaller tiles with --Br/--Bc");
+        if (path_ == CountPath::by_class) return;  // the accesses are played into L2 after all blocks
         l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
         l2_.begin_block(0);
         block.replay_recorded();
     };
-    block.on_recording_full = configure;
-    block.start_block(/*record_accesses=*/true);
-    body(block, 0, 0);
-    finish_block();
-    configure();
-    block.on_recording_full = nullptr;
-    for (std::int64_t i = 1; i < kernel.blocks_per_head; ++i) {
-        l2_.begin_block(i);
-        block.start_block(/*record_accesses=*/false);
-        body(block, 0, i);
+
+    if (path_ == CountPath::by_block) {
+        block.on_recording_full = configure;
+        block.start_block(/*record_accesses=*/true);
+        body(block, 0, 0);
         finish_block();
+        configure();
+        block.on_recording_full = nullptr;
+        for (std::int64_t i = 1; i < kernel.blocks_per_head; ++i) {
+            l2_.begin_block(i);
+            block.start_block(/*record_accesses=*/false);
+            body(block, 0, i);
+            finish_block();
+        }
+        l2_.end_kernel(kernel.heads);
+    } else {
+        // Of each run of alike blocks, three run (their counts and accesses show what each block adds);
+        // the others are counted by multiplicity and their accesses played as a loop.
+        std::vector<BlockRunAccesses> runs;
+        auto describe = [&](std::int64_t b, AccessList& into) {
+            block.start_block(/*record_accesses=*/false);
+            block.describe_into(&into);
+            body(block, 0, b);
+            finish_block();
+            configure();
+        };
+        for (const auto& [first, end] : block_runs(kernel)) {
+            const std::int64_t count = end - first;
+            if (count >= 3) {
+                AccessList blocks[3];
+                Counters at[4];
+                BlockWork works[3];
+                at[0] = block.counters();
+                for (int i = 0; i < 3; ++i) {
+                    describe(first + i, blocks[i]);
+                    works[i] = block.work;
+                    at[i + 1] = block.counters();
+                }
+                for (Counters& c : at) c.work = BlockWork{};  // each block's own work is compared apart
+                Counters d = difference(at[1], at[0]);
+                if (works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
+                    d == difference(at[3], at[2]) && alike_iterations(blocks[0], blocks[1], blocks[2])) {
+                    set_steps(blocks[0], blocks[1], 0);
+                    block.add_counts(d, count - 3, false);
+                    finish_blocks(count - 3);  // the same work as the three
+                    runs.push_back({first, count, std::move(blocks[0])});
+                    continue;
+                }
+                for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
+                for (std::int64_t b = first + 3; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                continue;
+            }
+            for (std::int64_t b = first; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+        }
+        block.describe_into(nullptr);
+        const std::vector<L2Model::Dram> before = l2_.dram_by_tensor();
+        l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
+        replay(l2_, runs, concurrent_blocks(gpu_, rec.occupancy));
+        l2_.end_kernel(kernel.heads);
+        const std::vector<L2Model::Dram>& after = l2_.dram_by_tensor();
+        for (std::size_t i = 0; i < after.size() && i < rec.dram.tensors.size(); ++i) {
+            rec.dram.tensors[i].read = after[i].read - (i < before.size() ? before[i].read : 0);
+            rec.dram.tensors[i].write = after[i].write - (i < before.size() ? before[i].write : 0);
+        }
     }
-    l2_.end_kernel(kernel.heads);
 
     // Every head does the same: scale the one simulated head to all of them.
     const std::int64_t H = kernel.heads;

@@ -4,6 +4,16 @@
 // Heads are identical and independent, so it runs the blocks of one head and
 // multiplies by the number of heads; the L2 model accounts for the other heads'
 // blocks that share the chip at the same time.
+//
+// Two paths give the same counts. By block: every block of the head runs, every
+// iteration of every loop, each access goes to the L2 model as it is made (what the
+// functional executor and the traces use). By class (the default): of a run of alike
+// blocks (KernelDesc::run_starts) three run, and of a loop of alike iterations
+// (Block::repeat) three; their counts show what each further block or iteration adds,
+// and their accesses, kept with their loops (exec/access_tree.hpp), are played into
+// the L2 model wave by wave, which carries alike blocks, waves and iterations over
+// without playing them one by one (machine/l2_loops.cpp). Its cost follows the number
+// of such runs, not N or batch·heads.
 #pragma once
 
 #include <vector>
@@ -16,6 +26,8 @@
 
 namespace fasim {
 
+enum class CountPath : std::uint8_t { by_class, by_block };
+
 class CountingExecutor final : public Executor {
 public:
     // registers_per_thread > 0: the compiled kernel's register count (ptxas -v, ncu), used for the
@@ -24,7 +36,7 @@ public:
     // execution: how each kernel runs (kernels/kernel_execution.hpp); empty: mma.sync products and
     // the default lane grid for every kernel.
     explicit CountingExecutor(const GpuSpec& gpu, int registers_per_thread = 0, ExecutionModel execution = {},
-                              std::int64_t launched_smem_bytes = 0);
+                              std::int64_t launched_smem_bytes = 0, CountPath path = CountPath::by_class);
     ~CountingExecutor() override;
 
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
@@ -36,6 +48,7 @@ private:
     int registers_per_thread_ = 0;
     ExecutionModel execution_;
     std::int64_t launched_smem_bytes_ = 0;
+    CountPath path_ = CountPath::by_class;
     L2Model l2_;
     std::vector<KernelRecord> kernels_;
 };

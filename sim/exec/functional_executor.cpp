@@ -254,7 +254,7 @@ private:
 
 FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs,
                                        ExecutionModel execution)
-    : problem_(problem), counter_(gpu, 0, std::move(execution)), inputs_(std::move(inputs)) {}
+    : problem_(problem), counter_(gpu, 0, std::move(execution), 0, CountPath::by_block), inputs_(std::move(inputs)) {}
 
 FunctionalExecutor::~FunctionalExecutor() = default;
 

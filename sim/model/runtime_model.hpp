@@ -36,6 +36,9 @@ struct ModelOptions {
     // FlashAttention-2's kernels and fa-sim's tensor-core kernels; wgmma for a Hopper kernel (the kernel
     // catalog's Products::wgmma). Library GEMMs keep their own.
     MatrixInstruction flash_instruction = MatrixInstruction::mma_sync;
+    // Count by running every block and every loop iteration (the counting executor's by-block path)
+    // instead of one of each class of alike blocks and iterations: the same counts, slower (--count block).
+    bool count_every_block = false;
 };
 
 struct ScheduledBlock {

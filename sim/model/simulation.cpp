@@ -69,7 +69,8 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
             if (e.instruction == MatrixInstruction::mma_sync) e.instruction = instruction;
             return e;
         };
-    CountingExecutor counter(gpu, r.tiles.registers_per_thread, std::move(executions), r.tiles.launched_smem_bytes);
+    CountingExecutor counter(gpu, r.tiles.registers_per_thread, std::move(executions), r.tiles.launched_smem_bytes,
+                             options.count_every_block ? CountPath::by_block : CountPath::by_class);
     for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
     r.kernels = counter.kernels();
     for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;

@@ -1,0 +1,154 @@
+#include "exec/access_tree.hpp"
+
+namespace fasim {
+
+namespace {
+
+using Step = L2Model::Step;
+
+Step difference(const Region& a, const Region& b) { return {b.head - a.head, b.row0 - a.row0, b.col0 - a.col0}; }
+
+Region at(const AccessNode& n, const std::vector<std::int64_t>& index) {
+    Region r = n.region;
+    for (std::size_t l = 0; l < index.size() && l < n.steps.size(); ++l) {
+        r.head += index[l] * n.steps[l].head;
+        r.row0 += index[l] * n.steps[l].rows;
+        r.col0 += index[l] * n.steps[l].cols;
+    }
+    return r;
+}
+
+// Every access under `nodes` as one access of a loop at `level` whose index is 0 now: where it is at the
+// current `index` of the loops above, its step at `level`, and the loops inside the item around it
+// (their counts in `inner`, their steps the access's own at their levels).
+void flatten(const AccessList& nodes, const std::vector<std::int64_t>& index, std::size_t level,
+             std::vector<std::int64_t>& inner, std::vector<L2Model::ItemAccess>& out) {
+    for (const AccessNode& n : nodes) {
+        if (n.count > 0) {
+            inner.push_back(n.count);
+            flatten(n.body, index, level, inner, out);
+            inner.pop_back();
+            continue;
+        }
+        L2Model::ItemAccess a;
+        a.region = at(n, index);
+        a.write = n.write;
+        a.step = level < n.steps.size() ? n.steps[level] : Step{};
+        for (std::size_t i = 0; i < inner.size(); ++i) {
+            const std::size_t l = level + 1 + i;
+            a.inner.emplace_back(inner[i], l < n.steps.size() ? n.steps[l] : Step{});
+        }
+        out.push_back(std::move(a));
+    }
+}
+
+std::vector<L2Model::ItemAccess> item_accesses(const AccessList& nodes, const std::vector<std::int64_t>& index, std::size_t level) {
+    std::vector<std::int64_t> inner;
+    std::vector<L2Model::ItemAccess> out;
+    flatten(nodes, index, level, inner, out);
+    return out;
+}
+
+void play(L2Model& l2, const AccessList& nodes, std::vector<std::int64_t>& index) {
+    for (const AccessNode& n : nodes) {
+        if (n.count == 0) {
+            const Region r = at(n, index);
+            if (n.write) l2.write(r);
+            else l2.read(r);
+            continue;
+        }
+        const std::size_t level = index.size();
+        index.push_back(0);
+        L2Model::LoopShape shape{n.count, item_accesses(n.body, index, level), 0, 0};
+        l2.loop(shape, [&](std::int64_t k) {
+            index[level] = k;
+            play(l2, n.body, index);
+        });
+        index.pop_back();
+    }
+}
+
+// Blocks [b0, b0 + count) of a run, all in one wave.
+void play_blocks(L2Model& l2, const BlockRunAccesses& run, std::int64_t b0, std::int64_t count) {
+    std::vector<std::int64_t> index{b0 - run.first};
+    L2Model::LoopShape shape{count, item_accesses(run.block, index, 0), 1, 0};
+    l2.loop(shape, [&](std::int64_t k) {
+        l2.begin_block(b0 + k);
+        std::vector<std::int64_t> at{b0 - run.first + k};
+        play(l2, run.block, at);
+    });
+}
+
+// `waves` whole waves of a run from block b0 (a wave's first block).
+void play_waves(L2Model& l2, const BlockRunAccesses& run, std::int64_t b0, std::int64_t waves, std::int64_t slots) {
+    std::vector<L2Model::ItemAccess> accesses = item_accesses(run.block, {b0 - run.first}, 0);
+    for (L2Model::ItemAccess& a : accesses) {
+        const Step per_block = a.step;
+        a.step = {per_block.head * slots, per_block.rows * slots, per_block.cols * slots};
+        a.inner.insert(a.inner.begin(), {slots, per_block});
+    }
+    L2Model::LoopShape shape{waves, std::move(accesses), slots, 1};
+    l2.loop(shape, [&](std::int64_t k) { play_blocks(l2, run, b0 + k * slots, slots); });
+}
+
+bool same_access(const AccessNode& a, const AccessNode& b) {
+    return a.count == b.count && a.write == b.write && a.region.tensor == b.region.tensor && a.region.nrows == b.region.nrows &&
+           a.region.ncols == b.region.ncols && a.steps == b.steps;
+}
+
+}  // namespace
+
+// A move by whole 128-byte lines: the region then lies across L2's lines and sectors as it did, so
+// the sectors and requests it costs (machine/sectors.hpp) are the same in every iteration.
+bool moves_by_whole_lines(const Region& r, const Step& s) {
+    constexpr std::int64_t kLine = 128;
+    const GlobalTensor& t = *r.tensor;
+    return (s.cols * t.elem_bytes) % kLine == 0 && (s.rows * t.cols * t.elem_bytes) % kLine == 0 &&
+           (s.head * t.rows * t.cols * t.elem_bytes) % kLine == 0;
+}
+
+bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList& c) {
+    if (a.size() != b.size() || a.size() != c.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!same_access(a[i], b[i]) || !same_access(a[i], c[i])) return false;
+        if (a[i].count > 0) {
+            if (!alike_iterations(a[i].body, b[i].body, c[i].body)) return false;
+            continue;
+        }
+        const Step step = difference(a[i].region, b[i].region);
+        if (!(step == difference(b[i].region, c[i].region)) || !moves_by_whole_lines(a[i].region, step)) return false;
+    }
+    return true;
+}
+
+void set_steps(AccessList& first, const AccessList& second, std::size_t level) {
+    for (std::size_t i = 0; i < first.size(); ++i) {
+        if (first[i].count > 0) {
+            set_steps(first[i].body, second[i].body, level);
+        } else {
+            if (first[i].steps.size() <= level) first[i].steps.resize(level + 1);
+            first[i].steps[level] = difference(first[i].region, second[i].region);
+        }
+    }
+}
+
+void replay(L2Model& l2, const std::vector<BlockRunAccesses>& runs, std::int64_t slots) {
+    for (const BlockRunAccesses& run : runs) {
+        std::int64_t b = run.first;
+        const std::int64_t end = run.first + run.count;
+        while (b < end) {
+            const std::int64_t wave_end = (b / slots + 1) * slots;
+            const std::int64_t whole_waves = b % slots == 0 ? (end - b) / slots : 0;
+            if (whole_waves >= 3) {
+                play_waves(l2, run, b, whole_waves, slots);
+                b += whole_waves * slots;
+            } else {
+                const std::int64_t stop = std::min(end, wave_end);
+                play_blocks(l2, run, b, stop - b);
+                b = stop;
+            }
+        }
+    }
+}
+
+}  // namespace fasim

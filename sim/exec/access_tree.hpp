@@ -1,0 +1,45 @@
+// What a thread block reads and writes in global memory, with the block's alike loops kept as loops
+// (Block::repeat) instead of unrolled: the counting executor's record of a run of alike blocks, from which
+// the L2 model learns what reaches DRAM (replay) without the tile program running every block.
+//
+// Every access carries its region at index 0 of each loop around it and, per loop, the step it moves by
+// from one iteration to the next; level 0 is the block index within its run of alike blocks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "machine/l2_model.hpp"
+#include "tile/tensors.hpp"
+
+namespace fasim {
+
+struct AccessNode {
+    std::int64_t count = 0;            // > 0: a loop of `count` alike iterations of `body`
+    std::vector<AccessNode> body;
+    Region region;                     // count == 0: one access, at index 0 of every loop around it
+    bool write = false;
+    std::vector<L2Model::Step> steps;  // one per loop around it, outermost (the block) first
+};
+using AccessList = std::vector<AccessNode>;
+
+// Whether three iterations' records (of a loop at `level`, or three consecutive blocks at level 0) are
+// one loop's: the same accesses and inner loops, each access moving by the same step from the first to
+// the second as from the second to the third, a step of whole 128-byte lines (so that every iteration
+// costs the same L2 sectors and requests).
+bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList& c);
+// The first iteration's record with every access's step at `level` set to how far it moved by the second.
+void set_steps(AccessList& first, const AccessList& second, std::size_t level);
+
+// A run of alike blocks [first, first + count) of the simulated head, as the record of block `first`.
+struct BlockRunAccesses {
+    std::int64_t first = 0, count = 1;
+    AccessList block;
+};
+
+// Plays a kernel's runs of blocks, in launch order, into the L2 model: blocks wave by wave (slots at a
+// time), each block's accesses as its tile program made them, alike blocks, waves and loop iterations as
+// loops the model may carry over (L2Model::loop). The caller begins and ends the kernel.
+void replay(L2Model& l2, const std::vector<BlockRunAccesses>& runs, std::int64_t slots);
+
+}  // namespace fasim

@@ -1,0 +1,421 @@
+// L2Model::loop: a loop of alike items (the blocks of a wave, whole waves, one block's K/V tiles) run
+// through read() and write() until the model has shown that the items after the last one would each do
+// exactly what it did; those are then carried over at once.
+//
+// Why that is exact. An item's effect on the L2 model depends only on the state of the tiles it touches
+// and on the clock, wave and block it runs at. Its tiles are of two kinds:
+//  - recurring tiles, which every item touches (the K/V tiles every Q tile's block reads): their state
+//    when an item starts is what the item before left. If two consecutive items left them in the same
+//    state relative to where each ended, every later item finds them as the last one did.
+//  - moving tiles, one set per item, shifted by a fixed number of tiles from one item to the next (each
+//    block's own Q tile): they have not been touched by this loop before their item, so their state is
+//    what it was before the loop. A later item makes the same decisions as the last one if each of its
+//    moving tiles falls in the same class as the last item's tile did: never fetched or evicted for
+//    sure, resident for sure (even after the whole item's bytes), or fetched by another block of the
+//    same wave (rule 1), with the same dirty bit. A tile on the edge of eviction stops the carry-over.
+// Items that pass are carried over: their DRAM bytes and clock advance are the last item's, and every
+// tile they touch gets the state the last item left on its own tile, shifted by the items between.
+// Anything the checks cannot show (two moving accesses of one tensor with different steps, windows that
+// overlap, a moving tile that is also recurring) runs item by item, as read() and write() would.
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <unordered_map>
+
+#include "machine/l2_model.hpp"
+
+namespace fasim {
+
+namespace {
+
+using Step = L2Model::Step;
+using ItemAccess = L2Model::ItemAccess;
+
+constexpr std::int64_t kMaxPositions = std::int64_t{1} << 22;  // positions one item's accesses may enumerate
+
+bool is_zero(const Step& s) { return s.head == 0 && s.rows == 0 && s.cols == 0; }
+
+Region moved(const Region& r, const Step& s, std::int64_t k) {
+    Region m = r;
+    m.head += k * s.head;
+    m.row0 += k * s.rows;
+    m.col0 += k * s.cols;
+    return m;
+}
+
+// Calls visit(region) at every position of an access inside item 0: its inner loops' steps that move it
+// (a step of zero repeats the same region). False when there are more than `budget` positions.
+template <class Visit>
+bool for_each_position(const ItemAccess& a, std::int64_t& budget, Visit&& visit) {
+    std::vector<std::pair<std::int64_t, Step>> dims;
+    for (const auto& d : a.inner)
+        if (d.first > 1 && !is_zero(d.second)) dims.push_back(d);
+    std::int64_t n = 1;
+    for (const auto& d : dims) {
+        if (d.first > budget / n) return false;
+        n *= d.first;
+    }
+    if (n > budget) return false;
+    budget -= n;
+    std::vector<std::int64_t> idx(dims.size(), 0);
+    for (std::int64_t p = 0; p < n; ++p) {
+        Region r = a.region;
+        for (std::size_t i = 0; i < dims.size(); ++i) r = moved(r, dims[i].second, idx[i]);
+        visit(r);
+        for (std::size_t i = dims.size(); i-- > 0;) {
+            if (++idx[i] < dims[i].first) break;
+            idx[i] = 0;
+        }
+    }
+    return true;
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+    const std::int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+void sort_unique(std::vector<std::int64_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+// What a loop's items touch, found from item 0's accesses.
+struct L2Model::LoopTiles {
+    struct Tracked {
+        TensorId id = -1;
+        std::vector<std::int64_t> recurring, moving;  // entry indices; moving: item 0's
+        std::int64_t shift = 0;                       // entries the moving tiles move per item
+    };
+    struct Streamed {  // reads of an untracked tensor (rule 1's record)
+        TensorId id = -1;
+        std::vector<RegionKey> recurring, moving;     // moving: item 0's
+        Step step;
+    };
+    std::vector<Tracked> tracked;
+    std::vector<Streamed> streamed;
+};
+
+bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
+    std::int64_t budget = kMaxPositions;
+    const std::int64_t n = shape.count;
+    auto tracked_of = [&](TensorId id) -> LoopTiles::Tracked& {
+        for (auto& t : tiles.tracked)
+            if (t.id == id) return t;
+        tiles.tracked.push_back({id, {}, {}, 0});
+        return tiles.tracked.back();
+    };
+    auto streamed_of = [&](TensorId id) -> LoopTiles::Streamed& {
+        for (auto& t : tiles.streamed)
+            if (t.id == id) return t;
+        tiles.streamed.push_back({id, {}, {}, {}});
+        return tiles.streamed.back();
+    };
+    for (const ItemAccess& a : shape.accesses) {
+        const GlobalTensor& t = *a.region.tensor;
+        TensorState& s = state_for(t);
+        if (s.tracked) {
+            // The tiles move by whole tiles of the tracking grid, or the items do not touch alike tiles.
+            if (a.step.rows % t.region_rows != 0 || a.step.cols % t.region_cols != 0) return false;
+            const std::int64_t shift = a.step.rows / t.region_rows * s.grid_cols + a.step.cols / t.region_cols;
+            LoopTiles::Tracked& tt = tracked_of(t.id);
+            if (shift != 0) {
+                if (tt.shift != 0 && tt.shift != shift) return false;
+                tt.shift = shift;
+            }
+            std::vector<std::int64_t>& into = shift == 0 ? tt.recurring : tt.moving;
+            const bool ok = for_each_position(a, budget, [&](const Region& r) {
+                for_each_entry(r, [&](Entry* e, std::int64_t) { into.push_back(e - s.entries.data()); });
+            });
+            if (!ok) return false;
+        } else if (!a.write) {  // writes of an untracked tensor always reach DRAM: no state to follow
+            LoopTiles::Streamed& st = streamed_of(t.id);
+            const bool moving = !is_zero(a.step);
+            if (moving) {
+                if (!st.moving.empty() && !(st.step == a.step)) return false;
+                st.step = a.step;
+            }
+            const bool ok = for_each_position(a, budget, [&](const Region& r) {
+                (moving ? st.moving : st.recurring).push_back({t.id, r.head, r.row0, r.nrows, r.col0, r.ncols});
+            });
+            if (!ok) return false;
+        }
+    }
+    for (auto& t : tiles.tracked) {
+        sort_unique(t.recurring);
+        sort_unique(t.moving);
+        if (t.moving.empty()) continue;
+        // Each item's moving tiles are its own: the windows do not overlap, and no recurring tile lies in
+        // any item's window.
+        const std::int64_t lo = t.moving.front(), hi = t.moving.back();
+        if (hi - lo >= (t.shift > 0 ? t.shift : -t.shift)) return false;
+        for (const std::int64_t r : t.recurring) {
+            const std::int64_t k0 = floor_div(r - lo, t.shift);  // the window over r, if any, is k0's or a neighbour's
+            for (std::int64_t k = k0 - 1; k <= k0 + 1; ++k) {
+                const std::int64_t at = r - k * t.shift;
+                if (k >= 0 && k < n && at >= lo && at <= hi && std::binary_search(t.moving.begin(), t.moving.end(), at))
+                    return false;
+            }
+        }
+    }
+    for (auto& t : tiles.streamed) {
+        if (t.moving.empty()) continue;
+        // A moving read's region is its item's own: no other read, moving or recurring, is ever the same
+        // region. Regions that differ by whole steps lie on one line; their positions on it must be n apart.
+        const Step& s = t.step;
+        auto line = [&](const RegionKey& key) {
+            const std::int64_t q = s.rows != 0 ? floor_div(key.row0, s.rows) : s.cols != 0 ? floor_div(key.col0, s.cols)
+                                                                                            : floor_div(key.head, s.head);
+            RegionKey base = key;
+            base.head -= q * s.head;
+            base.row0 -= q * s.rows;
+            base.col0 -= q * s.cols;
+            return std::pair{base, q};
+        };
+        std::unordered_map<RegionKey, std::vector<std::int64_t>, RegionKeyHash> positions;
+        for (const RegionKey& key : t.moving) {
+            const auto [base, q] = line(key);
+            positions[base].push_back(q);
+        }
+        for (auto& [base, qs] : positions) {
+            std::sort(qs.begin(), qs.end());
+            for (std::size_t i = 1; i < qs.size(); ++i)
+                if (qs[i] - qs[i - 1] < n) return false;
+        }
+        for (const RegionKey& key : t.recurring) {
+            const auto [base, q] = line(key);
+            const auto it = positions.find(base);
+            if (it == positions.end()) continue;
+            for (const std::int64_t m : it->second)
+                if (q - m >= 0 && q - m < n) return false;
+        }
+    }
+    return true;
+}
+
+namespace {
+
+// What a moving tile's state means for the item that touches it first.
+enum class Pre : std::uint8_t { miss, hit_clean, hit_dirty, shared_clean, shared_dirty, unknown };
+// A streamed read: no record in this wave, a record of this block, or of another block (shared).
+enum class StreamedPre : std::uint8_t { absent, same_block, other_block };
+
+}  // namespace
+
+struct L2Model::Context {
+    L2Clock clock_start = 0, clock_end = 0;
+    std::int64_t wave_end = 0, block_end = 0, scale = 1;
+    L2Clock inserted = 0, inserted_scaled = 0;
+};
+
+void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
+    const std::int64_t n = shape.count;
+    LoopTiles tiles;
+    if (n < 3 || !can_carry_over(shape, tiles)) {
+        for (std::int64_t k = 0; k < n; ++k) run_item(k);
+        return;
+    }
+    struct Rel {  // a tile's state relative to the end of the item that left it
+        bool touched = false, dirty = false;
+        L2Clock clock = 0;
+        std::int64_t wave = 0, block = 0;
+        bool operator==(const Rel&) const = default;
+    };
+    constexpr std::int64_t kNoRead = INT64_MIN;  // a streamed region with no record in this wave
+    struct Item {
+        std::int64_t k = 0;
+        Context ctx;
+        std::vector<Dram> dram;                                  // by tensor id
+        std::vector<std::vector<Rel>> recurring;                 // per LoopTiles::tracked, after the item
+        std::vector<std::vector<Entry>> moving_pre, moving_post; // per LoopTiles::tracked
+        std::vector<std::vector<Pre>> moving_class;
+        std::vector<std::vector<std::int64_t>> streamed_recurring;  // reader block - block_end, or kNoRead
+        std::vector<std::vector<StreamedPre>> streamed_class;
+        std::vector<std::vector<std::int64_t>> streamed_post;       // reader block - block_end
+    };
+    auto tile_at = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t k) -> Entry& {
+        return tensors_[static_cast<std::size_t>(t.id)].entries[static_cast<std::size_t>(t.moving[i] + k * t.shift)];
+    };
+    auto classify = [&](const Entry& e, L2Clock start, std::int64_t wave, std::int64_t block, L2Clock advance) {
+        if (e.clock < 0) return Pre::miss;
+        if (e.wave == wave && e.block != block) return e.dirty ? Pre::shared_dirty : Pre::shared_clean;
+        const L2Clock age = start - e.clock;
+        if (age > capacity_) return Pre::miss;  // its age only grows during the item
+        if (age + advance <= capacity_) return e.dirty ? Pre::hit_dirty : Pre::hit_clean;
+        return Pre::unknown;                    // evicted or not depending on when in the item: run it
+    };
+    auto streamed_lookup = [&](const RegionKey& key, std::int64_t wave, std::int64_t block) {
+        if (wave != wave_reads_wave_) return StreamedPre::absent;  // a wave not begun: its record starts empty
+        const auto it = wave_reads_.find(key);
+        if (it == wave_reads_.end()) return StreamedPre::absent;
+        return it->second == block ? StreamedPre::same_block : StreamedPre::other_block;
+    };
+    auto moved_key = [](RegionKey key, const Step& s, std::int64_t k) {
+        key.head += k * s.head;
+        key.row0 += k * s.rows;
+        key.col0 += k * s.cols;
+        return key;
+    };
+    // The chip-wide scale of the wave `wave` (begin_block's rule), for loops over whole waves.
+    auto scale_of_wave = [&](std::int64_t wave) {
+        const std::int64_t w = wave - wave_base_;
+        const std::int64_t chip = std::min(slots_, grid_ - w * slots_), mine = std::min(slots_, blocks_per_head_ - w * slots_);
+        return std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
+    };
+
+    std::optional<Item> last;
+    std::int64_t k = 0;
+    while (k < n) {
+        Item cur;
+        cur.k = k;
+        cur.ctx.clock_start = clock_;
+        const L2Clock inserted0 = kernel_inserted_, scaled0 = kernel_inserted_scaled_;
+        const std::vector<Dram> dram0 = dram_;
+        for (const auto& t : tiles.tracked) {
+            auto& pre = cur.moving_pre.emplace_back();
+            for (std::size_t i = 0; i < t.moving.size(); ++i) pre.push_back(tile_at(t, i, k));
+        }
+        // Streamed reads are classed before the item runs; the block that reads is the item's own, known
+        // once it ran (begin_block): keep the reader's block and class after.
+        std::vector<std::vector<std::int64_t>> streamed_reader;
+        for (const auto& t : tiles.streamed) {
+            auto& readers = streamed_reader.emplace_back();
+            for (const RegionKey& key : t.moving) {
+                const RegionKey at = moved_key(key, t.step, k);
+                const auto it = wave_reads_.find(at);
+                readers.push_back(it == wave_reads_.end() ? kNoRead : it->second);
+            }
+        }
+        const std::int64_t wave_before = wave_reads_wave_;
+
+        run_item(k);
+
+        cur.ctx.clock_end = clock_;
+        cur.ctx.wave_end = wave_;
+        cur.ctx.block_end = block_;
+        cur.ctx.scale = scale_;
+        cur.ctx.inserted = kernel_inserted_ - inserted0;
+        cur.ctx.inserted_scaled = kernel_inserted_scaled_ - scaled0;
+        cur.dram = dram_;
+        for (std::size_t i = 0; i < cur.dram.size(); ++i) {
+            const Dram before = i < dram0.size() ? dram0[i] : Dram{};
+            cur.dram[i].read -= before.read;
+            cur.dram[i].write -= before.write;
+        }
+        const L2Clock advance = cur.ctx.clock_end - cur.ctx.clock_start;
+        for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
+            const auto& t = tiles.tracked[ti];
+            const auto& entries = tensors_[static_cast<std::size_t>(t.id)].entries;
+            auto& rec = cur.recurring.emplace_back();
+            for (const std::int64_t r : t.recurring) {
+                const Entry& e = entries[static_cast<std::size_t>(r)];
+                rec.push_back(e.clock < 0 ? Rel{false, e.dirty, 0, 0, 0}
+                                          : Rel{true, e.dirty, e.clock - clock_, e.wave - wave_, e.block - block_});
+            }
+            auto& post = cur.moving_post.emplace_back();
+            auto& cls = cur.moving_class.emplace_back();
+            for (std::size_t i = 0; i < t.moving.size(); ++i) {
+                post.push_back(tile_at(t, i, k));
+                cls.push_back(classify(cur.moving_pre[ti][i], cur.ctx.clock_start, wave_, block_, advance));
+            }
+        }
+        for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
+            const auto& t = tiles.streamed[si];
+            auto& rec = cur.streamed_recurring.emplace_back();
+            for (const RegionKey& key : t.recurring) {
+                const auto it = wave_reads_.find(key);
+                rec.push_back(wave_reads_wave_ != wave_ || it == wave_reads_.end() ? kNoRead : it->second - block_);
+            }
+            auto& cls = cur.streamed_class.emplace_back();
+            auto& post = cur.streamed_post.emplace_back();
+            for (std::size_t i = 0; i < t.moving.size(); ++i) {
+                const std::int64_t reader = wave_before != wave_ ? kNoRead : streamed_reader[si][i];
+                cls.push_back(reader == kNoRead ? StreamedPre::absent
+                              : reader == block_ ? StreamedPre::same_block
+                                                 : StreamedPre::other_block);
+                const auto it = wave_reads_.find(moved_key(t.moving[i], t.step, k));
+                post.push_back(it == wave_reads_.end() ? kNoRead : it->second - block_);
+            }
+        }
+        ++k;
+
+        // The items before this one and this one left the recurring tiles alike: the items after it find
+        // them as this one did. Count those whose moving tiles are also as this one found its own.
+        const bool steady = last && last->recurring == cur.recurring && last->streamed_recurring == cur.streamed_recurring &&
+                            last->ctx.scale == cur.ctx.scale;
+        if (steady) {
+            std::int64_t m = 0;
+            for (std::int64_t j = k; j < n; ++j) {
+                const std::int64_t t = j - cur.k;
+                const L2Clock start = cur.ctx.clock_start + advance * t;
+                const std::int64_t wave = cur.ctx.wave_end + shape.wave_step * t, block = cur.ctx.block_end + shape.block_step * t;
+                bool alike = shape.wave_step == 0 || scale_of_wave(wave) == cur.ctx.scale;
+                for (std::size_t ti = 0; alike && ti < tiles.tracked.size(); ++ti)
+                    for (std::size_t i = 0; alike && i < tiles.tracked[ti].moving.size(); ++i) {
+                        const Pre c = cur.moving_class[ti][i];
+                        alike = c != Pre::unknown && classify(tile_at(tiles.tracked[ti], i, j), start, wave, block, advance) == c;
+                    }
+                for (std::size_t si = 0; alike && si < tiles.streamed.size(); ++si)
+                    for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i)
+                        alike = streamed_lookup(moved_key(tiles.streamed[si].moving[i], tiles.streamed[si].step, j), wave, block) ==
+                                cur.streamed_class[si][i];
+                if (!alike) break;
+                ++m;
+            }
+            if (m > 0) {
+                // Carry over items k .. k+m-1: each does what item cur.k did, shifted.
+                for (std::size_t i = 0; i < cur.dram.size(); ++i) {
+                    if (i >= dram_.size()) dram_.resize(i + 1);
+                    dram_[i].read += m * cur.dram[i].read;
+                    dram_[i].write += m * cur.dram[i].write;
+                }
+                clock_ = cur.ctx.clock_end + advance * m;
+                kernel_inserted_ += cur.ctx.inserted * m;
+                kernel_inserted_scaled_ += cur.ctx.inserted_scaled * m;
+                wave_ = cur.ctx.wave_end + shape.wave_step * m;
+                block_ = cur.ctx.block_end + shape.block_step * m;
+                for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
+                    const auto& t = tiles.tracked[ti];
+                    auto& entries = tensors_[static_cast<std::size_t>(t.id)].entries;
+                    for (std::size_t i = 0; i < t.recurring.size(); ++i) {
+                        const Rel& r = cur.recurring[ti][i];
+                        Entry& e = entries[static_cast<std::size_t>(t.recurring[i])];
+                        e = r.touched ? Entry{clock_ + r.clock, wave_ + r.wave, block_ + r.block, r.dirty} : Entry{-1, -1, -1, r.dirty};
+                    }
+                    for (std::int64_t s = 1; s <= m; ++s)
+                        for (std::size_t i = 0; i < t.moving.size(); ++i) {
+                            Entry e = cur.moving_post[ti][i];
+                            e.clock += advance * s;
+                            e.wave += shape.wave_step * s;
+                            e.block += shape.block_step * s;
+                            tile_at(t, i, cur.k + s) = e;
+                        }
+                }
+                if (!tiles.streamed.empty()) {
+                    if (shape.wave_step != 0) {  // the record holds the last carried wave's reads
+                        wave_reads_.clear();
+                        wave_reads_wave_ = wave_;
+                    }
+                    const std::int64_t first = shape.wave_step != 0 ? m : 1;
+                    for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
+                        const auto& t = tiles.streamed[si];
+                        for (std::size_t i = 0; i < t.recurring.size(); ++i)
+                            if (cur.streamed_recurring[si][i] != kNoRead) wave_reads_[t.recurring[i]] = block_ + cur.streamed_recurring[si][i];
+                        for (std::int64_t s = first; s <= m; ++s)
+                            for (std::size_t i = 0; i < t.moving.size(); ++i)
+                                if (cur.streamed_post[si][i] != kNoRead)
+                                    wave_reads_[moved_key(t.moving[i], t.step, cur.k + s)] =
+                                        cur.ctx.block_end + shape.block_step * s + cur.streamed_post[si][i];
+                    }
+                }
+                carried_over_ += m;
+                k += m;
+            }
+        }
+        last = std::move(cur);
+    }
+}
+
+}  // namespace fasim
