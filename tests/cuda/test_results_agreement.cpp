@@ -1104,18 +1104,32 @@ TEST_CASE("H200: the FA2 paper's setting predicted before it was timed, from the
     CHECK(calibrated_mape("fa2", 64) > 0.20);  // the FP32 ceiling (SGEMM's, not the FFMA peak): the H100's gap too
 }
 
-// ---- The kernel ladder (docs/kernel-ladder.md): fa2 -> fa2_tc -> fa2_tc_tuned -> fa2_wgmma, on an H200 ----------------
-// Five runs of 2026-11-26 (cuda/results/README.md): the kernels as they are now are those of run -c at d = 128 (its
-// fa2_wgmma with ping-pong) and run -e at d = 64 (fa2_wgmma one tile at a time); each run timed every rung and
-// PyTorch's flash and cuDNN backends together, so every comparison below is within one run.
+// ---- The kernel ladder (docs/kernel-ladder.md): fa2 -> fa2_tc -> fa2_tc_tuned -> fa2_wgmma, on an H200 and an H100 -----
+// H200: five runs of 2026-11-26 (cuda/results/README.md); the kernels as they are now are those of run -c at d = 128
+// (its fa2_wgmma with ping-pong) and run -e at d = 64 (fa2_wgmma one tile at a time). H100: one run of 2026-11-27
+// (2026-11-27-h100-ladder), both head dims, the same kernels, with fa-sim's predictions committed before it (the
+// hold-out). Each run timed every rung and PyTorch's flash and cuDNN backends together, so every comparison with
+// them below is within one run.
 
 namespace {
 
 struct LadderRun {
     std::string folder;
     int d;
+    std::string gpu;    // in the files' "gpu"
+    std::string check;  // cuda-check's closing line for the two new rungs (d = 64 alone in run -e)
 };
-const LadderRun kLadderRuns[] = {{kResults + "2026-11-26-h200-ladder-c/", 128}, {kResults + "2026-11-26-h200-ladder-e/", 64}};
+const LadderRun kLadderRuns[] = {{kResults + "2026-11-26-h200-ladder-c/", 128, "H200", "620 passed, 0 failed"},
+                                 {kResults + "2026-11-26-h200-ladder-e/", 64, "H200", "310 passed, 0 failed"}};
+const std::string kLadderH100 = kResults + "2026-11-27-h100-ladder/";
+const LadderRun kLadderRunsH100[] = {{kLadderH100, 128, "H100 80GB HBM3", "620 passed, 0 failed"},
+                                     {kLadderH100, 64, "H100 80GB HBM3", "620 passed, 0 failed"}};
+// Every run above, both cards.
+std::vector<LadderRun> all_ladder_runs() {
+    std::vector<LadderRun> runs(std::begin(kLadderRuns), std::end(kLadderRuns));
+    runs.insert(runs.end(), std::begin(kLadderRunsH100), std::end(kLadderRunsH100));
+    return runs;
+}
 
 // Measured seconds of one run's ladder, by (kernel, dtype, N, causal), for its head dim.
 using LadderKey = std::tuple<std::string, std::string, int, bool>;
@@ -1142,15 +1156,16 @@ double ladder_tflops(int N, bool causal, double seconds) {
 
 }  // namespace
 
-TEST_CASE("kernel ladder: the new rungs pass cuda-check and compute-sanitizer, and every timed configuration is accurate",
-          "[hardware][ladder][accuracy]") {
-    for (const LadderRun& run : kLadderRuns) {
-        CAPTURE(run.folder);
+TEST_CASE("kernel ladder on the H200 and the H100: the new rungs pass cuda-check and compute-sanitizer, and every timed "
+          "configuration is accurate", "[hardware][ladder][accuracy]") {
+    // Issue 22: every rung checked against fp64 in fp16 and bf16, compute-sanitizer clean, on each card it was timed on.
+    for (const LadderRun& run : all_ladder_runs()) {
+        CAPTURE(run.folder, run.d);
         std::ifstream check(run.folder + "ladder_check.txt"), sanitizer(run.folder + "ladder_sanitizer.txt");
         REQUIRE((check.good() && sanitizer.good()));
         const std::string c((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
         const std::string s((std::istreambuf_iterator<char>(sanitizer)), std::istreambuf_iterator<char>());
-        CHECK(c.find(run.d == 128 ? "620 passed, 0 failed" : "310 passed, 0 failed") != std::string::npos);
+        CHECK(c.find(run.check) != std::string::npos);
         CHECK(s.find("memcheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
         CHECK(s.find("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
         CHECK(s.find("synccheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
@@ -1158,7 +1173,7 @@ TEST_CASE("kernel ladder: the new rungs pass cuda-check and compute-sanitizer, a
         for (const int N : {2048, 4096, 8192, 16384})
             for (const char* dtype : {"fp16", "bf16"}) {
                 const json doc = load(run.folder + "ladder_" + dtype + "_d" + std::to_string(run.d) + "_N" + std::to_string(N) + ".json");
-                REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+                REQUIRE(doc.at("gpu").get<std::string>().find(run.gpu) != std::string::npos);
                 for (const json& r : doc.at("results")) {
                     CAPTURE(r.at("algo").get<std::string>(), N, dtype, r.at("causal").get<bool>());
                     CHECK(r.at("accuracy").at("pass").get<bool>());
@@ -1169,14 +1184,15 @@ TEST_CASE("kernel ladder: the new rungs pass cuda-check and compute-sanitizer, a
     }
 }
 
-TEST_CASE("kernel ladder: each rung is faster than the one below it, in every configuration of the same run",
-          "[hardware][ladder]") {
-    for (const LadderRun& run : kLadderRuns) {
+TEST_CASE("kernel ladder on the H200 and the H100: each rung is faster than the one below it, in every configuration of "
+          "the same run", "[hardware][ladder]") {
+    for (const LadderRun& run : all_ladder_runs()) {
+        CAPTURE(run.folder);
         const auto t = ladder_times(run);
         for (const int N : {2048, 4096, 8192, 16384})
             for (const bool causal : {false, true}) {
                 CAPTURE(run.d, N, causal);
-                CHECK(t.at({"fa2_tc", "fp16", N, causal}) < t.at({"fa2", "fp16", N, causal}) / 5);  // tensor cores: 5-10x
+                CHECK(t.at({"fa2_tc", "fp16", N, causal}) < t.at({"fa2", "fp16", N, causal}) / 5);  // tensor cores: 9-13x
                 for (const char* dtype : {"fp16", "bf16"}) {
                     CAPTURE(dtype);
                     CHECK(t.at({"fa2_tc_tuned", dtype, N, causal}) < t.at({"fa2_tc", dtype, N, causal}));
@@ -1186,7 +1202,7 @@ TEST_CASE("kernel ladder: each rung is faster than the one below it, in every co
     }
 }
 
-TEST_CASE("kernel ladder: the Hopper rung reaches 627-683 TFLOP/s at d=128 from N=4096 and 85-102% of cuDNN at every N >= 2048, "
+TEST_CASE("kernel ladder on the H200: the Hopper rung reaches 627-683 TFLOP/s at d=128 from N=4096 and 85-102% of cuDNN at every N >= 2048, "
           "the tuned mma.sync rung 94-116% of PyTorch's FlashAttention-2",
           "[hardware][ladder][yardstick]") {
     // The issue's targets: the Hopper rung >= 550 TFLOP/s at d = 128, N >= 4096, non-causal, and >= 85% of the cuDNN
@@ -1215,4 +1231,160 @@ TEST_CASE("kernel ladder: the Hopper rung reaches 627-683 TFLOP/s at d=128 from 
     CHECK(lowest_cudnn < 0.86);   // the margin is thin, and said so
     CHECK(lowest_flash < 1.0);    // the tuned rung's target is not met everywhere
     CHECK(highest_flash > 1.1);
+}
+
+TEST_CASE("kernel ladder on the H100: the Hopper rung reaches 630-681 TFLOP/s at d=128 from N=4096 and 87-104% of cuDNN "
+          "at every N >= 2048, the tuned mma.sync rung 93-112% of PyTorch's FlashAttention-2",
+          "[hardware][ladder][yardstick]") {
+    // Issue 22's targets on the second card, as measured (ladder_table.py): the Hopper rung >= 550 TFLOP/s at d = 128,
+    // N >= 4096, non-causal (met: 630-681) and >= 85% of the cuDNN backend in the same run at every N >= 2048 (met: the
+    // lowest, 0.873, is d=64 causal fp16 at N = 2048); the tuned mma.sync rung >= 100% of PyTorch's flash backend at
+    // N >= 2048 for every d and causal setting (not met: below 1.0 in 18 of the 32 configurations, 0.935 at worst,
+    // d=128 causal fp16 N = 2048; on the H200 24 of 32).
+    double lowest_cudnn = 10, highest_cudnn = 0, lowest_flash = 10, highest_flash = 0, lowest_tflops = 1e4, highest_tflops = 0;
+    int configurations = 0, below_flash = 0;
+    for (const LadderRun& run : kLadderRunsH100) {
+        const auto t = ladder_times(run);
+        for (const int N : {2048, 4096, 8192, 16384})
+            for (const bool causal : {false, true})
+                for (const char* dtype : {"fp16", "bf16"}) {
+                    CAPTURE(run.d, N, causal, dtype);
+                    const double wgmma = t.at({"fa2_wgmma", dtype, N, causal});
+                    const double cudnn_share = t.at({"torch_cudnn", dtype, N, causal}) / wgmma;
+                    CHECK(cudnn_share >= 0.87);
+                    lowest_cudnn = std::min(lowest_cudnn, cudnn_share);
+                    highest_cudnn = std::max(highest_cudnn, cudnn_share);
+                    if (run.d == 128 && N >= 4096 && !causal) {
+                        const double tflops = ladder_tflops(N, causal, wgmma);
+                        CHECK(tflops >= 550);
+                        lowest_tflops = std::min(lowest_tflops, tflops);
+                        highest_tflops = std::max(highest_tflops, tflops);
+                    }
+                    const double flash_share = t.at({"torch_flash", dtype, N, causal}) / t.at({"fa2_tc_tuned", dtype, N, causal});
+                    CHECK(flash_share >= 0.93);
+                    lowest_flash = std::min(lowest_flash, flash_share);
+                    highest_flash = std::max(highest_flash, flash_share);
+                    below_flash += flash_share < 1.0;
+                    ++configurations;
+                }
+    }
+    CHECK(configurations == 32);
+    CHECK(lowest_tflops > 629);  // 630.0: fp16 at N = 4096
+    CHECK(highest_tflops < 682);
+    CHECK(lowest_cudnn < 0.88);  // met, by 2 points
+    CHECK(highest_cudnn > 1.03);
+    CHECK(lowest_flash < 0.94);  // the tuned rung's target is not met:
+    CHECK(below_flash == 18);    // 18 of 32 below PyTorch's flash backend
+    CHECK(highest_flash > 1.1);
+}
+
+TEST_CASE("kernel ladder: every rung runs within 4% of its H200 time on the H100, configuration by configuration",
+          "[hardware][ladder]") {
+    // The same kernels (runs -c and -e on the H200, 2026-11-27-h100-ladder): compute-bound, on two cards with the same
+    // 132 SMs and clocks, the H200's faster HBM does not enter (0.97-1.03x). PyTorch's backends moved more between the
+    // two runs (flash 0.90-1.07x), so the ratios against them differ from card to card.
+    int compared = 0;
+    double lowest = 10, highest = 0;
+    for (std::size_t i = 0; i < std::size(kLadderRuns); ++i) {
+        const auto h200 = ladder_times(kLadderRuns[i]);
+        const LadderRun& h100_run = kLadderRunsH100[kLadderRuns[i].d == kLadderRunsH100[0].d ? 0 : 1];
+        REQUIRE(h100_run.d == kLadderRuns[i].d);
+        const auto h100 = ladder_times(h100_run);
+        for (const auto& [key, seconds] : h100) {
+            const std::string& algo = std::get<0>(key);
+            if (algo.rfind("fa2", 0) != 0) continue;  // the rungs, not PyTorch's backends
+            CAPTURE(algo, std::get<1>(key), std::get<2>(key), std::get<3>(key), h100_run.d);
+            const double r = seconds / h200.at(key);
+            CHECK(std::abs(r - 1) < 0.04);
+            lowest = std::min(lowest, r);
+            highest = std::max(highest, r);
+            ++compared;
+        }
+    }
+    CHECK(compared == 2 * 4 * (8 + 6));
+    CHECK(lowest < 0.97);
+    CHECK(highest > 1.02);
+}
+
+TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and PyTorch's flash within 15% with the "
+          "card's fa-calibrate file, fa2_wgmma 11-36% fast, the other misses where they were",
+          "[hardware][ladder][calibrate]") {
+    // Issue 22: every rung predicted within 15% from microbenchmarked ceilings, never from the rung's own timings. The
+    // predictions were committed before the run (3e4b8e5) with the H100-SXM preset and with the H100's fa-calibrate
+    // file of 2026-11-25-h100-c (summarize_predictions.py, SUMMARY.md). Met for fa2_tc_tuned and PyTorch's flash with
+    // the calibrated file; not for fa2_wgmma (the products at the dense rate cuBLAS reaches, the softmax hidden behind
+    // them), fa2_tc at d = 128 (instruction costs read at d = 64) or the CUDA-core fa2 at d = 64 with the calibrated
+    // file (its FP32 ceiling is SGEMM's), nor for fa2_tc_tuned at d = 128 with the preset. Each (file, kernel, d): the
+    // range of the errors in percent, rounded outwards, and how many of the 8 configurations are within 15%, for the
+    // predictions written before the run and for today's simulator from the same GPU file or preset.
+    struct Band {
+        const char* file;
+        const char* algo;
+        int d;
+        double lo, hi;
+        int within_15;
+    };
+    const Band bands[] = {
+        {"calibrated", "fa2", 64, 12, 26, 1},           {"calibrated", "fa2", 128, -10, -3, 8},
+        {"calibrated", "fa2_tc", 64, 6, 12, 8},         {"calibrated", "fa2_tc", 128, -21, -16, 0},
+        {"calibrated", "fa2_tc_tuned", 64, -3, 8, 8},   {"calibrated", "fa2_tc_tuned", 128, -15, -5, 8},
+        {"calibrated", "fa2_wgmma", 64, -31, -10, 3},   {"calibrated", "fa2_wgmma", 128, -37, -23, 0},
+        {"calibrated", "torch_flash", 64, -1, 8, 8},    {"calibrated", "torch_flash", 128, -15, -2, 8},
+        {"preset", "fa2", 64, -11, 0, 8},               {"preset", "fa2", 128, -30, -24, 0},
+        {"preset", "fa2_tc", 64, 6, 12, 8},             {"preset", "fa2_tc", 128, -21, -16, 0},
+        {"preset", "fa2_tc_tuned", 64, -7, 3, 8},       {"preset", "fa2_tc_tuned", 128, -18, -9, 6},
+        {"preset", "fa2_wgmma", 64, -36, -16, 0},       {"preset", "fa2_wgmma", 128, -39, -30, 0},
+        {"preset", "torch_flash", 64, -5, 4, 8},        {"preset", "torch_flash", 128, -18, -6, 6},
+    };
+    // The run's fp16 timings (what --paper predicts), each with its record for the current simulator.
+    std::map<std::tuple<std::string, int, int, bool>, json> measured;
+    for (const int d : {64, 128})
+        for (const int N : {2048, 4096, 8192, 16384}) {
+            const std::string tag = "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json";
+            for (const std::string& file : {"ladder_fp16" + tag, "ladder_torch" + tag}) {
+                const json doc = load(kLadderH100 + file);
+                for (const json& r : doc.at("results"))
+                    if (r.at("dtype") == "fp16" && r.at("algo") != "torch_cudnn" && r.contains("measured_s"))
+                        measured[{r.at("algo").get<std::string>(), N, d, r.at("causal").get<bool>()}] = r;
+            }
+        }
+    REQUIRE(measured.size() == 2 * 4 * 2 * 5);
+    const GpuSpec preset = find_gpu_preset("H100-SXM");
+    const GpuSpec calibrated = load_gpu_file(kRunCalibrated + "calibrated-gpu.json");
+    for (const char* which : {"calibrated", "preset"}) {
+        const json doc = load(kLadderH100 + "predicted_before_ladder_" + which + ".json");
+        CHECK(doc.at("simulator_commit").get<std::string>().rfind("6c783dd", 0) == 0);
+        if (std::string(which) == "calibrated")
+            CHECK(doc.at("gpu_file") == "cuda/results/2026-11-25-h100-c/calibrated-gpu.json");
+        else
+            CHECK(doc.at("gpu_preset") == "H100-SXM");
+        std::map<std::pair<std::string, int>, std::vector<std::pair<double, double>>> errors;  // (before, now) in %
+        for (const json& p : doc.at("results")) {
+            const std::string algo = p.at("algo");
+            const int N = p.at("N"), d = p.at("d");
+            const json& r = measured.at({algo, N, d, p.at("causal").get<bool>()});
+            const double m = r.at("measured_s");
+            const double now = predict(r, std::string(which) == "calibrated" ? calibrated : preset).time_s;
+            errors[{algo, d}].push_back({100 * (p.at("predicted_s").get<double>() - m) / m, 100 * (now - m) / m});
+        }
+        CHECK(errors.size() == 10);
+        for (const Band& b : bands) {
+            if (std::string(b.file) != which) continue;
+            CAPTURE(b.file, b.algo, b.d);
+            const auto& e = errors.at({b.algo, b.d});
+            REQUIRE(e.size() == 8);
+            int within = 0, within_now = 0;
+            for (const auto& [before, now] : e) {
+                CAPTURE(before, now);
+                CHECK(before >= b.lo);
+                CHECK(before <= b.hi);
+                CHECK(now >= b.lo);  // today's simulator, from the same GPU file or preset
+                CHECK(now <= b.hi);
+                within += std::abs(before) <= 15;
+                within_now += std::abs(now) <= 15;
+            }
+            CHECK(within == b.within_15);
+            CHECK(within_now == b.within_15);
+        }
+    }
 }
