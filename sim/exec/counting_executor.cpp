@@ -575,11 +575,13 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             finish_block();
         }
         l2_.end_kernel(kernel.heads);
+        rec.blocks_run = kernel.blocks_per_head;
     } else {
         // Of each run of alike blocks, three run (their counts and accesses show what each block adds);
         // the others are counted by multiplicity and their accesses played as a loop.
         std::vector<BlockRunAccesses> runs;
         auto describe = [&](std::int64_t b, AccessList& into) {
+            ++rec.blocks_run;
             block.start_block(/*record_accesses=*/false);
             block.describe_into(&into);
             body(block, 0, b);

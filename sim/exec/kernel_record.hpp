@@ -96,6 +96,9 @@ struct KernelRecord {
 
     // Work of each block of one head, in launch order, run-length encoded.
     std::vector<std::pair<BlockWork, std::int64_t>> block_work;
+    // Blocks of the simulated head whose tile program ran (by class: three of each run of alike blocks;
+    // by block: all of them). How the counting went, not what it counted.
+    std::int64_t blocks_run = 0;
 };
 
 }  // namespace fasim

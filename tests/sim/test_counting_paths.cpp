@@ -1,0 +1,130 @@
+// The counting executor's two paths give the same counts: by class (one block and one loop iteration of
+// each run of alike ones, the rest by multiplicity, the L2 model carrying alike items over) and by block
+// (every block and iteration of the simulated head, each access played into the L2 model in order).
+// Issue: "a test checks that both give identical counts — every byte counter, FLOP counter and the
+// predicted time — over a grid of problems where the per-block path still runs".
+#include <catch2/catch.hpp>
+
+#include "algorithms/algorithm.hpp"
+#include "report/report.hpp"
+#include "test_helpers.hpp"
+
+namespace fasim {
+namespace {
+
+struct Case {
+    const Algorithm* algo;
+    PassSelection pass;
+    AttentionProblem problem;
+    const GpuSpec* gpu;
+    TileRequest request;
+    ModelOptions options;
+    std::string text;
+};
+
+std::string describe(const Case& c) {
+    return std::string(c.algo->id) + " " + pass_name(c.pass) + " " + c.problem.describe() + " on " + c.gpu->name + c.text;
+}
+
+// Both paths' results, field by field: the report's JSON (every counter per kernel, tensor and level, the
+// FLOPs, the timing terms and the predicted time) and the per-block work the schedule is made from.
+void check_same(const Case& c) {
+    INFO(describe(c));
+    ModelOptions by_block = c.options;
+    by_block.count_every_block = true;
+    const AlgorithmResult a = simulate(*c.algo, c.pass, c.problem, *c.gpu, c.request, c.options);
+    const AlgorithmResult b = simulate(*c.algo, c.pass, c.problem, *c.gpu, c.request, by_block);
+    REQUIRE(a.kernels.size() == b.kernels.size());
+    for (std::size_t k = 0; k < a.kernels.size(); ++k) {
+        INFO("kernel " << a.kernels[k].desc.name);
+        CHECK(a.kernels[k].dram == b.kernels[k].dram);
+        CHECK(a.kernels[k].hbm == b.kernels[k].hbm);
+        CHECK(a.kernels[k].l2 == b.kernels[k].l2);
+        CHECK(a.kernels[k].block_work == b.kernels[k].block_work);
+        CHECK(a.timing[k].total_s == b.timing[k].total_s);
+    }
+    CHECK(algorithm_json(a, nullptr).dump() == algorithm_json(b, nullptr).dump());
+}
+
+const GpuSpec& gpu(const char* name) {
+    static std::map<std::string, GpuSpec> cache;
+    auto it = cache.find(name);
+    if (it == cache.end()) it = cache.emplace(name, find_gpu_preset(name)).first;
+    return it->second;
+}
+
+AttentionProblem problem(std::int64_t N, std::int64_t Nk, std::int64_t d, DType t, bool causal, std::int64_t batch,
+                         std::int64_t heads, std::int64_t kv_heads = 0) {
+    AttentionProblem p = test::problem(N, d, heads, t, causal, Nk);
+    p.batch = batch;
+    p.kv_heads = kv_heads;
+    return p;
+}
+
+TEST_CASE("Counting by class equals counting every block: every algorithm and pass, ragged, causal, Nq != Nk, every "
+          "matmul mode and preset",
+          "[counting]") {
+    // Problems: tile multiples and not, fewer and more keys than queries, causal or not.
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{256, 256}, {300, 300}, {1000, 1500}, {1500, 700}, {2048, 2048}};
+    int cases = 0;
+    for (const Algorithm* algo : algorithms(Pass::forward)) {
+        if (algo->decoding) continue;  // below, on decode shapes
+        for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd, PassSelection::fwd_bwd}) {
+            if (pass != PassSelection::fwd && !backward_of(*algo)) continue;
+            for (const auto& [N, Nk] : shapes)
+                for (const bool causal : {false, true}) {
+                    check_same({algo, pass, problem(N, Nk, 64, DType::fp16, causal, 1, 16), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+                    ++cases;
+                }
+            // Other head sizes, storage types, GPUs, grids of several waves, the CUDA-core kernels' tiles.
+            check_same({algo, pass, problem(1000, 1000, 128, DType::fp32, false, 3, 5), &gpu("H100-SXM"), {}, {}, ""});
+            check_same({algo, pass, problem(4096, 4096, 128, DType::bf16, true, 2, 8), &gpu("H200"), {}, {}, ""});
+            check_same({algo, pass, problem(777, 777, 32, DType::fp16, false, 1, 2), &gpu("T4"), {}, {}, ""});
+            ModelOptions cuda_cores;
+            cuda_cores.tensor_cores = false;
+            check_same({algo, pass, problem(1500, 1500, 64, DType::fp32, true, 1, 4), &gpu("H200"), {}, cuda_cores, " (CUDA cores)"});
+            cases += 4;
+        }
+    }
+    const Algorithm& standard = algorithm("standard");
+    for (const MatmulMode m : {MatmulMode::naive, MatmulMode::library})
+        for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd})
+            for (const auto& [N, Nk] : shapes) {
+                TileRequest r;
+                r.matmul = m;
+                check_same({&standard, pass, problem(N, Nk, 64, DType::fp16, N % 2 == 1, 1, 4), &gpu("H200"), r, {}, " (matmul)"});
+                ++cases;
+            }
+    TileRequest splits;  // FA1 with several blocks per batch*head, some with a Q tile more
+    splits.q_splits = 3;
+    check_same({&algorithm("fa1"), PassSelection::fwd, problem(1000, 1000, 64, DType::fp16, false, 1, 4), &gpu("A100-SXM4-40GB"), splits, {}, " (q_splits 3)"});
+    check_same({&algorithm("fa1"), PassSelection::fwd, problem(1000, 1300, 64, DType::fp16, true, 1, 4), &gpu("A100-SXM4-40GB"), splits, {}, " (q_splits 3)"});
+    TileRequest separate;  // FA2's backward with dQ in a kernel of its own
+    separate.dq = DqMode::separate;
+    for (const bool causal : {false, true})
+        check_same({&algorithm("fa2"), PassSelection::bwd, problem(1000, 1200, 64, DType::fp16, causal, 2, 2), &gpu("H100-SXM"), separate, {}, " (dq separate)"});
+    // Decoding: grouped K/V heads, splits by the heuristic and given, a few query rows, causal.
+    const Algorithm& decoding = algorithm("flash_decoding");
+    check_same({&decoding, PassSelection::fwd, problem(1, 65536, 128, DType::fp16, false, 1, 32, 8), &gpu("H100-SXM"), {}, {}, ""});
+    check_same({&decoding, PassSelection::fwd, problem(4, 10000, 64, DType::bf16, false, 2, 8, 1), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+    check_same({&decoding, PassSelection::fwd, problem(16, 3000, 64, DType::fp16, true, 1, 4), &gpu("H200"), {}, {}, ""});
+    TileRequest kv;
+    kv.kv_splits = 7;
+    check_same({&decoding, PassSelection::fwd, problem(1, 5000, 64, DType::fp16, false, 3, 4), &gpu("L4"), kv, {}, " (kv_splits 7)"});
+    CHECK(cases > 100);
+}
+
+TEST_CASE("Counting by class runs a handful of blocks however long the sequence", "[counting]") {
+    // FA2 at N = 65536 has 512 Q tiles per head (A100: 128-row tiles): the class path runs three blocks of
+    // the alike ones and the ragged-free last one; the by-block path runs all 512.
+    const AlgorithmResult r = simulate(algorithm("fa2"), test::problem(65536), test::a100());
+    REQUIRE(r.kernels.size() == 1);
+    CHECK(r.kernels[0].desc.blocks_per_head == 512);
+    CHECK(r.kernels[0].blocks_run == 4);
+    ModelOptions every;
+    every.count_every_block = true;
+    CHECK(simulate(algorithm("fa2"), test::problem(65536), test::a100(), {}, every).kernels[0].blocks_run == 512);
+}
+
+}  // namespace
+}  // namespace fasim
