@@ -19,7 +19,6 @@
 // overlap, a moving tile that is also recurring) runs item by item, as read() and write() would.
 #include <algorithm>
 #include <climits>
-#include <optional>
 #include <unordered_map>
 
 #include "machine/l2_model.hpp"
@@ -76,7 +75,7 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
 }
 
 void sort_unique(std::vector<std::int64_t>& v) {
-    std::sort(v.begin(), v.end());
+    if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
@@ -101,11 +100,21 @@ struct L2Model::LoopTiles {
 bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     std::int64_t budget = kMaxPositions;
     const std::int64_t n = shape.count;
+    // The lists of an earlier call are emptied, not freed: their room is used again.
+    for (auto& t : tiles.tracked) {
+        t.id = -1;
+        t.recurring.clear();
+        t.moving.clear();
+        t.shift = 0;
+    }
+    tiles.streamed.clear();
+    std::size_t used = 0;
     auto tracked_of = [&](TensorId id) -> LoopTiles::Tracked& {
-        for (auto& t : tiles.tracked)
-            if (t.id == id) return t;
-        tiles.tracked.push_back({id, {}, {}, 0});
-        return tiles.tracked.back();
+        for (std::size_t i = 0; i < used; ++i)
+            if (tiles.tracked[i].id == id) return tiles.tracked[i];
+        if (used == tiles.tracked.size()) tiles.tracked.emplace_back();
+        tiles.tracked[used].id = id;
+        return tiles.tracked[used++];
     };
     auto streamed_of = [&](TensorId id) -> LoopTiles::Streamed& {
         for (auto& t : tiles.streamed)
@@ -113,6 +122,11 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         tiles.streamed.push_back({id, {}, {}, {}});
         return tiles.streamed.back();
     };
+    struct Trim {  // whatever the answer, the list holds the tensors of this loop only
+        LoopTiles& tiles;
+        std::size_t& used;
+        ~Trim() { tiles.tracked.resize(used); }
+    } trim{tiles, used};
     for (const ItemAccess& a : shape.accesses) {
         const GlobalTensor& t = *a.region.tensor;
         TensorState& s = state_for(t);
@@ -210,20 +224,15 @@ struct L2Model::Context {
     L2Clock inserted = 0, inserted_scaled = 0;
 };
 
-void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
-    const std::int64_t n = shape.count;
-    LoopTiles tiles;
-    if (n < 3 || !can_carry_over(shape, tiles)) {
-        for (std::int64_t k = 0; k < n; ++k) run_item(k);
-        return;
-    }
-    struct Rel {  // a tile's state relative to the end of the item that left it
+// One level of loop()'s nesting: what it keeps of the items it ran, reused from call to call (the tile
+// lists of a long loop are large).
+struct L2Model::LoopScratch {
+    static constexpr std::int64_t kNoRead = INT64_MIN;  // a streamed region with no record in this wave
+    struct Rel {  // a tile's state relative to the end of the item that left it (every item touches it)
+        std::int64_t clock = 0, wave = 0, block = 0;
         bool touched = false, dirty = false;
-        L2Clock clock = 0;
-        std::int64_t wave = 0, block = 0;
         bool operator==(const Rel&) const = default;
     };
-    constexpr std::int64_t kNoRead = INT64_MIN;  // a streamed region with no record in this wave
     struct Item {
         std::int64_t k = 0;
         Context ctx;
@@ -235,6 +244,39 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         std::vector<std::vector<StreamedPre>> streamed_class;
         std::vector<std::vector<std::int64_t>> streamed_post;       // reader block - block_end
     };
+    LoopTiles tiles;
+    Item records[2];
+};
+
+L2Model::L2Model(std::int64_t capacity_bytes) : capacity_(capacity_bytes) {}
+L2Model::~L2Model() = default;
+L2Model::L2Model(L2Model&&) noexcept = default;
+
+void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
+    // A short loop is run item by item: carrying over needs two items run and recorded (every tile they
+    // touch, before and after), which costs more than the few it could save.
+    constexpr std::int64_t kShortLoop = 16;
+    const std::int64_t n = shape.count;
+    if (n < kShortLoop) {
+        for (std::int64_t k = 0; k < n; ++k) run_item(k);
+        return;
+    }
+    // This call's scratch: loops nest (waves, blocks, a block's loops), each level its own.
+    if (loop_depth_ == scratch_.size()) scratch_.push_back(std::make_unique<LoopScratch>());
+    LoopScratch& scratch = *scratch_[loop_depth_];
+    struct Depth {
+        std::size_t& d;
+        explicit Depth(std::size_t& depth) : d(depth) { ++d; }
+        ~Depth() { --d; }
+    } depth(loop_depth_);
+    LoopTiles& tiles = scratch.tiles;
+    if (!can_carry_over(shape, tiles)) {
+        for (std::int64_t k = 0; k < n; ++k) run_item(k);
+        return;
+    }
+    using Rel = LoopScratch::Rel;
+    using Item = LoopScratch::Item;
+    constexpr std::int64_t kNoRead = LoopScratch::kNoRead;
     auto tile_at = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t k) -> Entry& {
         return tensors_[static_cast<std::size_t>(t.id)].entries[static_cast<std::size_t>(t.moving[i] + k * t.shift)];
     };
@@ -265,20 +307,26 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         return std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
     };
 
-    std::optional<Item> last;
+    // Two items' records: the one before and the one running.
+    Item* records = scratch.records;
+    Item* last = nullptr;
+    Item* cur_record = &records[0];
     std::int64_t k = 0;
     while (k < n) {
-        Item cur;
+        Item& cur = *cur_record;
         cur.k = k;
         cur.ctx.clock_start = clock_;
         const L2Clock inserted0 = kernel_inserted_, scaled0 = kernel_inserted_scaled_;
         const std::vector<Dram> dram0 = dram_;
-        for (const auto& t : tiles.tracked) {
-            auto& pre = cur.moving_pre.emplace_back();
+        cur.moving_pre.resize(tiles.tracked.size());
+        for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
+            const auto& t = tiles.tracked[ti];
+            auto& pre = cur.moving_pre[ti];
+            pre.clear();
             for (std::size_t i = 0; i < t.moving.size(); ++i) pre.push_back(tile_at(t, i, k));
         }
-        // Streamed reads are classed before the item runs; the block that reads is the item's own, known
-        // once it ran (begin_block): keep the reader's block and class after.
+        // Streamed reads are classed against the block that reads them, known once the item ran
+        // (begin_block): keep each region's reader now, class it after.
         std::vector<std::vector<std::int64_t>> streamed_reader;
         for (const auto& t : tiles.streamed) {
             auto& readers = streamed_reader.emplace_back();
@@ -305,22 +353,31 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
             cur.dram[i].write -= before.write;
         }
         const L2Clock advance = cur.ctx.clock_end - cur.ctx.clock_start;
+        cur.recurring.resize(tiles.tracked.size());
+        cur.moving_post.resize(tiles.tracked.size());
+        cur.moving_class.resize(tiles.tracked.size());
         for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
             const auto& t = tiles.tracked[ti];
             const auto& entries = tensors_[static_cast<std::size_t>(t.id)].entries;
-            auto& rec = cur.recurring.emplace_back();
+            auto& rec = cur.recurring[ti];
+            rec.clear();
             for (const std::int64_t r : t.recurring) {
                 const Entry& e = entries[static_cast<std::size_t>(r)];
-                rec.push_back(e.clock < 0 ? Rel{false, e.dirty, 0, 0, 0}
-                                          : Rel{true, e.dirty, e.clock - clock_, e.wave - wave_, e.block - block_});
+                rec.push_back(e.clock < 0 ? Rel{0, 0, 0, false, e.dirty}
+                                          : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block - block_, true, e.dirty});
             }
-            auto& post = cur.moving_post.emplace_back();
-            auto& cls = cur.moving_class.emplace_back();
+            auto& post = cur.moving_post[ti];
+            auto& cls = cur.moving_class[ti];
+            post.clear();
+            cls.clear();
             for (std::size_t i = 0; i < t.moving.size(); ++i) {
                 post.push_back(tile_at(t, i, k));
                 cls.push_back(classify(cur.moving_pre[ti][i], cur.ctx.clock_start, wave_, block_, advance));
             }
         }
+        cur.streamed_recurring.clear();
+        cur.streamed_class.clear();
+        cur.streamed_post.clear();
         for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
             const auto& t = tiles.streamed[si];
             auto& rec = cur.streamed_recurring.emplace_back();
@@ -341,17 +398,24 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         }
         ++k;
 
-        // The items before this one and this one left the recurring tiles alike: the items after it find
+        // The item before this one and this one left the recurring tiles alike: the items after it find
         // them as this one did. Count those whose moving tiles are also as this one found its own.
-        const bool steady = last && last->recurring == cur.recurring && last->streamed_recurring == cur.streamed_recurring &&
+        // Only two items in a row, passed from one to the next the same way (within one wave, or a wave
+        // each), show what the next finds: after a wave boundary the one before saw other tiles.
+        const bool steady = last && last->k + 1 == cur.k && (shape.wave_step != 0 || last->ctx.wave_end == cur.ctx.wave_end) &&
+                            last->recurring == cur.recurring && last->streamed_recurring == cur.streamed_recurring &&
                             last->ctx.scale == cur.ctx.scale;
         if (steady) {
             std::int64_t m = 0;
             for (std::int64_t j = k; j < n; ++j) {
                 const std::int64_t t = j - cur.k;
                 const L2Clock start = cur.ctx.clock_start + advance * t;
-                const std::int64_t wave = cur.ctx.wave_end + shape.wave_step * t, block = cur.ctx.block_end + shape.block_step * t;
-                bool alike = shape.wave_step == 0 || scale_of_wave(wave) == cur.ctx.scale;
+                const std::int64_t block = cur.ctx.block_end + shape.block_step * t;
+                // Loops of whole waves move by waves; a loop of blocks stays alike within its wave only.
+                const std::int64_t wave = shape.wave_step != 0   ? cur.ctx.wave_end + shape.wave_step * t
+                                          : shape.block_step != 0 ? wave_base_ + block / slots_
+                                                                  : cur.ctx.wave_end;
+                bool alike = shape.wave_step != 0 ? scale_of_wave(wave) == cur.ctx.scale : wave == cur.ctx.wave_end;
                 for (std::size_t ti = 0; alike && ti < tiles.tracked.size(); ++ti)
                     for (std::size_t i = 0; alike && i < tiles.tracked[ti].moving.size(); ++i) {
                         const Pre c = cur.moving_class[ti][i];
@@ -414,7 +478,8 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 k += m;
             }
         }
-        last = std::move(cur);
+        last = &cur;
+        cur_record = last == &records[0] ? &records[1] : &records[0];
     }
 }
 

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -46,7 +47,11 @@ public:
     static constexpr std::int64_t kFineGrid = std::int64_t{1} << 18;
     static constexpr std::int64_t kMaxTrackedRegions = std::int64_t{1} << 22;
 
-    explicit L2Model(std::int64_t capacity_bytes) : capacity_(capacity_bytes) {}
+    explicit L2Model(std::int64_t capacity_bytes);
+    ~L2Model();
+    L2Model(L2Model&&) noexcept;
+    L2Model(const L2Model&) = delete;
+    L2Model& operator=(const L2Model&) = delete;
 
     // A kernel of `grid` blocks, `blocks_per_head` of which belong to the head we
     // simulate (launched first), running `slots` blocks at a time.
@@ -146,8 +151,11 @@ private:
     // loop()'s bookkeeping (machine/l2_loops.cpp).
     struct LoopTiles;
     struct Context;
+    struct LoopScratch;
     bool can_carry_over(const LoopShape& shape, LoopTiles& tiles);
     std::int64_t carried_over_ = 0;
+    std::vector<std::unique_ptr<LoopScratch>> scratch_;  // one per nesting level of loop()
+    std::size_t loop_depth_ = 0;
 };
 
 // Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
