@@ -111,6 +111,16 @@ TEST_CASE("Counting by class equals counting every block: every algorithm and pa
     TileRequest kv;
     kv.kv_splits = 7;
     check_same({&decoding, PassSelection::fwd, problem(1, 5000, 64, DType::fp16, false, 3, 4), &gpu("L4"), kv, {}, " (kv_splits 7)"});
+    // Long enough for every level to be carried over (loops of 64 K/V tiles, blocks of several waves).
+    for (const Algorithm* algo : algorithms(Pass::forward)) {
+        if (algo->decoding) continue;
+        check_same({algo, PassSelection::fwd, problem(8192, 8192, 64, DType::fp16, false, 1, 32), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+        check_same({algo, PassSelection::fwd, problem(8000, 8192, 128, DType::bf16, true, 2, 8), &gpu("H100-SXM"), {}, {}, ""});
+        if (backward_of(*algo))
+            check_same({algo, PassSelection::fwd_bwd, problem(8192, 8192, 64, DType::fp16, false, 1, 16), &gpu("H200"), {}, {}, ""});
+        cases += 3;
+    }
+    check_same({&decoding, PassSelection::fwd, problem(1, 262144, 128, DType::fp16, false, 1, 32, 8), &gpu("H200"), {}, {}, ""});
     CHECK(cases > 100);
 }
 
