@@ -68,9 +68,17 @@ void L2Model::touch(Entry& e) {
 bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
 
 std::size_t L2Model::RegionKeyHash::operator()(const RegionKey& k) const {
-    std::uint64_t h = static_cast<std::uint64_t>(k.tensor) + 1;
-    for (const std::int64_t v : {k.head, k.row0, k.nrows, k.col0, k.ncols}) h = h * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(v);
-    return static_cast<std::size_t>(h ^ (h >> 29));
+    // Each field mixed in (splitmix64's finaliser): regions a tile apart must not share buckets.
+    auto mix = [](std::uint64_t x) {
+        x ^= x >> 30;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27;
+        x *= 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+    };
+    std::uint64_t h = mix(static_cast<std::uint64_t>(k.tensor) + 1);
+    for (const std::int64_t v : {k.head, k.row0, k.nrows, k.col0, k.ncols}) h = mix(h ^ static_cast<std::uint64_t>(v));
+    return static_cast<std::size_t>(h);
 }
 
 // A read of a region another block of this wave read: shared. Otherwise this block is now its reader.
