@@ -1,5 +1,9 @@
 #include "exec/access_tree.hpp"
 
+#include <numeric>
+
+#include "machine/sectors.hpp"
+
 namespace fasim {
 
 namespace {
@@ -92,19 +96,34 @@ void play_waves(L2Model& l2, const BlockRunAccesses& run, std::int64_t b0, std::
 }
 
 bool same_access(const AccessNode& a, const AccessNode& b) {
-    return a.count == b.count && a.write == b.write && a.region.tensor == b.region.tensor && a.region.nrows == b.region.nrows &&
+    return a.count == b.count && a.write == b.write && a.contiguous == b.contiguous && a.region.tensor == b.region.tensor &&
+           a.region.nrows == b.region.nrows &&
            a.region.ncols == b.region.ncols && a.steps == b.steps;
 }
 
 }  // namespace
 
-// A move by whole 128-byte lines: the region then lies across L2's lines and sectors as it did, so
-// the sectors and requests it costs (machine/sectors.hpp) are the same in every iteration.
-bool moves_by_whole_lines(const Region& r, const Step& s) {
-    constexpr std::int64_t kLine = 128;
-    const GlobalTensor& t = *r.tensor;
-    return (s.cols * t.elem_bytes) % kLine == 0 && (s.rows * t.cols * t.elem_bytes) % kLine == 0 &&
-           (s.head * t.rows * t.cols * t.elem_bytes) % kLine == 0;
+// Whether an access costs the same L2 sectors and requests at every iteration: they depend only on where
+// its rows start within a 128-byte line, which the step moves by the same bytes each time, so the places
+// repeat after 128 / gcd(step, 128) iterations; each of them is checked.
+bool same_cost_everywhere(const AccessNode& n, const Step& s) {
+    const GlobalTensor& t = *n.region.tensor;
+    const std::int64_t pitch = t.cols * t.elem_bytes;
+    const std::int64_t shift = ((s.head * t.rows * pitch + s.rows * pitch + s.cols * t.elem_bytes) % kLineBytes + kLineBytes) % kLineBytes;
+    if (shift == 0) return true;
+    const L2Requests cost = l2_requests(n.region, n.contiguous);
+    const std::int64_t places = kLineBytes / std::gcd(shift, kLineBytes);
+    for (std::int64_t p = 1; p < places; ++p) {
+        Region r = n.region;
+        r.head += p * s.head;
+        r.row0 += p * s.rows;
+        r.col0 += p * s.cols;
+        if (r.row0 < 0 || r.col0 < 0 || r.head < 0 || r.row0 + r.nrows > t.rows || r.col0 + r.ncols > t.cols || r.head >= t.heads)
+            return false;  // the place lies outside the tensor: not checkable, so not alike
+        const L2Requests at = l2_requests(r, n.contiguous);
+        if (at.sector_bytes != cost.sector_bytes || at.requests != cost.requests) return false;
+    }
+    return true;
 }
 
 bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList& c) {
@@ -116,7 +135,7 @@ bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList
             continue;
         }
         const Step step = difference(a[i].region, b[i].region);
-        if (!(step == difference(b[i].region, c[i].region)) || !moves_by_whole_lines(a[i].region, step)) return false;
+        if (!(step == difference(b[i].region, c[i].region)) || !same_cost_everywhere(a[i], step)) return false;
     }
     return true;
 }

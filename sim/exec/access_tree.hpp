@@ -19,14 +19,15 @@ struct AccessNode {
     std::vector<AccessNode> body;
     Region region;                     // count == 0: one access, at index 0 of every loop around it
     bool write = false;
+    std::int64_t contiguous = 0;       // how the SMs' requests for it were counted (machine/sectors.hpp)
     std::vector<L2Model::Step> steps;  // one per loop around it, outermost (the block) first
 };
 using AccessList = std::vector<AccessNode>;
 
 // Whether three iterations' records (of a loop at `level`, or three consecutive blocks at level 0) are
 // one loop's: the same accesses and inner loops, each access moving by the same step from the first to
-// the second as from the second to the third, a step of whole 128-byte lines (so that every iteration
-// costs the same L2 sectors and requests).
+// the second as from the second to the third, and costing the same L2 sectors and requests wherever the
+// step takes it (they depend on where it lies in a 128-byte line: every such place is checked).
 bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList& c);
 // The first iteration's record with every access's step at `level` set to how far it moved by the second.
 void set_steps(AccessList& first, const AccessList& second, std::size_t level);

@@ -203,7 +203,7 @@ public:
         if (!t.gathered) return;
         const Region& r = *t.gathered;
         const L2Requests per_warp = l2_requests(r, contiguous);
-        global_read(r, threads * r.bytes(), {warps * per_warp.sector_bytes, warps * per_warp.requests});
+        global_read(r, threads * r.bytes(), {warps * per_warp.sector_bytes, warps * per_warp.requests}, contiguous);
         work.thread_instructions += issue_cost::register_load(threads * r.bytes());
         t.gathered.reset();
     }
@@ -383,22 +383,23 @@ private:
     }
     // A global read: `bytes` as the program asks for them, `asked` of L2 by the SMs; the L2 model
     // sees the region once (what reaches DRAM).
-    void global_read(const Region& r, std::int64_t bytes, const L2Requests& asked) {
+    void global_read(const Region& r, std::int64_t bytes, const L2Requests& asked, std::int64_t contiguous = 0) {
         if (!rec_) return;
         const TensorId id = checked_id(r);
         rec_->hbm[id].read += bytes;
         rec_->l2[id].read += asked.sector_bytes;
         rec_->l2_read_requests += asked.requests;
-        l2_access(r, false);
+        l2_access(r, false, contiguous);
         add_l2(asked);
     }
     // An access reaches the L2 model: described (class path), recorded until the kernel is configured
     // (the first block, by-block path), or played now.
-    void l2_access(const Region& r, bool write) {
+    void l2_access(const Region& r, bool write, std::int64_t contiguous = 0) {
         if (describe_) {
             AccessNode n;
             n.region = r;
             n.write = write;
+            n.contiguous = contiguous;
             n.steps.resize(levels_);
             describe_->push_back(std::move(n));
         } else if (recording_) {

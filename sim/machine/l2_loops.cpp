@@ -19,7 +19,8 @@
 // overlap, a moving tile that is also recurring) runs item by item, as read() and write() would.
 #include <algorithm>
 #include <climits>
-#include <unordered_map>
+#include <map>
+#include <tuple>
 
 #include "machine/l2_model.hpp"
 
@@ -90,8 +91,16 @@ struct L2Model::LoopTiles {
     };
     struct Streamed {  // reads of an untracked tensor (rule 1's record)
         TensorId id = -1;
-        std::vector<RegionKey> recurring, moving;     // moving: item 0's
+        std::vector<WaveReads::Key> recurring, moving;  // moving: item 0's
         Step step;
+        // The moving reads by access: item 0's first region, the loops inside the item that move it, and
+        // its regions' range in `moving` (a carried-over loop records each as a family).
+        struct Read {
+            WaveReads::Key base;
+            std::vector<std::pair<std::int64_t, WaveReads::Move>> inner;
+            std::size_t begin = 0, end = 0;
+        };
+        std::vector<Read> reads;
     };
     std::vector<Tracked> tracked;
     std::vector<Streamed> streamed;
@@ -119,7 +128,7 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     auto streamed_of = [&](TensorId id) -> LoopTiles::Streamed& {
         for (auto& t : tiles.streamed)
             if (t.id == id) return t;
-        tiles.streamed.push_back({id, {}, {}, {}});
+        tiles.streamed.push_back({id, {}, {}, {}, {}});
         return tiles.streamed.back();
     };
     struct Trim {  // whatever the answer, the list holds the tensors of this loop only
@@ -151,10 +160,15 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
                 if (!st.moving.empty() && !(st.step == a.step)) return false;
                 st.step = a.step;
             }
+            LoopTiles::Streamed::Read read{WaveReads::key_of(a.region), {}, st.moving.size(), 0};
+            for (const auto& [count, step] : a.inner)
+                if (count > 1 && !is_zero(step)) read.inner.push_back({count, {step.head, step.rows, step.cols}});
             const bool ok = for_each_position(a, budget, [&](const Region& r) {
-                (moving ? st.moving : st.recurring).push_back({t.id, r.head, r.row0, r.nrows, r.col0, r.ncols});
+                (moving ? st.moving : st.recurring).push_back(WaveReads::key_of(r));
             });
             if (!ok) return false;
+            read.end = st.moving.size();
+            if (moving) st.reads.push_back(std::move(read));
         }
     }
     for (auto& t : tiles.tracked) {
@@ -179,28 +193,29 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         // A moving read's region is its item's own: no other read, moving or recurring, is ever the same
         // region. Regions that differ by whole steps lie on one line; their positions on it must be n apart.
         const Step& s = t.step;
-        auto line = [&](const RegionKey& key) {
+        auto line = [&](const WaveReads::Key& key) {
             const std::int64_t q = s.rows != 0 ? floor_div(key.row0, s.rows) : s.cols != 0 ? floor_div(key.col0, s.cols)
                                                                                             : floor_div(key.head, s.head);
-            RegionKey base = key;
+            WaveReads::Key base = key;
             base.head -= q * s.head;
             base.row0 -= q * s.rows;
             base.col0 -= q * s.cols;
             return std::pair{base, q};
         };
-        std::unordered_map<RegionKey, std::vector<std::int64_t>, RegionKeyHash> positions;
-        for (const RegionKey& key : t.moving) {
+        std::map<std::tuple<TensorId, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>> positions;
+        auto tuple_of = [](const WaveReads::Key& k) { return std::tuple{k.tensor, k.head, k.row0, k.nrows, k.col0, k.ncols}; };
+        for (const WaveReads::Key& key : t.moving) {
             const auto [base, q] = line(key);
-            positions[base].push_back(q);
+            positions[tuple_of(base)].push_back(q);
         }
         for (auto& [base, qs] : positions) {
-            std::sort(qs.begin(), qs.end());
+            sort_unique(qs);  // a region the item reads twice (two passes over a row) is still its own
             for (std::size_t i = 1; i < qs.size(); ++i)
                 if (qs[i] - qs[i - 1] < n) return false;
         }
-        for (const RegionKey& key : t.recurring) {
+        for (const WaveReads::Key& key : t.recurring) {
             const auto [base, q] = line(key);
-            const auto it = positions.find(base);
+            const auto it = positions.find(tuple_of(base));
             if (it == positions.end()) continue;
             for (const std::int64_t m : it->second)
                 if (q - m >= 0 && q - m < n) return false;
@@ -242,7 +257,6 @@ struct L2Model::LoopScratch {
         std::vector<std::vector<Pre>> moving_class;
         std::vector<std::vector<std::int64_t>> streamed_recurring;  // reader block - block_end, or kNoRead
         std::vector<std::vector<StreamedPre>> streamed_class;
-        std::vector<std::vector<std::int64_t>> streamed_post;       // reader block - block_end
     };
     LoopTiles tiles;
     Item records[2];
@@ -288,13 +302,17 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         if (age + advance <= capacity_) return e.dirty ? Pre::hit_dirty : Pre::hit_clean;
         return Pre::unknown;                    // evicted or not depending on when in the item: run it
     };
-    auto streamed_lookup = [&](const RegionKey& key, std::int64_t wave, std::int64_t block) {
-        if (wave != wave_reads_wave_) return StreamedPre::absent;  // a wave not begun: its record starts empty
-        const auto it = wave_reads_.find(key);
-        if (it == wave_reads_.end()) return StreamedPre::absent;
-        return it->second == block ? StreamedPre::same_block : StreamedPre::other_block;
+    // A streamed region a later item will read: a wave not begun has no record yet; a tensor nothing but
+    // this loop recorded in this wave has none of it either (the loop's own regions are never a later
+    // item's, can_carry_over saw to that).
+    const std::int64_t loop_stamp = wave_reads_.stamp();
+    auto streamed_lookup = [&](const WaveReads::Key& key, std::int64_t wave, std::int64_t block) {
+        if (wave != wave_reads_.wave() || !wave_reads_.recorded_before(key.tensor, loop_stamp + 1)) return StreamedPre::absent;
+        const std::optional<std::int64_t> reader = wave_reads_.reader(key);
+        if (!reader) return StreamedPre::absent;
+        return *reader == block ? StreamedPre::same_block : StreamedPre::other_block;
     };
-    auto moved_key = [](RegionKey key, const Step& s, std::int64_t k) {
+    auto moved_key = [](WaveReads::Key key, const Step& s, std::int64_t k) {
         key.head += k * s.head;
         key.row0 += k * s.rows;
         key.col0 += k * s.cols;
@@ -330,13 +348,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         std::vector<std::vector<std::int64_t>> streamed_reader;
         for (const auto& t : tiles.streamed) {
             auto& readers = streamed_reader.emplace_back();
-            for (const RegionKey& key : t.moving) {
-                const RegionKey at = moved_key(key, t.step, k);
-                const auto it = wave_reads_.find(at);
-                readers.push_back(it == wave_reads_.end() ? kNoRead : it->second);
-            }
+            for (const WaveReads::Key& key : t.moving) readers.push_back(wave_reads_.reader(moved_key(key, t.step, k)).value_or(kNoRead));
         }
-        const std::int64_t wave_before = wave_reads_wave_;
+        const std::int64_t wave_before = wave_reads_.wave();
 
         run_item(k);
 
@@ -377,23 +391,19 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         }
         cur.streamed_recurring.clear();
         cur.streamed_class.clear();
-        cur.streamed_post.clear();
         for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
             const auto& t = tiles.streamed[si];
             auto& rec = cur.streamed_recurring.emplace_back();
-            for (const RegionKey& key : t.recurring) {
-                const auto it = wave_reads_.find(key);
-                rec.push_back(wave_reads_wave_ != wave_ || it == wave_reads_.end() ? kNoRead : it->second - block_);
+            for (const WaveReads::Key& key : t.recurring) {
+                const std::optional<std::int64_t> reader = wave_reads_.wave() == wave_ ? wave_reads_.reader(key) : std::nullopt;
+                rec.push_back(reader ? *reader - block_ : kNoRead);
             }
             auto& cls = cur.streamed_class.emplace_back();
-            auto& post = cur.streamed_post.emplace_back();
             for (std::size_t i = 0; i < t.moving.size(); ++i) {
                 const std::int64_t reader = wave_before != wave_ ? kNoRead : streamed_reader[si][i];
                 cls.push_back(reader == kNoRead ? StreamedPre::absent
                               : reader == block_ ? StreamedPre::same_block
                                                  : StreamedPre::other_block);
-                const auto it = wave_reads_.find(moved_key(t.moving[i], t.step, k));
-                post.push_back(it == wave_reads_.end() ? kNoRead : it->second - block_);
             }
         }
         ++k;
@@ -428,6 +438,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 if (!alike) break;
                 ++m;
             }
+            // A loop of whole waves carries over all but the last such wave, which runs: rule 1's record
+            // then holds that wave's streamed reads as they were made.
+            if (shape.wave_step != 0 && !tiles.streamed.empty()) m = std::max<std::int64_t>(0, m - 1);
             if (m > 0) {
                 // Carry over items k .. k+m-1: each does what item cur.k did, shifted.
                 for (std::size_t i = 0; i < cur.dram.size(); ++i) {
@@ -458,20 +471,29 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                         }
                 }
                 if (!tiles.streamed.empty()) {
-                    if (shape.wave_step != 0) {  // the record holds the last carried wave's reads
-                        wave_reads_.clear();
-                        wave_reads_wave_ = wave_;
-                    }
-                    const std::int64_t first = shape.wave_step != 0 ? m : 1;
+                    // Within the wave, rule 1's record gets what the carried items read: the recurring
+                    // regions' reader as the last item left it, and each moving read's regions of the
+                    // carried items as a family read by their items' blocks (a read another block had
+                    // read, shared, leaves the record as it was).
                     for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
                         const auto& t = tiles.streamed[si];
                         for (std::size_t i = 0; i < t.recurring.size(); ++i)
-                            if (cur.streamed_recurring[si][i] != kNoRead) wave_reads_[t.recurring[i]] = block_ + cur.streamed_recurring[si][i];
-                        for (std::int64_t s = first; s <= m; ++s)
-                            for (std::size_t i = 0; i < t.moving.size(); ++i)
-                                if (cur.streamed_post[si][i] != kNoRead)
-                                    wave_reads_[moved_key(t.moving[i], t.step, cur.k + s)] =
-                                        cur.ctx.block_end + shape.block_step * s + cur.streamed_post[si][i];
+                            if (cur.streamed_recurring[si][i] != kNoRead) wave_reads_.record(t.recurring[i], block_ + cur.streamed_recurring[si][i]);
+                        for (const auto& read : t.reads) {
+                            std::vector<std::size_t> recorded;  // this read's regions the item recorded
+                            for (std::size_t i = read.begin; i < read.end; ++i)
+                                if (cur.streamed_class[si][i] != StreamedPre::other_block) recorded.push_back(i);
+                            if (recorded.empty()) continue;
+                            std::vector<std::pair<std::int64_t, WaveReads::Move>> dims{{m, {t.step.head, t.step.rows, t.step.cols}}};
+                            dims.insert(dims.end(), read.inner.begin(), read.inner.end());
+                            const std::int64_t first_block = cur.ctx.block_end + shape.block_step;
+                            if (recorded.size() == read.end - read.begin &&
+                                wave_reads_.record_family(moved_key(read.base, t.step, cur.k + 1), dims, first_block, shape.block_step))
+                                continue;
+                            for (std::int64_t s = 1; s <= m; ++s)
+                                for (const std::size_t i : recorded)
+                                    wave_reads_.record(moved_key(t.moving[i], t.step, cur.k + s), cur.ctx.block_end + shape.block_step * s);
+                        }
                     }
                 }
                 carried_over_ += m;

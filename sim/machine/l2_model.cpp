@@ -67,30 +67,13 @@ void L2Model::touch(Entry& e) {
 // wave just fetched is the same bytes, shared: it does not age anything.
 bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
 
-std::size_t L2Model::RegionKeyHash::operator()(const RegionKey& k) const {
-    // Each field mixed in (splitmix64's finaliser): regions a tile apart must not share buckets.
-    auto mix = [](std::uint64_t x) {
-        x ^= x >> 30;
-        x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27;
-        x *= 0x94D049BB133111EBull;
-        return x ^ (x >> 31);
-    };
-    std::uint64_t h = mix(static_cast<std::uint64_t>(k.tensor) + 1);
-    for (const std::int64_t v : {k.head, k.row0, k.nrows, k.col0, k.ncols}) h = mix(h ^ static_cast<std::uint64_t>(v));
-    return static_cast<std::size_t>(h);
-}
-
 // A read of a region another block of this wave read: shared. Otherwise this block is now its reader.
 bool L2Model::read_by_concurrent_block(const Region& r) {
-    if (wave_reads_wave_ != wave_) {
-        wave_reads_.clear();
-        wave_reads_wave_ = wave_;
-    }
-    const RegionKey key{r.tensor->id, r.head, r.row0, r.nrows, r.col0, r.ncols};
-    const auto [it, fresh] = wave_reads_.try_emplace(key, block_);
-    if (!fresh && it->second != block_) return true;
-    it->second = block_;
+    wave_reads_.start_wave(wave_);
+    const WaveReads::Key key = WaveReads::key_of(r);
+    const std::optional<std::int64_t> reader = wave_reads_.reader(key);
+    if (reader && *reader != block_) return true;
+    wave_reads_.record(key, block_);
     return false;
 }
 

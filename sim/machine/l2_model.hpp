@@ -32,9 +32,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
+#include "machine/wave_reads.hpp"
 #include "tile/tensors.hpp"
 
 namespace fasim {
@@ -134,18 +134,7 @@ private:
     std::vector<TensorState> tensors_;  // by tensor id
     std::vector<Dram> dram_;            // by tensor id
 
-    // Rule 1 for streamed tensors: the blocks of the current wave that last read each region (a region
-    // read in an earlier wave cannot be shared any more, so the record starts afresh with each wave).
-    struct RegionKey {
-        TensorId tensor = -1;
-        std::int64_t head = 0, row0 = 0, nrows = 0, col0 = 0, ncols = 0;
-        bool operator==(const RegionKey&) const = default;
-    };
-    struct RegionKeyHash {
-        std::size_t operator()(const RegionKey& k) const;
-    };
-    std::unordered_map<RegionKey, std::int64_t, RegionKeyHash> wave_reads_;  // region -> block that read it
-    std::int64_t wave_reads_wave_ = -1;
+    WaveReads wave_reads_;  // rule 1 for streamed tensors
     bool read_by_concurrent_block(const Region& r);
 
     // loop()'s bookkeeping (machine/l2_loops.cpp).

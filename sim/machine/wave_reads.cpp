@@ -1,0 +1,112 @@
+#include "machine/wave_reads.hpp"
+
+namespace fasim {
+
+namespace {
+
+std::int64_t coordinate(const WaveReads::Key& k, int c) { return c == 0 ? k.head : c == 1 ? k.row0 : k.col0; }
+std::int64_t coordinate(const WaveReads::Move& m, int c) { return c == 0 ? m.head : c == 1 ? m.rows : m.cols; }
+
+}  // namespace
+
+std::size_t WaveReads::KeyHash::operator()(const Key& k) const {
+    // Each field mixed in (splitmix64's finaliser): regions a tile apart must not share buckets.
+    auto mix = [](std::uint64_t x) {
+        x ^= x >> 30;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27;
+        x *= 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+    };
+    std::uint64_t h = mix(static_cast<std::uint64_t>(k.tensor) + 1);
+    for (const std::int64_t v : {k.head, k.row0, k.nrows, k.col0, k.ncols}) h = mix(h ^ static_cast<std::uint64_t>(v));
+    return static_cast<std::size_t>(h);
+}
+
+void WaveReads::start_wave(std::int64_t wave) {
+    if (wave == wave_) return;
+    wave_ = wave;
+    single_.clear();
+    families_.clear();
+    first_stamp_.clear();
+}
+
+// The element of family f at `key`, if there is one: its first dimension's index in `item`.
+std::optional<std::int64_t> WaveReads::index_in(const Family& f, const Key& key, std::int64_t& item) const {
+    if (key.nrows != f.base.nrows || key.ncols != f.base.ncols) return std::nullopt;
+    for (int c = 0; c < 3; ++c)
+        if (coordinate(key, c) < f.lo[c] || coordinate(key, c) > f.hi[c]) return std::nullopt;
+    Key at = f.base;
+    for (std::size_t d = 0; d < f.dims.size(); ++d) {
+        const int c = f.pivot[d];
+        const std::int64_t step = coordinate(f.dims[d].second, c), off = coordinate(key, c) - coordinate(f.base, c);
+        if (off % step != 0) return std::nullopt;
+        const std::int64_t i = off / step;
+        if (i < 0 || i >= f.dims[d].first) return std::nullopt;
+        if (d == 0) item = i;
+        at.head += i * f.dims[d].second.head;
+        at.row0 += i * f.dims[d].second.rows;
+        at.col0 += i * f.dims[d].second.cols;
+    }
+    if (!(at == key)) return std::nullopt;
+    return f.block0 + item * f.block_step;
+}
+
+std::optional<std::int64_t> WaveReads::reader(const Key& key) const {
+    std::optional<std::int64_t> block;
+    std::int64_t stamp = -1;
+    if (const auto it = single_.find(key); it != single_.end()) {
+        block = it->second.block;
+        stamp = it->second.stamp;
+    }
+    const auto families = families_.find(key.tensor);
+    if (families == families_.end()) return block;
+    for (const Family& f : families->second) {
+        if (f.stamp < stamp) continue;
+        std::int64_t item = 0;
+        if (const auto b = index_in(f, key, item)) {
+            block = b;
+            stamp = f.stamp;
+        }
+    }
+    return block;
+}
+
+void WaveReads::record(const Key& key, std::int64_t block) {
+    single_[key] = {block, ++stamp_};
+    first_stamp_.try_emplace(key.tensor, stamp_);
+}
+
+bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::int64_t, Move>>& dims, std::int64_t block0,
+                              std::int64_t block_step) {
+    Family f{base, dims, {}, block0, block_step, 0};
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+        int pivot = -1;
+        for (int c = 0; c < 3 && pivot < 0; ++c) {
+            bool only = coordinate(dims[d].second, c) != 0;
+            for (std::size_t e = 0; only && e < dims.size(); ++e)
+                if (e != d && coordinate(dims[e].second, c) != 0) only = false;
+            if (only) pivot = c;
+        }
+        if (pivot < 0) return false;
+        f.pivot.push_back(pivot);
+    }
+    for (int c = 0; c < 3; ++c) {
+        f.lo[c] = f.hi[c] = coordinate(base, c);
+        for (const auto& [count, move] : dims) {
+            const std::int64_t span = (count - 1) * coordinate(move, c);
+            (span < 0 ? f.lo[c] : f.hi[c]) += span;
+        }
+    }
+    f.stamp = ++stamp_;
+    first_stamp_.try_emplace(base.tensor, f.stamp);
+    families_[base.tensor].push_back(std::move(f));
+    return true;
+}
+
+bool WaveReads::recorded_before(TensorId tensor, std::int64_t stamp) const {
+    const auto it = first_stamp_.find(tensor);
+    return it != first_stamp_.end() && it->second < stamp;
+}
+
+}  // namespace fasim
