@@ -25,6 +25,7 @@
 
 #include "exec/kernel_record.hpp"
 #include "gpu/gpu_spec.hpp"
+#include "model/block_scheduler.hpp"
 
 namespace fasim {
 
@@ -36,13 +37,6 @@ struct ModelOptions {
     // FlashAttention-2's kernels and fa-sim's tensor-core kernels; wgmma for a Hopper kernel (the kernel
     // catalog's Products::wgmma). Library GEMMs keep their own.
     MatrixInstruction flash_instruction = MatrixInstruction::mma_sync;
-};
-
-struct ScheduledBlock {
-    std::int64_t block = 0;  // launch position (head-major)
-    int sm = 0;
-    int slot = 0;            // which of the SM's resident-block slots
-    double start_s = 0, end_s = 0;
 };
 
 struct KernelTiming {
