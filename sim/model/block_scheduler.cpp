@@ -66,9 +66,13 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //  - a run of equal blocks that the slots take in turn (their free times lie within one block of each
 //    other) advances whole rounds at once (SlotRing::lap); one that they do not take in turn is dealt in
 //    bulk: each slot's share follows from its free time, in O(slots log slots);
-//  - single blocks whose durations do not decrease (causal attention's Q tiles in launch order) are
-//    taken in turn too once the slots' free times lie within one block: from there each slot's share of
-//    the stretch is a sum of every slots-th duration, read from suffix sums;
+//  - in a stretch of single blocks whose durations do not decrease (causal attention's Q tiles in launch
+//    order) each block ends no earlier than the one before: the slots that took one wait in first-in,
+//    first-out order, and the next block goes to the earlier of that queue's first and the first slot not
+//    yet taken, O(1) a block; once the slots' free times lie within one block they take the rest in turn,
+//    each slot's share a sum of every slots-th duration, read from suffix sums;
+//  - other single blocks, many in a row (durations that shrink), go through a binary heap, O(log slots)
+//    a block where the ring's order costs O(slots);
 //  - every head runs the same blocks: once the slots' free times relative to the earliest, slot by slot,
 //    repeat after a cycle of heads, each further cycle adds the same time to every slot and the same terms
 //    to every SM, and whole cycles are added at once. Repetition is tested exactly, on the fixed-point
@@ -96,13 +100,22 @@ private:
     void one_block(std::size_t e, std::int64_t position, bool record);
     void run_of(std::size_t e, std::int64_t count);
     void deal_in_bulk(std::size_t e, std::int64_t count);
+    void run_stretch(std::size_t from);
+    void run_singles(std::size_t from, std::size_t to);
     void deal_stretch(std::size_t from);
     void settle();
+    // An entry's terms: its sums less those of the entry a round later in its stretch.
+    TermSums terms_of(std::size_t e) const {
+        TermSums t = ahead_terms_[e];
+        const std::size_t later = e + static_cast<std::size_t>(slots_);
+        if (later < stretch_end_[e])
+            for (std::size_t f = 0; f < kTerms; ++f) t[f] -= ahead_terms_[later][f];
+        return t;
+    }
     void credit(int slot, const TermSums& t, Fixed times) {
         TermSums& sum = sm_terms_[static_cast<std::size_t>(sm_of_slot_[static_cast<std::size_t>(slot)])];
         for (int f = 0; f < kTerms; ++f) sum[static_cast<std::size_t>(f)] += t[static_cast<std::size_t>(f)] * times;
     }
-    void prepare_stretches();
     std::uint64_t relative_state(std::vector<Fixed>& relative, Fixed& earliest) const;
     std::int64_t skip_repeating_heads(std::int64_t heads_done);
 
@@ -112,14 +125,16 @@ private:
     const std::size_t timeline_blocks_;
     FixedPoint time_;
     std::array<FixedPoint, kTerms> term_scale_;
-    std::vector<Fixed> duration_;      // per entry
-    std::vector<TermSums> terms_;      // per entry
-    // Stretches of single blocks whose durations do not decrease: per entry, the end of its stretch
-    // (the entry itself outside one); in stretches of at least a round of slots, the entry's duration
-    // and terms plus those of the entries a round, two rounds, ... later in the stretch.
+    std::vector<Fixed> duration_;  // per entry
+    // Stretches of single blocks whose durations do not decrease. Per entry: the end of its stretch (the
+    // next entry, outside one), and its duration and terms plus those of the entries a round of slots, two
+    // rounds, ... later in it.
     std::vector<std::size_t> stretch_end_;
-    std::vector<Fixed> stretch_time_;
-    std::vector<TermSums> stretch_terms_;
+    std::vector<std::size_t> singles_end_;  // per single block outside a stretch of a round: the end of such blocks
+    std::vector<Fixed> ahead_time_;
+    std::vector<TermSums> ahead_terms_;
+    std::vector<SlotTime> untouched_, queue_, rest_;  // run_stretch's
+    std::vector<int> taker_;
     SlotRing ring_;
     std::vector<int> sm_of_slot_;
     std::vector<TermSums> sm_terms_;
@@ -151,42 +166,30 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int6
     }
     time_ = FixedPoint(total_time);
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
-    for (const TimedBlocks& b : head_) {
-        duration_.push_back(time_.from_seconds(b.duration));
-        const auto v = term_values(b.terms);
-        TermSums t;
-        for (std::size_t f = 0; f < kTerms; ++f) t[f] = term_scale_[f].from_seconds(v[f]);
-        terms_.push_back(t);
-    }
-    // Checking for repeating heads costs O(slots); a head costs at least O(entries).
-    check_every_ = static_cast<int>(std::clamp<std::size_t>(static_cast<std::size_t>(slots_) / (4 * head_.size() + 1), 1, 16));
-    prepare_stretches();
-}
-
-void GreedyScheduler::prepare_stretches() {
     const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
+    duration_.resize(n);
+    for (std::size_t e = 0; e < n; ++e) duration_[e] = time_.from_seconds(head_[e].duration);
     stretch_end_.resize(n);
-    bool any_long = false;
-    for (std::size_t a = 0; a < n;) {
-        std::size_t e = a + 1;
-        if (head_[a].count == 1)
-            while (e < n && head_[e].count == 1 && duration_[e] >= duration_[e - 1]) ++e;
-        for (std::size_t i = a; i < e; ++i) stretch_end_[i] = e;
-        any_long = any_long || e - a >= 2 * round;
-        a = e;
-    }
-    if (!any_long) return;
-    stretch_time_.assign(n, 0);
-    stretch_terms_.assign(n, TermSums{});
-    for (std::size_t i = n; i-- > 0;) {
-        if (head_[i].count != 1) continue;
-        stretch_time_[i] = duration_[i];
-        stretch_terms_[i] = terms_[i];
-        if (i + round < stretch_end_[i]) {
-            stretch_time_[i] += stretch_time_[i + round];
-            for (std::size_t f = 0; f < kTerms; ++f) stretch_terms_[i][f] += stretch_terms_[i + round][f];
+    singles_end_.resize(n);
+    ahead_time_.resize(n);
+    ahead_terms_.resize(n);
+    for (std::size_t e = n; e-- > 0;) {
+        const bool goes_on = e + 1 < n && head_[e].count == 1 && head_[e + 1].count == 1 && duration_[e + 1] >= duration_[e];
+        stretch_end_[e] = goes_on ? stretch_end_[e + 1] : e + 1;
+        const auto v = term_values(head_[e].terms);
+        for (std::size_t f = 0; f < kTerms; ++f) ahead_terms_[e][f] = term_scale_[f].from_seconds(v[f]);
+        ahead_time_[e] = duration_[e];
+        if (e + round < stretch_end_[e]) {
+            ahead_time_[e] += ahead_time_[e + round];
+            for (std::size_t f = 0; f < kTerms; ++f) ahead_terms_[e][f] += ahead_terms_[e + round][f];
         }
     }
+    for (std::size_t e = n; e-- > 0;) {
+        auto single = [&](std::size_t i) { return head_[i].count == 1 && stretch_end_[i] - i < round; };
+        singles_end_[e] = e + 1 < n && single(e) && single(e + 1) ? singles_end_[e + 1] : e + 1;
+    }
+    // Checking for repeating heads costs O(slots); a head costs at least O(entries).
+    check_every_ = static_cast<int>(std::clamp<std::size_t>(round / (4 * n + 1), 1, 16));
 }
 
 BlockSchedule GreedyScheduler::run() {
@@ -227,10 +230,16 @@ void GreedyScheduler::run_head(std::int64_t& position) {
         for (; count > 0 && out_.timeline.size() < timeline_blocks_; --count) one_block(e, position++, true);
         if (count == 0) continue;
         position += count;
-        if (!stretch_time_.empty() && head_[e].count == 1 && stretch_end_[e] - e >= round && ring_.deals_in_turn(duration_[e])) {
-            deal_stretch(e);
+        if (head_[e].count == 1 && stretch_end_[e] - e >= round) {
+            run_stretch(e);
             position += static_cast<std::int64_t>(stretch_end_[e] - e) - 1;
             e = stretch_end_[e] - 1;
+            continue;
+        }
+        if (head_[e].count == 1 && singles_end_[e] - e >= 2 * round) {  // the heap's setup costs O(slots log slots)
+            run_singles(e, singles_end_[e]);
+            position += static_cast<std::int64_t>(singles_end_[e] - e) - 1;
+            e = singles_end_[e] - 1;
             continue;
         }
         run_of(e, count);
@@ -240,7 +249,7 @@ void GreedyScheduler::run_head(std::int64_t& position) {
 void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool record) {
     const int s = ring_.front_slot();
     const Fixed start = ring_.front_time(), end = start + duration_[e];
-    credit(s, terms_[e], 1);
+    credit(s, terms_of(e), 1);
     if (record)
         out_.timeline.push_back({position, s % sm_count_, s / sm_count_, time_.to_seconds(start), time_.to_seconds(end)});
     ring_.take_at_front(end);
@@ -249,7 +258,7 @@ void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool recor
 void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
     const Fixed d = duration_[e];
     if (d == 0) {  // blocks that take no time all go to the front slot, which stays the front
-        credit(ring_.front_slot(), terms_[e], count);
+        credit(ring_.front_slot(), terms_of(e), count);
         return;
     }
     // Making e the lapping class settles every slot, O(slots): worth it for a quarter of a round.
@@ -322,24 +331,91 @@ void GreedyScheduler::deal_in_bulk(std::size_t e, std::int64_t count) {
     std::vector<Fixed> took(n, 0);
     for (std::size_t s = 0; s < n; ++s) took[s] = std::max<Fixed>(0, last_round - lap[s]);
     for (std::size_t i = 0; i < static_cast<std::size_t>(in_last); ++i) took[static_cast<std::size_t>(order[i])] += 1;
+    const TermSums terms = terms_of(e);
     for (std::size_t s = 0; s < n; ++s) {
         if (took[s] == 0) continue;
         scratch_[s] += took[s] * d;
-        credit(static_cast<int>(s), terms_[e], took[s]);
+        credit(static_cast<int>(s), terms, took[s]);
     }
     ring_.assign(scratch_);
 }
 
-// Single blocks from `from` to the end of its stretch, durations not decreasing, the slots taking them in
-// turn: each block's end is no earlier than the one before it, so each sends its slot to the back, and the
-// slot at position p takes blocks from + p, from + p + slots, ...
-void GreedyScheduler::deal_stretch(std::size_t from) {
+// Single blocks from `from` to the end of their stretch, durations not decreasing: each ends no earlier
+// than the one before it, so the slots that took one wait behind the others in the order they took it,
+// and the next block goes to the earlier of the first slot not yet taken and the first of that queue.
+void GreedyScheduler::run_stretch(std::size_t from) {
     settle();
+    const std::size_t end = stretch_end_[from], n = static_cast<std::size_t>(slots_);
+    untouched_.resize(n);
+    queue_.resize(n);
+    for (std::size_t p = 0; p < n; ++p) untouched_[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};
+    auto wrap = [n](std::size_t i) { return i < n ? i : i - n; };
+    std::size_t next = 0, first = 0, queued = 0;  // untouched_[next...]; queue_[first...], circular
+    taker_.clear();
+    std::size_t j = from;
+    for (; j < end; ++j) {
+        const bool from_queue = queued > 0 && (next == n || queue_[first] < untouched_[next]);
+        const SlotTime front = from_queue ? queue_[first] : untouched_[next];
+        const SlotTime took{front.time + duration_[j], front.slot};
+        // Once the free times lie within one block they stay so (blocks do not get shorter): looked at
+        // every few blocks.
+        if ((j - from) % 16 == 0) {
+            const SlotTime& queue_back = queue_[wrap(first + queued - 1)];
+            const SlotTime& back = queued > 0 && (next == n || untouched_[n - 1] < queue_back) ? queue_back : untouched_[n - 1];
+            if (back < took) break;  // the rest go in turn
+        }
+        if (from_queue) {
+            first = wrap(first + 1);
+            --queued;
+        } else {
+            ++next;
+        }
+        taker_.push_back(front.slot);
+        queue_[wrap(first + queued)] = took;
+        ++queued;
+    }
+    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], terms_of(from + i), 1);
+    // Back into the ring, in order.
+    rest_.assign(untouched_.begin() + static_cast<std::ptrdiff_t>(next), untouched_.end());
+    for (std::size_t i = 0, r = 0, q = 0; i < n; ++i) {
+        if (q < queued && (r == rest_.size() || queue_[wrap(first + q)] < rest_[r])) untouched_[i] = queue_[wrap(first + q++)];
+        else untouched_[i] = rest_[r++];
+    }
+    ring_.assign_in_order(untouched_);
+    if (j < end) deal_stretch(j);
+}
+
+// Single blocks from `from` to `to` in a binary heap of free times (earliest on top).
+void GreedyScheduler::run_singles(std::size_t from, std::size_t to) {
+    settle();
+    const std::size_t n = static_cast<std::size_t>(slots_);
+    std::vector<SlotTime>& heap = untouched_;
+    heap.resize(n);
+    for (std::size_t p = 0; p < n; ++p) heap[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};  // sorted: a heap
+    for (std::size_t j = from; j < to; ++j) {
+        credit(heap[0].slot, terms_of(j), 1);
+        // The top takes the block and sinks to its place.
+        const SlotTime took{heap[0].time + duration_[j], heap[0].slot};
+        std::size_t i = 0;
+        for (std::size_t child = 1; child < n; i = child, child = 2 * i + 1) {
+            if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
+            if (!(heap[child] < took)) break;
+            heap[i] = heap[child];
+        }
+        heap[i] = took;
+    }
+    std::sort(heap.begin(), heap.end());
+    ring_.assign_in_order(heap);
+}
+
+// The rest of a stretch, from `from`, when the slots take it in turn: the slot at position p takes the
+// blocks from + p, from + p + slots, ...
+void GreedyScheduler::deal_stretch(std::size_t from) {
     const std::size_t end = stretch_end_[from], round = static_cast<std::size_t>(slots_);
     for (std::size_t p = 0; p < round && from + p < end; ++p) {
         const int position = static_cast<int>(p);
-        credit(ring_.slot_at(position), stretch_terms_[from + p], 1);
-        ring_.add_at(position, stretch_time_[from + p]);
+        credit(ring_.slot_at(position), ahead_terms_[from + p], 1);
+        ring_.add_at(position, ahead_time_[from + p]);
     }
     ring_.rotate(static_cast<std::int64_t>(end - from));
 }
@@ -348,9 +424,10 @@ void GreedyScheduler::settle() {
     ring_.settle();
     std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
     if (lapping_ < 0) return;
+    const TermSums lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
     for (std::size_t s = 0; s < lapped.size(); ++s) {
         if (lapped[s] == 0) continue;
-        credit(static_cast<int>(s), terms_[static_cast<std::size_t>(lapping_)], lapped[s]);
+        credit(static_cast<int>(s), lapping_terms, lapped[s]);
         lapped[s] = 0;
     }
 }

@@ -10,6 +10,7 @@
 // the double nearest to it.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -29,11 +30,13 @@ public:
 
     // The nearest multiple of the quantum (x finite, >= 0).
     Fixed from_seconds(double x) const {
-        if (x == 0) return 0;
-        int e = 0;
-        const double m = std::frexp(x, &e);  // x = m 2^e, 1/2 <= m < 1
-        const Fixed mantissa = static_cast<std::int64_t>(std::ldexp(m, 53));  // x = mantissa 2^(e - 53), exactly
-        const int shift = e - 53 - exponent_;
+        // x = mantissa 2^(exponent - 1075), read from its bits (a subnormal's exponent field is 0, read as 1).
+        const auto bits = std::bit_cast<std::uint64_t>(x);
+        const auto exponent = static_cast<int>(bits >> 52);
+        const std::uint64_t fraction = bits & kFraction;
+        if (exponent == 0 && fraction == 0) return 0;
+        const Fixed mantissa = static_cast<std::int64_t>(exponent == 0 ? fraction : fraction | (kFraction + 1));
+        const int shift = (exponent == 0 ? 1 : exponent) - 1075 - exponent_;
         if (shift >= 0) return mantissa << shift;
         if (shift <= -54) return 0;  // below half a quantum
         return (mantissa + (Fixed{1} << (-shift - 1))) >> -shift;
@@ -42,6 +45,7 @@ public:
     double to_seconds(Fixed v) const { return std::ldexp(static_cast<double>(v), exponent_); }
 
 private:
+    static constexpr std::uint64_t kFraction = (std::uint64_t{1} << 52) - 1;
     int exponent_ = 0;
 };
 

@@ -1,23 +1,12 @@
 #include "model/slot_ring.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace fasim {
 
 SlotRing::SlotRing(int slots)
-    : n_(slots), stored_(static_cast<std::size_t>(slots)), slot_(static_cast<std::size_t>(slots)),
-      counted_(static_cast<std::size_t>(slots)), lapped_(static_cast<std::size_t>(slots)) {
-    std::iota(slot_.begin(), slot_.end(), 0);
-}
-
-Fixed SlotRing::time_at(int position) const {
-    return stored_[static_cast<std::size_t>(index(position))] + base_ + (passed(position) ? lap_ : 0);
-}
-
-bool SlotRing::comes_before(int position, Fixed time, int slot) const {
-    const Fixed t = time_at(position);
-    return t < time || (t == time && slot_at(position) < slot);
+    : n_(slots), entries_(static_cast<std::size_t>(slots)), lapped_(static_cast<std::size_t>(slots)) {
+    for (int i = 0; i < n_; ++i) at(i).slot = i;
 }
 
 bool SlotRing::deals_in_turn(Fixed duration) const {
@@ -26,7 +15,7 @@ bool SlotRing::deals_in_turn(Fixed duration) const {
 
 void SlotRing::take_at_front(Fixed end) {
     const int s = front_slot();
-    lapped_[static_cast<std::size_t>(s)] += rounds_ - counted_[static_cast<std::size_t>(front_)];  // the front is never passed
+    lapped_[static_cast<std::size_t>(s)] += rounds_ - at(front_).counted;  // the front is never passed
     // How many of the other slots come before it now. Back first (blocks that do not get shorter), then
     // galloping from the front (short blocks land near it).
     int before = n_ - 1;
@@ -45,22 +34,19 @@ void SlotRing::take_at_front(Fixed end) {
     }
     // Among the passed slots, it is passed too (the passed ones stay the last).
     const bool is_passed = before >= n_ - passed_;
-    int at;
+    int place;
     if (before == n_ - 1) {  // the back: the front's place, and the front moves on
-        at = front_;
+        place = front_;
         front_ = index(1);
     } else if (before <= (n_ - 1) / 2) {  // the slots before it move toward the front
         shift_toward_front(index(1), before);
-        at = index(before);
+        place = index(before);
     } else {  // the slots after it move toward the back, into the front's place
         shift_toward_back(index(before + 1), n_ - 1 - before);
-        at = index(before + 1);
+        place = index(before + 1);
         front_ = index(1);
     }
-    const auto i = static_cast<std::size_t>(at);
-    stored_[i] = end - base_ - (is_passed ? lap_ : 0);
-    slot_[i] = s;
-    counted_[i] = rounds_ + (is_passed ? 1 : 0);
+    at(place) = {end - base_ - (is_passed ? lap_ : 0), rounds_ + (is_passed ? 1 : 0), s};
     if (is_passed && ++passed_ == n_) {
         base_ += lap_;
         ++rounds_;
@@ -78,11 +64,11 @@ void SlotRing::lap(std::int64_t blocks) {
 
 void SlotRing::settle() {
     for (int p = 0; p < n_; ++p) {
-        const auto i = static_cast<std::size_t>(index(p));
+        Entry& e = at(index(p));
         const bool was_passed = passed(p);
-        lapped_[static_cast<std::size_t>(slot_[i])] += rounds_ + (was_passed ? 1 : 0) - counted_[i];
-        if (was_passed) stored_[i] += lap_;
-        counted_[i] = 0;
+        lapped_[static_cast<std::size_t>(e.slot)] += rounds_ + (was_passed ? 1 : 0) - e.counted;
+        if (was_passed) e.stored += lap_;
+        e.counted = 0;
     }
     passed_ = 0;
     rounds_ = 0;
@@ -96,39 +82,30 @@ void SlotRing::times(std::vector<Fixed>& by_slot) const {
 }
 
 void SlotRing::assign(const std::vector<Fixed>& by_slot) {
-    std::iota(slot_.begin(), slot_.end(), 0);
-    std::sort(slot_.begin(), slot_.end(), [&](int a, int b) {
-        const Fixed ta = by_slot[static_cast<std::size_t>(a)], tb = by_slot[static_cast<std::size_t>(b)];
-        return ta < tb || (ta == tb && a < b);
+    for (int i = 0; i < n_; ++i) at(i) = {by_slot[static_cast<std::size_t>(i)] - base_, 0, i};
+    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+        return a.stored < b.stored || (a.stored == b.stored && a.slot < b.slot);
     });
-    for (std::size_t i = 0; i < slot_.size(); ++i) {
-        stored_[i] = by_slot[static_cast<std::size_t>(slot_[i])] - base_;
-        counted_[i] = 0;
-    }
     front_ = 0;
 }
 
-void SlotRing::move(int from, int to) {
-    const auto f = static_cast<std::size_t>(from), t = static_cast<std::size_t>(to);
-    stored_[t] = stored_[f];
-    slot_[t] = slot_[f];
-    counted_[t] = counted_[f];
+void SlotRing::assign_in_order(const std::vector<SlotTime>& ordered) {
+    for (int i = 0; i < n_; ++i) at(i) = {ordered[static_cast<std::size_t>(i)].time - base_, 0, ordered[static_cast<std::size_t>(i)].slot};
+    front_ = 0;
 }
 
 // The `count` entries from array index `first` on (circularly) move one index down; first - 1 is free.
 void SlotRing::shift_toward_front(int first, int count) {
     while (count > 0) {
         if (first == 0) {
-            move(0, n_ - 1);
+            at(n_ - 1) = at(0);
             first = 1;
             --count;
             continue;
         }
         const int run = std::min(count, n_ - first);
-        const auto f = static_cast<std::size_t>(first), e = f + static_cast<std::size_t>(run);
-        std::copy(stored_.begin() + f, stored_.begin() + e, stored_.begin() + (f - 1));
-        std::copy(slot_.begin() + f, slot_.begin() + e, slot_.begin() + (f - 1));
-        std::copy(counted_.begin() + f, counted_.begin() + e, counted_.begin() + (f - 1));
+        const auto f = entries_.begin() + first;
+        std::copy(f, f + run, f - 1);
         first += run;
         if (first == n_) first = 0;
         count -= run;
@@ -141,16 +118,14 @@ void SlotRing::shift_toward_back(int first, int count) {
     if (last >= n_) last -= n_;
     while (count > 0) {
         if (last == n_ - 1) {
-            move(n_ - 1, 0);
+            at(0) = at(n_ - 1);
             last = n_ - 2;
             --count;
             continue;
         }
         const int run = std::min(count, last + 1);
-        const auto b = static_cast<std::size_t>(last + 1 - run), e = static_cast<std::size_t>(last + 1);
-        std::copy_backward(stored_.begin() + b, stored_.begin() + e, stored_.begin() + (e + 1));
-        std::copy_backward(slot_.begin() + b, slot_.begin() + e, slot_.begin() + (e + 1));
-        std::copy_backward(counted_.begin() + b, counted_.begin() + e, counted_.begin() + (e + 1));
+        const auto e = entries_.begin() + (last + 1);
+        std::copy_backward(e - run, e, e + 1);
         count -= run;
         last -= run;
         if (last < 0) last += n_;

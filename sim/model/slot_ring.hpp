@@ -17,14 +17,22 @@
 
 namespace fasim {
 
+// A slot and when it is free.
+struct SlotTime {
+    Fixed time = 0;
+    int slot = 0;
+    // The greedy's order: earlier first, ties to the lower slot.
+    bool operator<(const SlotTime& o) const { return time < o.time || (time == o.time && slot < o.slot); }
+};
+
 class SlotRing {
 public:
     explicit SlotRing(int slots);  // every slot free at 0
 
     int size() const { return n_; }
-    int slot_at(int position) const { return slot_[index(position)]; }  // position 0: the front
-    Fixed time_at(int position) const;
-    int front_slot() const { return slot_[front_]; }
+    int slot_at(int position) const { return at(index(position)).slot; }  // position 0: the front
+    Fixed time_at(int position) const { return at(index(position)).stored + base_ + (passed(position) ? lap_ : 0); }
+    int front_slot() const { return at(front_).slot; }
     Fixed front_time() const { return time_at(0); }
     Fixed back_time() const { return time_at(n_ - 1); }  // the latest free time
 
@@ -42,29 +50,34 @@ public:
     void set_lapping_duration(Fixed duration);  // settle() first
 
     // After settle(): adds to the free time of the slot at `position`.
-    void add_at(int position, Fixed delta) { stored_[index(position)] += delta; }
+    void add_at(int position, Fixed delta) { entries_[static_cast<std::size_t>(index(position))].stored += delta; }
     // After settle(): the first `places` slots move behind the others (they took one block more, in turn).
     void rotate(std::int64_t places) { front_ = index(static_cast<int>(places % n_)); }
     void add_to_all(Fixed delta) { base_ += delta; }
     // Every slot's free time, by slot index.
     void times(std::vector<Fixed>& by_slot) const;
-    // After settle(): new free times, by slot index.
+    // After settle(): new free times, by slot index; or all slots, in the greedy's order.
     void assign(const std::vector<Fixed>& by_slot);
+    void assign_in_order(const std::vector<SlotTime>& ordered);
 
 private:
+    // A slot's place: its free time less base_ (and less lap_ if passed), and the lapping blocks it had
+    // already been counted for (rounds_ + passed, when it was placed).
+    struct Entry {
+        Fixed stored = 0;
+        std::int64_t counted = 0;
+        int slot = 0;
+    };
+    const Entry& at(int i) const { return entries_[static_cast<std::size_t>(i)]; }
+    Entry& at(int i) { return entries_[static_cast<std::size_t>(i)]; }
     int index(int position) const { return front_ + position < n_ ? front_ + position : front_ + position - n_; }
     bool passed(int position) const { return position >= n_ - passed_; }
-    bool comes_before(int position, Fixed time, int slot) const;
+    bool comes_before(int position, Fixed time, int slot) const { return SlotTime{time_at(position), slot_at(position)} < SlotTime{time, slot}; }
     void shift_toward_front(int first, int count);
     void shift_toward_back(int first, int count);
-    void move(int from, int to);
 
     int n_;
-    // Per array index: the free time less base_ (and less lap_ if passed), the slot, and the lapping
-    // blocks it had already been counted for (rounds_ + passed, when it was placed).
-    std::vector<Fixed> stored_;
-    std::vector<int> slot_;
-    std::vector<std::int64_t> counted_;
+    std::vector<Entry> entries_;        // by array index
     std::vector<std::int64_t> lapped_;  // by slot
     Fixed base_ = 0, lap_ = 0;
     int front_ = 0;
