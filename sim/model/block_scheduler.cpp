@@ -86,14 +86,20 @@ public:
     BlockSchedule run();
 
 private:
+    // What two equal states share, in O(1): the earliest and the latest slot, and the time between them.
+    struct Signature {
+        int front = -1, back = -1;
+        Fixed spread = 0;
+        bool operator==(const Signature&) const = default;
+    };
     // One cycle-detection snapshot (Brent's algorithm): heads done, free times relative to the
     // earliest (by slot), the earliest, and the SMs' terms.
     struct Snapshot {
         std::int64_t heads_done = -1;
+        Signature signature;
         std::vector<Fixed> relative;
         Fixed earliest = 0;
         std::vector<TermSums> sm_terms;
-        std::uint64_t hash = 0;
     };
 
     void run_head(std::int64_t& position);
@@ -116,7 +122,8 @@ private:
         TermSums& sum = sm_terms_[static_cast<std::size_t>(sm_of_slot_[static_cast<std::size_t>(slot)])];
         for (int f = 0; f < kTerms; ++f) sum[static_cast<std::size_t>(f)] += t[static_cast<std::size_t>(f)] * times;
     }
-    std::uint64_t relative_state(std::vector<Fixed>& relative, Fixed& earliest) const;
+    Signature signature() const { return {ring_.front_slot(), ring_.slot_at(slots_ - 1), ring_.back_time() - ring_.front_time()}; }
+    void relative_state(std::vector<Fixed>& relative, Fixed& earliest) const;
     std::int64_t skip_repeating_heads(std::int64_t heads_done);
 
     const std::vector<TimedBlocks>& head_;
@@ -141,7 +148,6 @@ private:
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
     BlockSchedule out_;
     // Cycle detection.
-    int check_every_ = 1;
     Snapshot saved_;
     std::int64_t power_ = 1, since_saved_ = 0;
     bool detect_ = true;
@@ -188,14 +194,12 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int6
         auto single = [&](std::size_t i) { return head_[i].count == 1 && stretch_end_[i] - i < round; };
         singles_end_[e] = e + 1 < n && single(e) && single(e + 1) ? singles_end_[e + 1] : e + 1;
     }
-    // Checking for repeating heads costs O(slots); a head costs at least O(entries).
-    check_every_ = static_cast<int>(std::clamp<std::size_t>(round / (4 * n + 1), 1, 16));
 }
 
 BlockSchedule GreedyScheduler::run() {
     std::int64_t position = 0;
     for (std::int64_t h = 0; h < heads_;) {
-        if (detect_ && out_.timeline.size() >= timeline_blocks_ && h % check_every_ == 0) {
+        if (detect_ && out_.timeline.size() >= timeline_blocks_) {
             const std::int64_t skipped = skip_repeating_heads(h);
             h += skipped;
             if (h >= heads_) break;
@@ -432,41 +436,37 @@ void GreedyScheduler::settle() {
     }
 }
 
-std::uint64_t GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {
+void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {
     ring_.times(relative);
     earliest = ring_.front_time();
-    std::uint64_t hash = 0x9e3779b97f4a7c15u;
-    for (Fixed& t : relative) {
-        t -= earliest;
-        hash = (hash ^ static_cast<std::uint64_t>(t) ^ static_cast<std::uint64_t>(t >> 64)) * 0xff51afd7ed558ccdu;
-        hash ^= hash >> 29;
-    }
-    return hash;
+    for (Fixed& t : relative) t -= earliest;
 }
 
-// Brent's cycle detection on the state after every check_every_ heads: compared with a saved state, which
-// is replaced after 1, 2, 4, ... checks. When the state repeats, the heads in between will repeat for
-// ever: whole cycles of them are added at once. Returns the heads skipped.
+// Brent's cycle detection on the state after each head: compared with a saved state (by signature first,
+// then slot by slot), which is replaced after 1, 2, 4, ... heads. When the state repeats, the heads in
+// between will repeat for ever: whole cycles of them are added at once. Returns the heads skipped.
 std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
+    const Signature now = signature();
     Fixed earliest = 0;
-    const std::uint64_t hash = relative_state(scratch_, earliest);
-    if (saved_.heads_done >= 0 && hash == saved_.hash && scratch_ == saved_.relative) {
-        detect_ = false;
-        settle();
-        const std::int64_t period = heads_done - saved_.heads_done, cycles = (heads_ - heads_done) / period;
-        ring_.add_to_all((earliest - saved_.earliest) * cycles);
-        for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm)
-            for (std::size_t f = 0; f < kTerms; ++f)
-                sm_terms_[sm][f] += (sm_terms_[sm][f] - saved_.sm_terms[sm][f]) * cycles;
-        return cycles * period;
+    if (saved_.heads_done >= 0 && now == saved_.signature) {
+        relative_state(scratch_, earliest);
+        if (scratch_ == saved_.relative) {
+            detect_ = false;
+            settle();
+            const std::int64_t period = heads_done - saved_.heads_done, cycles = (heads_ - heads_done) / period;
+            ring_.add_to_all((earliest - saved_.earliest) * cycles);
+            for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm)
+                for (std::size_t f = 0; f < kTerms; ++f)
+                    sm_terms_[sm][f] += (sm_terms_[sm][f] - saved_.sm_terms[sm][f]) * cycles;
+            return cycles * period;
+        }
     }
     if (++since_saved_ >= power_ || saved_.heads_done < 0) {
         settle();
+        relative_state(saved_.relative, saved_.earliest);
         saved_.heads_done = heads_done;
-        saved_.relative = scratch_;
-        saved_.earliest = earliest;
+        saved_.signature = now;
         saved_.sm_terms = sm_terms_;
-        saved_.hash = hash;
         power_ *= 2;
         since_saved_ = 0;
     }

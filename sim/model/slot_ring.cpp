@@ -16,19 +16,23 @@ bool SlotRing::deals_in_turn(Fixed duration) const {
 void SlotRing::take_at_front(Fixed end) {
     const int s = front_slot();
     lapped_[static_cast<std::size_t>(s)] += rounds_ - at(front_).counted;  // the front is never passed
-    // How many of the other slots come before it now. Back first (blocks that do not get shorter), then
-    // galloping from the front (short blocks land near it).
+    // How many of the other slots come before it now: the back (blocks that do not get shorter) and the
+    // front (short blocks) first. Compared as stored: less base_, and less lap_ among the passed.
+    const SlotTime unpassed{end - base_, s}, among_passed{end - base_ - lap_, s};
+    auto comes_first = [&](int position) {
+        const SlotTime here{at(index(position)).stored, slot_at(position)};
+        return here < (passed(position) ? among_passed : unpassed);
+    };
     int before = n_ - 1;
-    if (n_ > 1 && !comes_before(n_ - 1, end, s)) {
-        int lo = 1, hi = 1;  // positions below lo come before; the answer is in [lo, hi]
-        while (hi < n_ - 1 && comes_before(hi, end, s)) {
-            lo = hi + 1;
-            hi = std::min(2 * hi, n_ - 1);
-        }
-        while (lo < hi) {
-            const int mid = lo + (hi - lo) / 2;
-            if (comes_before(mid, end, s)) lo = mid + 1;
-            else hi = mid;
+    if (n_ > 1 && !comes_first(n_ - 1)) {
+        int lo = 1, hi = n_ - 1;  // positions below lo come before, hi does not
+        if (comes_first(1)) {
+            lo = 2;
+            while (lo < hi) {
+                const int mid = lo + (hi - lo) / 2;
+                if (comes_first(mid)) lo = mid + 1;
+                else hi = mid;
+            }
         }
         before = lo - 1;
     }
@@ -55,11 +59,12 @@ void SlotRing::take_at_front(Fixed end) {
 }
 
 void SlotRing::lap(std::int64_t blocks) {
-    const std::int64_t dealt = passed_ + blocks;
-    base_ += static_cast<Fixed>(dealt / n_) * lap_;
-    rounds_ += dealt / n_;
-    passed_ = static_cast<int>(dealt % n_);
-    front_ = index(static_cast<int>(blocks % n_));
+    const int round_began = index(n_ - passed_);  // where the current round began: lapping does not move it
+    const std::int64_t dealt = passed_ + blocks, rounds = dealt / n_;
+    base_ += static_cast<Fixed>(rounds) * lap_;
+    rounds_ += rounds;
+    passed_ = static_cast<int>(dealt - rounds * n_);
+    front_ = round_began + passed_ < n_ ? round_began + passed_ : round_began + passed_ - n_;
 }
 
 void SlotRing::settle() {
