@@ -5,7 +5,8 @@
 namespace fasim {
 
 SlotRing::SlotRing(int slots)
-    : n_(slots), entries_(static_cast<std::size_t>(slots)), lapped_(static_cast<std::size_t>(slots)) {
+    : n_(slots), entries_(static_cast<std::size_t>(slots)), lapped_(static_cast<std::size_t>(slots)),
+      counted_(static_cast<std::size_t>(slots)) {
     for (int i = 0; i < n_; ++i) at(i).slot = i;
 }
 
@@ -15,12 +16,13 @@ bool SlotRing::deals_in_turn(Fixed duration) const {
 
 void SlotRing::take_at_front(Fixed end) {
     const int s = front_slot();
-    lapped_[static_cast<std::size_t>(s)] += rounds_ - at(front_).counted;  // the front is never passed
+    lapped_[static_cast<std::size_t>(s)] += rounds_ - counted_[static_cast<std::size_t>(s)];  // the front is never passed
     // How many of the other slots come before it now: the back (blocks that do not get shorter) and the
     // front (short blocks) first. Compared as stored: less base_, and less lap_ among the passed.
     const SlotTime unpassed{end - base_, s}, among_passed{end - base_ - lap_, s};
     auto comes_first = [&](int position) {
-        const SlotTime here{at(index(position)).stored, slot_at(position)};
+        const Entry& e = at(index(position));
+        const SlotTime here{e.stored(), e.slot};
         return here < (passed(position) ? among_passed : unpassed);
     };
     int before = n_ - 1;
@@ -38,19 +40,20 @@ void SlotRing::take_at_front(Fixed end) {
     }
     // Among the passed slots, it is passed too (the passed ones stay the last).
     const bool is_passed = before >= n_ - passed_;
-    int place;
+    int here;
     if (before == n_ - 1) {  // the back: the front's place, and the front moves on
-        place = front_;
+        here = front_;
         front_ = index(1);
     } else if (before <= (n_ - 1) / 2) {  // the slots before it move toward the front
         shift_toward_front(index(1), before);
-        place = index(before);
+        here = index(before);
     } else {  // the slots after it move toward the back, into the front's place
         shift_toward_back(index(before + 1), n_ - 1 - before);
-        place = index(before + 1);
+        here = index(before + 1);
         front_ = index(1);
     }
-    at(place) = {end - base_ - (is_passed ? lap_ : 0), rounds_ + (is_passed ? 1 : 0), s};
+    place(here, end - base_ - (is_passed ? lap_ : 0), s);
+    counted_[static_cast<std::size_t>(s)] = rounds_ + (is_passed ? 1 : 0);
     if (is_passed && ++passed_ == n_) {
         base_ += lap_;
         ++rounds_;
@@ -71,9 +74,10 @@ void SlotRing::settle() {
     for (int p = 0; p < n_; ++p) {
         Entry& e = at(index(p));
         const bool was_passed = passed(p);
-        lapped_[static_cast<std::size_t>(e.slot)] += rounds_ + (was_passed ? 1 : 0) - e.counted;
-        if (was_passed) e.stored += lap_;
-        e.counted = 0;
+        const auto s = static_cast<std::size_t>(e.slot);
+        lapped_[s] += rounds_ + (was_passed ? 1 : 0) - counted_[s];
+        if (was_passed) e.store(e.stored() + lap_);
+        counted_[s] = 0;
     }
     passed_ = 0;
     rounds_ = 0;
@@ -87,15 +91,16 @@ void SlotRing::times(std::vector<Fixed>& by_slot) const {
 }
 
 void SlotRing::assign(const std::vector<Fixed>& by_slot) {
-    for (int i = 0; i < n_; ++i) at(i) = {by_slot[static_cast<std::size_t>(i)] - base_, 0, i};
-    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-        return a.stored < b.stored || (a.stored == b.stored && a.slot < b.slot);
-    });
+    for (int i = 0; i < n_; ++i) place(i, by_slot[static_cast<std::size_t>(i)] - base_, i);
+    std::sort(entries_.begin(), entries_.end(),
+              [](const Entry& a, const Entry& b) { return SlotTime{a.stored(), a.slot} < SlotTime{b.stored(), b.slot}; });
+    std::fill(counted_.begin(), counted_.end(), 0);
     front_ = 0;
 }
 
 void SlotRing::assign_in_order(const std::vector<SlotTime>& ordered) {
-    for (int i = 0; i < n_; ++i) at(i) = {ordered[static_cast<std::size_t>(i)].time - base_, 0, ordered[static_cast<std::size_t>(i)].slot};
+    for (int i = 0; i < n_; ++i) place(i, ordered[static_cast<std::size_t>(i)].time - base_, ordered[static_cast<std::size_t>(i)].slot);
+    std::fill(counted_.begin(), counted_.end(), 0);
     front_ = 0;
 }
 

@@ -31,7 +31,7 @@ public:
 
     int size() const { return n_; }
     int slot_at(int position) const { return at(index(position)).slot; }  // position 0: the front
-    Fixed time_at(int position) const { return at(index(position)).stored + base_ + (passed(position) ? lap_ : 0); }
+    Fixed time_at(int position) const { return at(index(position)).stored() + base_ + (passed(position) ? lap_ : 0); }
     int front_slot() const { return at(front_).slot; }
     Fixed front_time() const { return time_at(0); }
     Fixed back_time() const { return time_at(n_ - 1); }  // the latest free time
@@ -50,7 +50,10 @@ public:
     void set_lapping_duration(Fixed duration);  // settle() first
 
     // After settle(): adds to the free time of the slot at `position`.
-    void add_at(int position, Fixed delta) { entries_[static_cast<std::size_t>(index(position))].stored += delta; }
+    void add_at(int position, Fixed delta) {
+        Entry& e = at(index(position));
+        e.store(e.stored() + delta);
+    }
     // After settle(): the first `places` slots move behind the others (they took one block more, in turn).
     void rotate(std::int64_t places) { front_ = index(static_cast<int>(places % n_)); }
     void add_to_all(Fixed delta) { base_ += delta; }
@@ -61,13 +64,22 @@ public:
     void assign_in_order(const std::vector<SlotTime>& ordered);
 
 private:
-    // A slot's place: its free time less base_ (and less lap_ if passed), and the lapping blocks it had
-    // already been counted for (rounds_ + passed, when it was placed).
+    // A slot's place: its free time less base_ (and less lap_ if passed), in two halves (24 bytes to
+    // shift, where a 16-byte aligned Fixed would make 32).
     struct Entry {
-        Fixed stored = 0;
-        std::int64_t counted = 0;
+        std::uint64_t low = 0;
+        std::int64_t high = 0;
         int slot = 0;
+        Fixed stored() const { return static_cast<Fixed>(high) * (Fixed{1} << 64) + static_cast<Fixed>(low); }
+        void store(Fixed v) {
+            low = static_cast<std::uint64_t>(v);
+            high = static_cast<std::int64_t>(v >> 64);
+        }
     };
+    void place(int i, Fixed stored, int slot) {
+        at(i).store(stored);
+        at(i).slot = slot;
+    }
     const Entry& at(int i) const { return entries_[static_cast<std::size_t>(i)]; }
     Entry& at(int i) { return entries_[static_cast<std::size_t>(i)]; }
     int index(int position) const { return front_ + position < n_ ? front_ + position : front_ + position - n_; }
@@ -79,6 +91,8 @@ private:
     int n_;
     std::vector<Entry> entries_;        // by array index
     std::vector<std::int64_t> lapped_;  // by slot
+    // By slot: the lapping blocks it had already been counted for (rounds_ + passed, when it was placed).
+    std::vector<std::int64_t> counted_;
     Fixed base_ = 0, lap_ = 0;
     int front_ = 0;
     int passed_ = 0;            // slots that took a lapping block in the current round: the last ones
