@@ -110,14 +110,25 @@ private:
     void run_singles(std::size_t from, std::size_t to);
     void deal_stretch(std::size_t from);
     void settle();
-    // An entry's terms: its sums less those of the entry a round later in its stretch.
-    TermSums terms_of(std::size_t e) const {
-        TermSums t = ahead_terms_[e];
-        const std::size_t later = e + static_cast<std::size_t>(slots_);
-        if (later < stretch_end_[e])
-            for (std::size_t f = 0; f < kTerms; ++f) t[f] -= ahead_terms_[later][f];
-        return t;
+    // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
+    const TermSums& terms_of(std::size_t e) {
+        while (own_terms_.size() <= e) {
+            const auto v = term_values(head_[own_terms_.size()].terms);
+            TermSums t;
+            for (std::size_t f = 0; f < kTerms; ++f) t[f] = term_scale_[f].from_seconds(v[f]);
+            own_terms_.push_back(t);
+        }
+        return own_terms_[e];
     }
+    // The rest of a stretch from `from`, dealt in turn: per position p, the durations and the terms of
+    // blocks from + p, from + p + slots, ... Heads reach that point at the same few entries, so a few are
+    // kept.
+    struct InTurnSums {
+        std::size_t from = 0;
+        std::vector<Fixed> time;
+        std::vector<TermSums> terms;
+    };
+    const InTurnSums& in_turn_sums(std::size_t from);
     void credit(int slot, const TermSums& t, Fixed times) {
         TermSums& sum = sm_terms_[static_cast<std::size_t>(sm_of_slot_[static_cast<std::size_t>(slot)])];
         for (int f = 0; f < kTerms; ++f) sum[static_cast<std::size_t>(f)] += t[static_cast<std::size_t>(f)] * times;
@@ -133,13 +144,11 @@ private:
     FixedPoint time_;
     std::array<FixedPoint, kTerms> term_scale_;
     std::vector<Fixed> duration_;  // per entry
-    // Stretches of single blocks whose durations do not decrease. Per entry: the end of its stretch (the
-    // next entry, outside one), and its duration and terms plus those of the entries a round of slots, two
-    // rounds, ... later in it.
-    std::vector<std::size_t> stretch_end_;
-    std::vector<std::size_t> singles_end_;  // per single block outside a stretch of a round: the end of such blocks
-    std::vector<Fixed> ahead_time_;
-    std::vector<TermSums> ahead_terms_;
+    // Per entry: the end of its stretch of single blocks whose durations do not decrease (the next entry,
+    // outside one); for a single block outside a stretch of a round, the end of such blocks.
+    std::vector<std::uint32_t> stretch_end_, singles_end_;
+    std::vector<TermSums> own_terms_;
+    std::vector<InTurnSums> in_turn_sums_;  // the last few asked for, latest first
     std::vector<SlotTime> untouched_, queue_, rest_;  // run_stretch's
     std::vector<int> taker_;
     SlotRing ring_;
@@ -174,25 +183,17 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int6
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
     const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
     duration_.resize(n);
-    for (std::size_t e = 0; e < n; ++e) duration_[e] = time_.from_seconds(head_[e].duration);
     stretch_end_.resize(n);
     singles_end_.resize(n);
-    ahead_time_.resize(n);
-    ahead_terms_.resize(n);
+    // From the back: each entry needs the next one's.
     for (std::size_t e = n; e-- > 0;) {
-        const bool goes_on = e + 1 < n && head_[e].count == 1 && head_[e + 1].count == 1 && duration_[e + 1] >= duration_[e];
-        stretch_end_[e] = goes_on ? stretch_end_[e + 1] : e + 1;
-        const auto v = term_values(head_[e].terms);
-        for (std::size_t f = 0; f < kTerms; ++f) ahead_terms_[e][f] = term_scale_[f].from_seconds(v[f]);
-        ahead_time_[e] = duration_[e];
-        if (e + round < stretch_end_[e]) {
-            ahead_time_[e] += ahead_time_[e + round];
-            for (std::size_t f = 0; f < kTerms; ++f) ahead_terms_[e][f] += ahead_terms_[e + round][f];
-        }
-    }
-    for (std::size_t e = n; e-- > 0;) {
+        const TimedBlocks& b = head_[e];
+        duration_[e] = time_.from_seconds(b.duration);
+        const bool stretch_goes_on = e + 1 < n && b.count == 1 && head_[e + 1].count == 1 && duration_[e + 1] >= duration_[e];
+        stretch_end_[e] = stretch_goes_on ? stretch_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
+        // A single block outside a stretch of a round: one of a run of such that the heap may take.
         auto single = [&](std::size_t i) { return head_[i].count == 1 && stretch_end_[i] - i < round; };
-        singles_end_[e] = e + 1 < n && single(e) && single(e + 1) ? singles_end_[e + 1] : e + 1;
+        singles_end_[e] = single(e) && e + 1 < n && single(e + 1) ? singles_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
     }
 }
 
@@ -378,7 +379,8 @@ void GreedyScheduler::run_stretch(std::size_t from) {
         queue_[wrap(first + queued)] = took;
         ++queued;
     }
-    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], terms_of(from + i), 1);
+    if (!taker_.empty()) terms_of(from + taker_.size() - 1);
+    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], own_terms_[from + i], 1);
     // Back into the ring, in order.
     rest_.assign(untouched_.begin() + static_cast<std::ptrdiff_t>(next), untouched_.end());
     for (std::size_t i = 0, r = 0, q = 0; i < n; ++i) {
@@ -415,20 +417,45 @@ void GreedyScheduler::run_singles(std::size_t from, std::size_t to) {
 // The rest of a stretch, from `from`, when the slots take it in turn: the slot at position p takes the
 // blocks from + p, from + p + slots, ...
 void GreedyScheduler::deal_stretch(std::size_t from) {
-    const std::size_t end = stretch_end_[from], round = static_cast<std::size_t>(slots_);
-    for (std::size_t p = 0; p < round && from + p < end; ++p) {
+    const InTurnSums& sums = in_turn_sums(from);
+    for (std::size_t p = 0; p < sums.time.size(); ++p) {
         const int position = static_cast<int>(p);
-        credit(ring_.slot_at(position), ahead_terms_[from + p], 1);
-        ring_.add_at(position, ahead_time_[from + p]);
+        credit(ring_.slot_at(position), sums.terms[p], 1);
+        ring_.add_at(position, sums.time[p]);
     }
-    ring_.rotate(static_cast<std::int64_t>(end - from));
+    ring_.rotate(static_cast<std::int64_t>(stretch_end_[from] - from));
+}
+
+const GreedyScheduler::InTurnSums& GreedyScheduler::in_turn_sums(std::size_t from) {
+    constexpr std::size_t kKept = 4;
+    for (std::size_t i = 0; i < in_turn_sums_.size(); ++i)
+        if (in_turn_sums_[i].from == from) {
+            std::rotate(in_turn_sums_.begin(), in_turn_sums_.begin() + static_cast<std::ptrdiff_t>(i),
+                        in_turn_sums_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+            return in_turn_sums_.front();
+        }
+    if (in_turn_sums_.size() < kKept) in_turn_sums_.emplace_back();
+    std::rotate(in_turn_sums_.begin(), in_turn_sums_.end() - 1, in_turn_sums_.end());
+    InTurnSums& sums = in_turn_sums_.front();
+    const std::size_t end = stretch_end_[from], round = static_cast<std::size_t>(slots_);
+    const std::size_t width = std::min(round, end - from);
+    sums.from = from;
+    sums.time.assign(width, 0);
+    sums.terms.assign(width, TermSums{});
+    for (std::size_t row = from; row < end; row += round)
+        for (std::size_t p = 0; p < width && row + p < end; ++p) {
+            sums.time[p] += duration_[row + p];
+            const auto v = term_values(head_[row + p].terms);
+            for (std::size_t f = 0; f < kTerms; ++f) sums.terms[p][f] += term_scale_[f].from_seconds(v[f]);
+        }
+    return sums;
 }
 
 void GreedyScheduler::settle() {
     ring_.settle();
     std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
     if (lapping_ < 0) return;
-    const TermSums lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
+    const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
     for (std::size_t s = 0; s < lapped.size(); ++s) {
         if (lapped[s] == 0) continue;
         credit(static_cast<int>(s), lapping_terms, lapped[s]);
