@@ -27,13 +27,14 @@ void SlotRing::take_at_front(Fixed end) {
     };
     int before = n_ - 1;
     if (n_ > 1 && !comes_first(n_ - 1)) {
-        int lo = 1, hi = n_ - 1;  // positions below lo come before, hi does not
+        int lo = 1;  // positions below lo come before; lo + len does not
         if (comes_first(1)) {
             lo = 2;
-            while (lo < hi) {
-                const int mid = lo + (hi - lo) / 2;
-                if (comes_first(mid)) lo = mid + 1;
-                else hi = mid;
+            for (int len = n_ - 1 - lo; len > 0;) {  // a conditional move a step, not a branch to mispredict
+                const int half = len / 2;
+                const bool first = comes_first(lo + half);
+                lo = first ? lo + half + 1 : lo;
+                len = first ? len - half - 1 : half;
             }
         }
         before = lo - 1;
@@ -63,10 +64,19 @@ void SlotRing::take_at_front(Fixed end) {
 
 void SlotRing::lap(std::int64_t blocks) {
     const int round_began = index(n_ - passed_);  // where the current round began: lapping does not move it
-    const std::int64_t dealt = passed_ + blocks, rounds = dealt / n_;
+    if (blocks != split_blocks_) {  // runs repeat head after head: divide once
+        split_blocks_ = blocks;
+        split_rounds_ = blocks / n_;
+        split_rest_ = static_cast<int>(blocks - split_rounds_ * n_);
+    }
+    std::int64_t rounds = split_rounds_;
+    passed_ += split_rest_;
+    if (passed_ >= n_) {
+        passed_ -= n_;
+        ++rounds;
+    }
     base_ += static_cast<Fixed>(rounds) * lap_;
     rounds_ += rounds;
-    passed_ = static_cast<int>(dealt - rounds * n_);
     front_ = round_began + passed_ < n_ ? round_began + passed_ : round_began + passed_ - n_;
 }
 

@@ -97,6 +97,8 @@ private:
     int front_ = 0;
     int passed_ = 0;            // slots that took a lapping block in the current round: the last ones
     std::int64_t rounds_ = 0;   // rounds completed since settle()
+    std::int64_t split_blocks_ = 0, split_rounds_ = 0;  // lap(): the last run, in rounds and the rest
+    int split_rest_ = 0;
 };
 
 }  // namespace fasim
