@@ -70,7 +70,7 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //    order) each block ends no earlier than the one before: the slots that took one wait in first-in,
 //    first-out order, and the next block goes to the earlier of that queue's first and the first slot not
 //    yet taken, O(1) a block; once the slots' free times lie within one block they take the rest in turn,
-//    each slot's share a sum of every slots-th duration, read from suffix sums;
+//    each slot's share a sum of every slots-th duration from there (summed where heads get there, kept);
 //  - other single blocks, many in a row (durations that shrink), go through a binary heap, O(log slots)
 //    a block where the ring's order costs O(slots);
 //  - every head runs the same blocks: once the slots' free times relative to the earliest, slot by slot,
@@ -365,9 +365,9 @@ void GreedyScheduler::run_stretch(std::size_t from) {
         // Once the free times lie within one block they stay so (blocks do not get shorter): looked at
         // every few blocks.
         if ((j - from) % 16 == 0) {
-            const SlotTime& queue_back = queue_[wrap(first + queued - 1)];
-            const SlotTime& back = queued > 0 && (next == n || untouched_[n - 1] < queue_back) ? queue_back : untouched_[n - 1];
-            if (back < took) break;  // the rest go in turn
+            const SlotTime* back = &untouched_[n - 1];
+            if (queued > 0 && (next == n || *back < queue_[wrap(first + queued - 1)])) back = &queue_[wrap(first + queued - 1)];
+            if (*back < took) break;  // the rest go in turn
         }
         if (from_queue) {
             first = wrap(first + 1);
