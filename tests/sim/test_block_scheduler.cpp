@@ -322,3 +322,28 @@ TEST_CASE("Block scheduler: the exact greedy list schedule of any durations, and
         CHECK(off == 0);
     }
 }
+
+// All blocks alike: the scheduler used whole waves (waves x duration, grid x duration, the terms x the
+// busiest SM's blocks), each a double product rounded once; the exact sums convert to the same doubles.
+TEST_CASE("Block scheduler: blocks all alike give the whole-wave results to the bit", "[model][scheduler]") {
+    CaseMaker make(5, false);
+    for (int i = 0; i < 200; ++i) {
+        Case c = make.make(0);
+        c.head.resize(1);
+        c.head.front().count = make.uniform(1, 5000);
+        INFO("case " << i << ", " << describe(c));
+        const TimedBlocks& b = c.head.front();
+        const std::int64_t slots = static_cast<std::int64_t>(c.sm_count) * c.slots_per_sm, grid = c.grid();
+        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, 64);
+        CHECK(got.makespan_s == static_cast<double>((grid + slots - 1) / slots) * b.duration);
+        CHECK(got.block_seconds == static_cast<double>(grid) * b.duration);
+        check_terms_equal(got.busiest, b.terms.scaled(static_cast<double>((grid + c.sm_count - 1) / c.sm_count)));
+        for (const ScheduledBlock& s : got.timeline) {
+            const std::int64_t slot = s.block % slots, wave = s.block / slots;
+            CHECK(s.sm == slot % c.sm_count);
+            CHECK(s.slot == slot / c.sm_count);
+            CHECK(s.start_s == static_cast<double>(wave) * b.duration);
+            CHECK(s.end_s == static_cast<double>(wave + 1) * b.duration);
+        }
+    }
+}
