@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <limits>
-#include <queue>
 
 #include "kernels/cuda_core_products.hpp"
 
@@ -40,42 +38,6 @@ struct SmRates {
     // DRAM byte = latency / F); dram_share: the kernel's DRAM bytes over its L2 bytes, the part of a
     // block's L2 traffic that misses. 0: no such term (kernels/kernel_execution.hpp, bytes_in_flight).
     double latency_s_per_byte = 0, dram_share = 0;
-};
-
-struct BlockTerms {
-    // l2: the L2's share of the block's sectors or of its requests, whichever takes longer.
-    double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0, issue = 0;
-    // The block's DRAM bytes x latency / its bytes in flight. Each resident block keeps its own loads in
-    // flight, so blocks sharing an SM overlap their latencies: this bounds the SM's time for its blocks
-    // by one block's, not their sum, and binds only where few blocks are resident (a decode grid).
-    double latency = 0;
-    // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
-    // issue at the latency-bound rate, whichever takes longer.
-    bool latency_bound_tensor = false;
-    // wgmma kernels with warp-specialised consumer warpgroups: while one warpgroup's softmax runs on the
-    // CUDA cores and SFUs, another's products run on the tensor cores, so the two overlap instead of adding:
-    // two warpgroups that each alternate M of products with S of softmax need max(2M, 2S, M + S) for two
-    // tiles, max(M, S) per tile.
-    bool overlapped_products = false;
-    double compute() const {
-        if (overlapped_products) return std::max(matmul, nonmatmul + sfu);
-        return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
-    }
-    double duration(int blocks_per_sm) const {
-        return std::max(std::max({compute(), smem, l2}) * blocks_per_sm, latency);  // resident blocks share the SM
-    }
-    BlockTerms& operator+=(const BlockTerms& o) {
-        matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
-        latency += o.latency;
-        latency_bound_tensor = o.latency_bound_tensor;
-        overlapped_products = o.overlapped_products;
-        return *this;
-    }
-    BlockTerms scaled(double f) const {
-        BlockTerms t = *this;
-        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f;
-        return t;
-    }
 };
 
 BlockTerms terms(const BlockWork& w, const SmRates& r) {
@@ -144,50 +106,16 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     }
 
     // Greedy list scheduling over the slots, in launch order (head-major).
-    const std::int64_t slots = t.concurrent_blocks;
-    double makespan = 0, busy = 0;
-    BlockTerms busiest;  // the busiest SM's terms, summed over its blocks
-    if (k.block_work.size() == 1) {
-        // All blocks alike: whole waves.
-        const BlockTerms bt = terms(k.block_work.front().first, r);
-        const double dur = bt.duration(resident);
-        const std::int64_t waves = (t.grid + slots - 1) / slots;
-        makespan = static_cast<double>(waves) * dur;
-        busy = static_cast<double>(t.grid) * dur / resident;
-        const double per_sm = static_cast<double>((t.grid + gpu.sm_count - 1) / gpu.sm_count);
-        busiest = bt.scaled(per_sm);
-        for (std::int64_t b = 0; b < std::min<std::int64_t>(t.grid, static_cast<std::int64_t>(timeline_blocks)); ++b) {
-            const std::int64_t s = b % slots, w = b / slots;
-            t.timeline.push_back({b, static_cast<int>(s % gpu.sm_count), static_cast<int>(s / gpu.sm_count),
-                                  static_cast<double>(w) * dur, static_cast<double>(w + 1) * dur});
-        }
-    } else {
-        using Slot = std::pair<double, std::int64_t>;  // (free at, slot index)
-        std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_slots;
-        for (std::int64_t s = 0; s < slots; ++s) free_slots.push({0.0, s});
-        std::vector<BlockTerms> sm_terms(static_cast<std::size_t>(gpu.sm_count));
-        std::int64_t position = 0;
-        for (std::int64_t h = 0; h < k.desc.heads; ++h) {
-            for (const auto& [work, count] : k.block_work) {
-                const BlockTerms bt = terms(work, r);
-                const double dur = bt.duration(resident);
-                for (std::int64_t c = 0; c < count; ++c, ++position) {
-                    auto [at, s] = free_slots.top();
-                    free_slots.pop();
-                    const double end = at + dur;
-                    makespan = std::max(makespan, end);
-                    busy += dur / resident;
-                    sm_terms[static_cast<std::size_t>(s % gpu.sm_count)] += bt;
-                    if (t.timeline.size() < timeline_blocks)
-                        t.timeline.push_back({position, static_cast<int>(s % gpu.sm_count),
-                                              static_cast<int>(s / gpu.sm_count), at, end});
-                    free_slots.push({end, s});
-                }
-            }
-        }
-        busiest = *std::max_element(sm_terms.begin(), sm_terms.end(),
-                                    [](const BlockTerms& a, const BlockTerms& b) { return a.duration(1) < b.duration(1); });
+    std::vector<TimedBlocks> head;
+    head.reserve(k.block_work.size());
+    for (const auto& [work, count] : k.block_work) {
+        const BlockTerms bt = terms(work, r);
+        head.push_back({bt, bt.duration(resident), count});
     }
+    BlockSchedule schedule = schedule_blocks(head, k.desc.heads, gpu.sm_count, bps, timeline_blocks);
+    const double makespan = schedule.makespan_s, busy = schedule.block_seconds / resident;
+    const BlockTerms& busiest = schedule.busiest;  // the busiest SM's terms, summed over its blocks
+    t.timeline = std::move(schedule.timeline);
     t.matmul_s = busiest.matmul;
     t.nonmatmul_s = busiest.nonmatmul;
     t.sfu_s = busiest.sfu;

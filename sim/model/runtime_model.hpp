@@ -25,6 +25,7 @@
 
 #include "exec/kernel_record.hpp"
 #include "gpu/gpu_spec.hpp"
+#include "model/block_scheduler.hpp"
 
 namespace fasim {
 
@@ -39,13 +40,6 @@ struct ModelOptions {
     // Count by running every block and every loop iteration (the counting executor's by-block path)
     // instead of one of each class of alike blocks and iterations: the same counts, slower (--count block).
     bool count_every_block = false;
-};
-
-struct ScheduledBlock {
-    std::int64_t block = 0;  // launch position (head-major)
-    int sm = 0;
-    int slot = 0;            // which of the SM's resident-block slots
-    double start_s = 0, end_s = 0;
 };
 
 struct KernelTiming {

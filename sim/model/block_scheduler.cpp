@@ -1,0 +1,515 @@
+#include "model/block_scheduler.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <queue>
+
+#include "model/fixed_point.hpp"
+#include "model/slot_ring.hpp"
+
+namespace fasim {
+
+namespace {
+
+// BlockTerms' seven sums, exact (model/fixed_point.hpp).
+constexpr int kTerms = 7;
+using TermSums = std::array<Fixed, kTerms>;
+
+std::array<double, kTerms> term_values(const BlockTerms& t) {
+    return {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency};
+}
+
+BlockTerms terms_from(const std::array<double, kTerms>& v, const BlockTerms& flags) {
+    BlockTerms t;
+    t.matmul = v[0], t.nonmatmul = v[1], t.sfu = v[2], t.smem = v[3], t.l2 = v[4], t.issue = v[5], t.latency = v[6];
+    t.latency_bound_tensor = flags.latency_bound_tensor;
+    t.overlapped_products = flags.overlapped_products;
+    return t;
+}
+
+bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+// Durations or terms that are not finite (a rate of 0 somewhere) have no exact sums: one block at a time,
+// in double precision, as the scheduler always did before.
+BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
+                                     int slots_per_sm, std::size_t timeline_blocks) {
+    BlockSchedule out;
+    const std::int64_t slots = static_cast<std::int64_t>(sm_count) * slots_per_sm;
+    using Slot = std::pair<double, std::int64_t>;  // (free at, slot index)
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_slots;
+    for (std::int64_t s = 0; s < slots; ++s) free_slots.push({0.0, s});
+    std::vector<BlockTerms> sm_terms(static_cast<std::size_t>(sm_count));
+    std::int64_t position = 0;
+    for (std::int64_t h = 0; h < heads; ++h)
+        for (const TimedBlocks& b : head)
+            for (std::int64_t c = 0; c < b.count; ++c, ++position) {
+                auto [at, s] = free_slots.top();
+                free_slots.pop();
+                const double end = at + b.duration;
+                out.makespan_s = std::max(out.makespan_s, end);
+                out.block_seconds += b.duration;
+                sm_terms[static_cast<std::size_t>(s % sm_count)] += b.terms;
+                if (out.timeline.size() < timeline_blocks)
+                    out.timeline.push_back({position, static_cast<int>(s % sm_count), static_cast<int>(s / sm_count), at, end});
+                free_slots.push({end, s});
+            }
+    out.busiest = *std::max_element(sm_terms.begin(), sm_terms.end(),
+                                    [](const BlockTerms& a, const BlockTerms& b) { return a.duration(1) < b.duration(1); });
+    return out;
+}
+
+// The greedy list schedule, computed exactly on fixed-point times and fast where the blocks have
+// structure:
+//  - a run of equal blocks that the slots take in turn (their free times lie within one block of each
+//    other) advances whole rounds at once (SlotRing::lap); one that they do not take in turn is dealt in
+//    bulk: each slot's share follows from its free time, in O(slots log slots);
+//  - in a stretch of single blocks whose durations do not decrease (causal attention's Q tiles in launch
+//    order) each block ends no earlier than the one before: the slots that took one wait in first-in,
+//    first-out order, and the next block goes to the earlier of that queue's first and the first slot not
+//    yet taken, O(1) a block; once the slots' free times lie within one block they take the rest in turn,
+//    each slot's share a sum of every slots-th duration from there (summed where heads get there, kept);
+//  - other single blocks, many in a row (durations that shrink), go through a binary heap, O(log slots)
+//    a block where the ring's order costs O(slots);
+//  - every head runs the same blocks: once the slots' free times relative to the earliest, slot by slot,
+//    repeat after a cycle of heads, each further cycle adds the same time to every slot and the same terms
+//    to every SM, and whole cycles are added at once. Repetition is tested exactly, on the fixed-point
+//    times, so the cycles added are exact. It happens where the durations are commensurate (multiples of
+//    a common step not too small) or each head fills whole rounds; with generic durations the slots'
+//    free times keep drifting against one another and never repeat, and every head is scheduled.
+class GreedyScheduler {
+public:
+    GreedyScheduler(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
+                    std::size_t timeline_blocks);
+    BlockSchedule run();
+
+private:
+    // What two equal states share, in O(1): the earliest and the latest slot, and the time between them.
+    struct Signature {
+        int front = -1, back = -1;
+        Fixed spread = 0;
+        bool operator==(const Signature&) const = default;
+    };
+    // One cycle-detection snapshot (Brent's algorithm): heads done, free times relative to the
+    // earliest (by slot), the earliest, and the SMs' terms.
+    struct Snapshot {
+        std::int64_t heads_done = -1;
+        Signature signature;
+        std::vector<Fixed> relative;
+        Fixed earliest = 0;
+        std::vector<TermSums> sm_terms;
+    };
+
+    void run_head(std::int64_t& position);
+    void one_block(std::size_t e, std::int64_t position, bool record);
+    void run_of(std::size_t e, std::int64_t count);
+    void deal_in_bulk(std::size_t e, std::int64_t count);
+    void run_stretch(std::size_t from);
+    void run_singles(std::size_t from, std::size_t to);
+    void deal_stretch(std::size_t from);
+    void settle();
+    // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
+    const TermSums& terms_of(std::size_t e) {
+        while (own_terms_.size() <= e) {
+            const auto v = term_values(head_[own_terms_.size()].terms);
+            TermSums t;
+            for (std::size_t f = 0; f < kTerms; ++f) t[f] = term_scale_[f].from_seconds(v[f]);
+            own_terms_.push_back(t);
+        }
+        return own_terms_[e];
+    }
+    // The rest of a stretch from `from`, dealt in turn: per position p, the durations and the terms of
+    // blocks from + p, from + p + slots, ... Heads reach that point at the same few entries, so a few are
+    // kept.
+    struct InTurnSums {
+        std::size_t from = 0;
+        std::vector<Fixed> time;
+        std::vector<TermSums> terms;
+    };
+    const InTurnSums& in_turn_sums(std::size_t from);
+    void credit(int slot, const TermSums& t, Fixed times) {
+        TermSums& sum = sm_terms_[static_cast<std::size_t>(sm_of_slot_[static_cast<std::size_t>(slot)])];
+        for (int f = 0; f < kTerms; ++f) sum[static_cast<std::size_t>(f)] += t[static_cast<std::size_t>(f)] * times;
+    }
+    Signature signature() const { return {ring_.front_slot(), ring_.slot_at(slots_ - 1), ring_.back_time() - ring_.front_time()}; }
+    void relative_state(std::vector<Fixed>& relative, Fixed& earliest) const;
+    std::int64_t skip_repeating_heads(std::int64_t heads_done);
+
+    const std::vector<TimedBlocks>& head_;
+    const std::int64_t heads_;
+    const int sm_count_, slots_;
+    const std::size_t timeline_blocks_;
+    FixedPoint time_;
+    std::array<FixedPoint, kTerms> term_scale_;
+    std::vector<Fixed> duration_;  // per entry
+    // Per entry: the end of its stretch of single blocks whose durations do not decrease (the next entry,
+    // outside one); for a single block outside a stretch of a round, the end of such blocks.
+    std::vector<std::uint32_t> stretch_end_, singles_end_;
+    std::vector<TermSums> own_terms_;
+    std::vector<InTurnSums> in_turn_sums_;  // the last few asked for, latest first
+    std::vector<SlotTime> untouched_, queue_, rest_;  // run_stretch's
+    std::vector<int> taker_;
+    SlotRing ring_;
+    std::vector<int> sm_of_slot_;
+    std::vector<TermSums> sm_terms_;
+    std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
+    BlockSchedule out_;
+    // Cycle detection.
+    Snapshot saved_;
+    std::int64_t power_ = 1, since_saved_ = 0;
+    bool detect_ = true;
+    std::vector<Fixed> scratch_;
+};
+
+GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
+                                 int slots_per_sm, std::size_t timeline_blocks)
+    : head_(head), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
+      ring_(sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
+      sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
+    for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = s % sm_count_;
+    // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
+    // one value, when there are no blocks).
+    double total_time = 0;
+    std::array<double, kTerms> total_terms{};
+    for (const TimedBlocks& b : head_) {
+        const double blocks = static_cast<double>(b.count) * static_cast<double>(heads_);
+        total_time += std::max(blocks * b.duration, b.duration);
+        const auto v = term_values(b.terms);
+        for (std::size_t f = 0; f < kTerms; ++f) total_terms[f] += std::max(blocks * v[f], v[f]);
+    }
+    time_ = FixedPoint(total_time);
+    for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
+    const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
+    duration_.resize(n);
+    stretch_end_.resize(n);
+    singles_end_.resize(n);
+    // From the back: each entry needs the next one's.
+    for (std::size_t e = n; e-- > 0;) {
+        const TimedBlocks& b = head_[e];
+        duration_[e] = time_.from_seconds(b.duration);
+        const bool stretch_goes_on = e + 1 < n && b.count == 1 && head_[e + 1].count == 1 && duration_[e + 1] >= duration_[e];
+        stretch_end_[e] = stretch_goes_on ? stretch_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
+        // A single block outside a stretch of a round: one of a run of such that the heap may take.
+        auto single = [&](std::size_t i) { return head_[i].count == 1 && stretch_end_[i] - i < round; };
+        singles_end_[e] = single(e) && e + 1 < n && single(e + 1) ? singles_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
+    }
+}
+
+BlockSchedule GreedyScheduler::run() {
+    std::int64_t position = 0;
+    for (std::int64_t h = 0; h < heads_;) {
+        if (detect_ && out_.timeline.size() >= timeline_blocks_) {
+            const std::int64_t skipped = skip_repeating_heads(h);
+            h += skipped;
+            if (h >= heads_) break;
+        }
+        run_head(position);
+        ++h;
+    }
+    settle();
+    out_.makespan_s = time_.to_seconds(ring_.back_time());
+    Fixed all = 0;
+    for (std::size_t e = 0; e < head_.size(); ++e) all += duration_[e] * head_[e].count;
+    out_.block_seconds = time_.to_seconds(all * heads_);
+    if (all == 0 && std::none_of(head_.begin(), head_.end(), [&](const TimedBlocks& b) { return b.count > 0 && heads_ > 0; }))
+        return std::move(out_);  // no blocks
+    // The busiest SM: the first whose summed terms take longest, as the reference's max_element.
+    const BlockTerms flags = head_.front().terms;
+    bool first = true;
+    for (const TermSums& sums : sm_terms_) {
+        std::array<double, kTerms> v{};
+        for (std::size_t f = 0; f < kTerms; ++f) v[f] = term_scale_[f].to_seconds(sums[f]);
+        const BlockTerms t = terms_from(v, flags);
+        if (first || t.duration(1) > out_.busiest.duration(1)) out_.busiest = t;
+        first = false;
+    }
+    return std::move(out_);
+}
+
+void GreedyScheduler::run_head(std::int64_t& position) {
+    const std::size_t round = static_cast<std::size_t>(slots_);
+    for (std::size_t e = 0; e < head_.size(); ++e) {
+        std::int64_t count = head_[e].count;
+        for (; count > 0 && out_.timeline.size() < timeline_blocks_; --count) one_block(e, position++, true);
+        if (count == 0) continue;
+        position += count;
+        if (head_[e].count == 1 && stretch_end_[e] - e >= round) {
+            run_stretch(e);
+            position += static_cast<std::int64_t>(stretch_end_[e] - e) - 1;
+            e = stretch_end_[e] - 1;
+            continue;
+        }
+        if (head_[e].count == 1 && singles_end_[e] - e >= 2 * round) {  // the heap's setup costs O(slots log slots)
+            run_singles(e, singles_end_[e]);
+            position += static_cast<std::int64_t>(singles_end_[e] - e) - 1;
+            e = singles_end_[e] - 1;
+            continue;
+        }
+        run_of(e, count);
+    }
+}
+
+void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool record) {
+    const int s = ring_.front_slot();
+    const Fixed start = ring_.front_time(), end = start + duration_[e];
+    credit(s, terms_of(e), 1);
+    if (record)
+        out_.timeline.push_back({position, s % sm_count_, s / sm_count_, time_.to_seconds(start), time_.to_seconds(end)});
+    ring_.take_at_front(end);
+}
+
+void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
+    const Fixed d = duration_[e];
+    if (d == 0) {  // blocks that take no time all go to the front slot, which stays the front
+        credit(ring_.front_slot(), terms_of(e), count);
+        return;
+    }
+    // Making e the lapping class settles every slot, O(slots): worth it for a quarter of a round.
+    const std::int64_t switch_at = slots_ / 4 + 1, bulk_at = 4 * static_cast<std::int64_t>(slots_);
+    while (count > 0) {
+        if (ring_.deals_in_turn(d)) {
+            if (lapping_ != static_cast<std::ptrdiff_t>(e)) {
+                if (count < switch_at) {
+                    one_block(e, 0, false);
+                    --count;
+                    continue;
+                }
+                settle();
+                ring_.set_lapping_duration(d);
+                lapping_ = static_cast<std::ptrdiff_t>(e);
+            }
+            ring_.lap(count);
+            return;
+        }
+        if (count >= bulk_at) {
+            deal_in_bulk(e, count);
+            return;
+        }
+        one_block(e, 0, false);
+        --count;
+    }
+}
+
+// `count` equal blocks of duration d where the slots do not take them in turn. With m the earliest free
+// time, slot s (free at f_s = m + l_s d + r_s, 0 <= r_s < d) could start blocks at f_s, f_s + d, ...; the
+// greedy order takes those start times in order, round by round (m + L d to m + (L + 1) d), each round in
+// the order of (r_s, s) among the slots with l_s <= L. So whole rounds up to some L, then the first slots of
+// round L.
+void GreedyScheduler::deal_in_bulk(std::size_t e, std::int64_t count) {
+    settle();
+    const Fixed d = duration_[e];
+    ring_.times(scratch_);
+    const std::size_t n = scratch_.size();
+    const Fixed earliest = ring_.front_time();
+    std::vector<Fixed> lap(n), rest(n);
+    std::vector<int> by_lap(n);
+    for (std::size_t s = 0; s < n; ++s) {
+        lap[s] = (scratch_[s] - earliest) / d;
+        rest[s] = (scratch_[s] - earliest) - lap[s] * d;
+    }
+    std::iota(by_lap.begin(), by_lap.end(), 0);
+    std::sort(by_lap.begin(), by_lap.end(), [&](int a, int b) { return lap[static_cast<std::size_t>(a)] < lap[static_cast<std::size_t>(b)]; });
+    // The round L the last block falls in, and how many blocks round L takes.
+    Fixed left = count, last_round = 0, in_last = 0;
+    std::size_t joined = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        const Fixed from = lap[static_cast<std::size_t>(by_lap[j])];
+        const std::size_t width = j + 1;  // slots taking part from round `from` on
+        if (j + 1 < n && lap[static_cast<std::size_t>(by_lap[j + 1])] == from) continue;
+        const Fixed rounds = j + 1 < n ? lap[static_cast<std::size_t>(by_lap[j + 1])] - from : 0;
+        if (j + 1 == n || left < rounds * static_cast<Fixed>(width)) {
+            last_round = from + left / static_cast<Fixed>(width);
+            in_last = left % static_cast<Fixed>(width);
+            joined = width;
+            break;
+        }
+        left -= rounds * static_cast<Fixed>(width);
+    }
+    // Round `last_round` goes to the first `in_last` of the joined slots, in the order of (r_s, s).
+    std::vector<int> order(by_lap.begin(), by_lap.begin() + static_cast<std::ptrdiff_t>(joined));
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        const Fixed ra = rest[static_cast<std::size_t>(a)], rb = rest[static_cast<std::size_t>(b)];
+        return ra < rb || (ra == rb && a < b);
+    });
+    std::vector<Fixed> took(n, 0);
+    for (std::size_t s = 0; s < n; ++s) took[s] = std::max<Fixed>(0, last_round - lap[s]);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(in_last); ++i) took[static_cast<std::size_t>(order[i])] += 1;
+    const TermSums terms = terms_of(e);
+    for (std::size_t s = 0; s < n; ++s) {
+        if (took[s] == 0) continue;
+        scratch_[s] += took[s] * d;
+        credit(static_cast<int>(s), terms, took[s]);
+    }
+    ring_.assign(scratch_);
+}
+
+// Single blocks from `from` to the end of their stretch, durations not decreasing: each ends no earlier
+// than the one before it, so the slots that took one wait behind the others in the order they took it,
+// and the next block goes to the earlier of the first slot not yet taken and the first of that queue.
+void GreedyScheduler::run_stretch(std::size_t from) {
+    settle();
+    const std::size_t end = stretch_end_[from], n = static_cast<std::size_t>(slots_);
+    untouched_.resize(n);
+    queue_.resize(n);
+    for (std::size_t p = 0; p < n; ++p) untouched_[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};
+    auto wrap = [n](std::size_t i) { return i < n ? i : i - n; };
+    std::size_t next = 0, first = 0, queued = 0;  // untouched_[next...]; queue_[first...], circular
+    taker_.clear();
+    std::size_t j = from;
+    for (; j < end; ++j) {
+        const bool from_queue = queued > 0 && (next == n || queue_[first] < untouched_[next]);
+        const SlotTime front = from_queue ? queue_[first] : untouched_[next];
+        const SlotTime took{front.time + duration_[j], front.slot};
+        // Once the free times lie within one block they stay so (blocks do not get shorter): looked at
+        // every few blocks.
+        if ((j - from) % 16 == 0) {
+            const SlotTime* back = &untouched_[n - 1];
+            if (queued > 0 && (next == n || *back < queue_[wrap(first + queued - 1)])) back = &queue_[wrap(first + queued - 1)];
+            if (*back < took) break;  // the rest go in turn
+        }
+        if (from_queue) {
+            first = wrap(first + 1);
+            --queued;
+        } else {
+            ++next;
+        }
+        taker_.push_back(front.slot);
+        queue_[wrap(first + queued)] = took;
+        ++queued;
+    }
+    if (!taker_.empty()) terms_of(from + taker_.size() - 1);
+    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], own_terms_[from + i], 1);
+    // Back into the ring, in order.
+    rest_.assign(untouched_.begin() + static_cast<std::ptrdiff_t>(next), untouched_.end());
+    for (std::size_t i = 0, r = 0, q = 0; i < n; ++i) {
+        if (q < queued && (r == rest_.size() || queue_[wrap(first + q)] < rest_[r])) untouched_[i] = queue_[wrap(first + q++)];
+        else untouched_[i] = rest_[r++];
+    }
+    ring_.assign_in_order(untouched_);
+    if (j < end) deal_stretch(j);
+}
+
+// Single blocks from `from` to `to` in a binary heap of free times (earliest on top).
+void GreedyScheduler::run_singles(std::size_t from, std::size_t to) {
+    settle();
+    const std::size_t n = static_cast<std::size_t>(slots_);
+    std::vector<SlotTime>& heap = untouched_;
+    heap.resize(n);
+    for (std::size_t p = 0; p < n; ++p) heap[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};  // sorted: a heap
+    for (std::size_t j = from; j < to; ++j) {
+        credit(heap[0].slot, terms_of(j), 1);
+        // The top takes the block and sinks to its place.
+        const SlotTime took{heap[0].time + duration_[j], heap[0].slot};
+        std::size_t i = 0;
+        for (std::size_t child = 1; child < n; i = child, child = 2 * i + 1) {
+            if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
+            if (!(heap[child] < took)) break;
+            heap[i] = heap[child];
+        }
+        heap[i] = took;
+    }
+    std::sort(heap.begin(), heap.end());
+    ring_.assign_in_order(heap);
+}
+
+// The rest of a stretch, from `from`, when the slots take it in turn: the slot at position p takes the
+// blocks from + p, from + p + slots, ...
+void GreedyScheduler::deal_stretch(std::size_t from) {
+    const InTurnSums& sums = in_turn_sums(from);
+    for (std::size_t p = 0; p < sums.time.size(); ++p) {
+        const int position = static_cast<int>(p);
+        credit(ring_.slot_at(position), sums.terms[p], 1);
+        ring_.add_at(position, sums.time[p]);
+    }
+    ring_.rotate(static_cast<std::int64_t>(stretch_end_[from] - from));
+}
+
+const GreedyScheduler::InTurnSums& GreedyScheduler::in_turn_sums(std::size_t from) {
+    constexpr std::size_t kKept = 4;
+    for (std::size_t i = 0; i < in_turn_sums_.size(); ++i)
+        if (in_turn_sums_[i].from == from) {
+            std::rotate(in_turn_sums_.begin(), in_turn_sums_.begin() + static_cast<std::ptrdiff_t>(i),
+                        in_turn_sums_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+            return in_turn_sums_.front();
+        }
+    if (in_turn_sums_.size() < kKept) in_turn_sums_.emplace_back();
+    std::rotate(in_turn_sums_.begin(), in_turn_sums_.end() - 1, in_turn_sums_.end());
+    InTurnSums& sums = in_turn_sums_.front();
+    const std::size_t end = stretch_end_[from], round = static_cast<std::size_t>(slots_);
+    const std::size_t width = std::min(round, end - from);
+    sums.from = from;
+    sums.time.assign(width, 0);
+    sums.terms.assign(width, TermSums{});
+    for (std::size_t row = from; row < end; row += round)
+        for (std::size_t p = 0; p < width && row + p < end; ++p) {
+            sums.time[p] += duration_[row + p];
+            const auto v = term_values(head_[row + p].terms);
+            for (std::size_t f = 0; f < kTerms; ++f) sums.terms[p][f] += term_scale_[f].from_seconds(v[f]);
+        }
+    return sums;
+}
+
+void GreedyScheduler::settle() {
+    ring_.settle();
+    std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
+    if (lapping_ < 0) return;
+    const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
+    for (std::size_t s = 0; s < lapped.size(); ++s) {
+        if (lapped[s] == 0) continue;
+        credit(static_cast<int>(s), lapping_terms, lapped[s]);
+        lapped[s] = 0;
+    }
+}
+
+void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {
+    ring_.times(relative);
+    earliest = ring_.front_time();
+    for (Fixed& t : relative) t -= earliest;
+}
+
+// Brent's cycle detection on the state after each head: compared with a saved state (by signature first,
+// then slot by slot), which is replaced after 1, 2, 4, ... heads. When the state repeats, the heads in
+// between will repeat for ever: whole cycles of them are added at once. Returns the heads skipped.
+std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
+    const Signature now = signature();
+    Fixed earliest = 0;
+    if (saved_.heads_done >= 0 && now == saved_.signature) {
+        relative_state(scratch_, earliest);
+        if (scratch_ == saved_.relative) {
+            detect_ = false;
+            settle();
+            const std::int64_t period = heads_done - saved_.heads_done, cycles = (heads_ - heads_done) / period;
+            ring_.add_to_all((earliest - saved_.earliest) * cycles);
+            for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm)
+                for (std::size_t f = 0; f < kTerms; ++f)
+                    sm_terms_[sm][f] += (sm_terms_[sm][f] - saved_.sm_terms[sm][f]) * cycles;
+            return cycles * period;
+        }
+    }
+    if (++since_saved_ >= power_ || saved_.heads_done < 0) {
+        settle();
+        relative_state(saved_.relative, saved_.earliest);
+        saved_.heads_done = heads_done;
+        saved_.signature = now;
+        saved_.sm_terms = sm_terms_;
+        power_ *= 2;
+        since_saved_ = 0;
+    }
+    return 0;
+}
+
+}  // namespace
+
+BlockSchedule schedule_blocks(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
+                              std::size_t timeline_blocks) {
+    for (const TimedBlocks& b : head) {
+        bool finite = finite_non_negative(b.duration);
+        for (double v : term_values(b.terms)) finite = finite && finite_non_negative(v);
+        if (!finite) return schedule_one_at_a_time(head, heads, sm_count, slots_per_sm, timeline_blocks);
+    }
+    return GreedyScheduler(head, heads, sm_count, slots_per_sm, timeline_blocks).run();
+}
+
+}  // namespace fasim

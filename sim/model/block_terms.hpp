@@ -1,0 +1,45 @@
+// What one thread block costs its SM, term by term (seconds), as the runtime model times it; summed over
+// an SM's blocks, the busiest SM's terms say what bounds a kernel.
+#pragma once
+
+#include <algorithm>
+
+namespace fasim {
+
+struct BlockTerms {
+    // l2: the L2's share of the block's sectors or of its requests, whichever takes longer.
+    double matmul = 0, nonmatmul = 0, sfu = 0, smem = 0, l2 = 0, issue = 0;
+    // The block's DRAM bytes x latency / its bytes in flight. Each resident block keeps its own loads in
+    // flight, so blocks sharing an SM overlap their latencies: this bounds the SM's time for its blocks
+    // by one block's, not their sum, and binds only where few blocks are resident (a decode grid).
+    double latency = 0;
+    // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
+    // issue at the latency-bound rate, whichever takes longer.
+    bool latency_bound_tensor = false;
+    // wgmma kernels with warp-specialised consumer warpgroups: while one warpgroup's softmax runs on the
+    // CUDA cores and SFUs, another's products run on the tensor cores, so the two overlap instead of adding:
+    // two warpgroups that each alternate M of products with S of softmax need max(2M, 2S, M + S) for two
+    // tiles, max(M, S) per tile.
+    bool overlapped_products = false;
+    double compute() const {
+        if (overlapped_products) return std::max(matmul, nonmatmul + sfu);
+        return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
+    }
+    double duration(int blocks_per_sm) const {
+        return std::max(std::max({compute(), smem, l2}) * blocks_per_sm, latency);  // resident blocks share the SM
+    }
+    BlockTerms& operator+=(const BlockTerms& o) {
+        matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
+        latency += o.latency;
+        latency_bound_tensor = o.latency_bound_tensor;
+        overlapped_products = o.overlapped_products;
+        return *this;
+    }
+    BlockTerms scaled(double f) const {
+        BlockTerms t = *this;
+        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f;
+        return t;
+    }
+};
+
+}  // namespace fasim

@@ -1,0 +1,104 @@
+// The block slots' free times in the order a greedy scheduler takes them: earliest first, ties to the
+// lower slot index. A circular array; its front is the slot the next block goes to.
+//
+// Blocks dealt in turn cost nothing per block. When the front's next block ends no earlier than the
+// back's free time (and, on a tie, comes from a higher slot), that block sends the front to the back, and
+// so does every further block as long as none is shorter (deals_in_turn). A run of c blocks of one class,
+// the "lapping" class, then only moves the front c places: each slot keeps the time it had when the
+// round began plus, for those already passed in this round (the last `passed_` places), one lapping
+// duration; each completed round goes into a common base. The blocks so dealt are counted per slot when
+// the ring settles.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/fixed_point.hpp"
+
+namespace fasim {
+
+// A slot and when it is free.
+struct SlotTime {
+    Fixed time = 0;
+    int slot = 0;
+    // The greedy's order: earlier first, ties to the lower slot.
+    bool operator<(const SlotTime& o) const { return time < o.time || (time == o.time && slot < o.slot); }
+};
+
+class SlotRing {
+public:
+    explicit SlotRing(int slots);  // every slot free at 0
+
+    int size() const { return n_; }
+    int slot_at(int position) const { return at(index(position)).slot; }  // position 0: the front
+    Fixed time_at(int position) const { return at(index(position)).stored() + base_ + (passed(position) ? lap_ : 0); }
+    int front_slot() const { return at(front_).slot; }
+    Fixed front_time() const { return time_at(0); }
+    Fixed back_time() const { return time_at(n_ - 1); }  // the latest free time
+
+    // Whether blocks of `duration` would go to the front in turn from here (see above).
+    bool deals_in_turn(Fixed duration) const;
+    // The front slot takes a block that ends at `end` (>= its free time) and moves to its place.
+    void take_at_front(Fixed end);
+    // `blocks` blocks of the lapping class go to the front in turn; deals_in_turn(lapping duration) must hold.
+    void lap(std::int64_t blocks);
+
+    // Counts into lapped_blocks() the lapping blocks each slot took, and stores every free time as is.
+    void settle();
+    // Lapping blocks taken by each slot (by slot index) up to the last settle(); the caller empties it.
+    std::vector<std::int64_t>& lapped_blocks() { return lapped_; }
+    void set_lapping_duration(Fixed duration);  // settle() first
+
+    // After settle(): adds to the free time of the slot at `position`.
+    void add_at(int position, Fixed delta) {
+        Entry& e = at(index(position));
+        e.store(e.stored() + delta);
+    }
+    // After settle(): the first `places` slots move behind the others (they took one block more, in turn).
+    void rotate(std::int64_t places) { front_ = index(static_cast<int>(places % n_)); }
+    void add_to_all(Fixed delta) { base_ += delta; }
+    // Every slot's free time, by slot index.
+    void times(std::vector<Fixed>& by_slot) const;
+    // After settle(): new free times, by slot index; or all slots, in the greedy's order.
+    void assign(const std::vector<Fixed>& by_slot);
+    void assign_in_order(const std::vector<SlotTime>& ordered);
+
+private:
+    // A slot's place: its free time less base_ (and less lap_ if passed), in two halves (24 bytes to
+    // shift, where a 16-byte aligned Fixed would make 32).
+    struct Entry {
+        std::uint64_t low = 0;
+        std::int64_t high = 0;
+        int slot = 0;
+        Fixed stored() const { return static_cast<Fixed>(high) * (Fixed{1} << 64) + static_cast<Fixed>(low); }
+        void store(Fixed v) {
+            low = static_cast<std::uint64_t>(v);
+            high = static_cast<std::int64_t>(v >> 64);
+        }
+    };
+    void place(int i, Fixed stored, int slot) {
+        at(i).store(stored);
+        at(i).slot = slot;
+    }
+    const Entry& at(int i) const { return entries_[static_cast<std::size_t>(i)]; }
+    Entry& at(int i) { return entries_[static_cast<std::size_t>(i)]; }
+    int index(int position) const { return front_ + position < n_ ? front_ + position : front_ + position - n_; }
+    bool passed(int position) const { return position >= n_ - passed_; }
+    bool comes_before(int position, Fixed time, int slot) const { return SlotTime{time_at(position), slot_at(position)} < SlotTime{time, slot}; }
+    void shift_toward_front(int first, int count);
+    void shift_toward_back(int first, int count);
+
+    int n_;
+    std::vector<Entry> entries_;        // by array index
+    std::vector<std::int64_t> lapped_;  // by slot
+    // By slot: the lapping blocks it had already been counted for (rounds_ + passed, when it was placed).
+    std::vector<std::int64_t> counted_;
+    Fixed base_ = 0, lap_ = 0;
+    int front_ = 0;
+    int passed_ = 0;            // slots that took a lapping block in the current round: the last ones
+    std::int64_t rounds_ = 0;   // rounds completed since settle()
+    std::int64_t split_blocks_ = 0, split_rounds_ = 0;  // lap(): the last run, in rounds and the rest
+    int split_rest_ = 0;
+};
+
+}  // namespace fasim

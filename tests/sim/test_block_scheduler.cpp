@@ -1,0 +1,349 @@
+// The block scheduler against the greedy list scheduling it replaces (kept here, as it was, as the
+// reference): every block in launch order onto the slot that frees first.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <random>
+#include <string>
+
+#include "model/block_scheduler.hpp"
+#include "model/fixed_point.hpp"
+
+using namespace fasim;
+
+namespace {
+
+// The runtime model's scheduler before model/block_scheduler.cpp: a priority queue of slot free times,
+// one block at a time. `Sums` gives its arithmetic: doubles, as it was, or exact fixed-point sums.
+template <class Sums>
+BlockSchedule reference_schedule(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
+                                 int slots_per_sm, std::size_t timeline_blocks, const Sums& sums = {}) {
+    using Time = typename Sums::Time;
+    BlockSchedule out;
+    const std::int64_t slots = static_cast<std::int64_t>(sm_count) * slots_per_sm;
+    using Slot = std::pair<Time, std::int64_t>;  // (free at, slot index)
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_slots;
+    for (std::int64_t s = 0; s < slots; ++s) free_slots.push({Time{0}, s});
+    std::vector<typename Sums::Terms> sm_terms(static_cast<std::size_t>(sm_count));
+    Time makespan{0}, block_seconds{0};
+    std::int64_t position = 0;
+    for (std::int64_t h = 0; h < heads; ++h) {
+        for (const TimedBlocks& b : head) {
+            const Time duration = sums.time(b.duration);
+            const typename Sums::Terms terms = sums.terms(b.terms);
+            for (std::int64_t c = 0; c < b.count; ++c, ++position) {
+                auto [at, s] = free_slots.top();
+                free_slots.pop();
+                const Time end = at + duration;
+                makespan = std::max(makespan, end);
+                block_seconds += duration;
+                sm_terms[static_cast<std::size_t>(s % sm_count)] += terms;
+                if (out.timeline.size() < timeline_blocks)
+                    out.timeline.push_back({position, static_cast<int>(s % sm_count), static_cast<int>(s / sm_count),
+                                            sums.seconds(at), sums.seconds(end)});
+                free_slots.push({end, s});
+            }
+        }
+    }
+    out.makespan_s = sums.seconds(makespan);
+    out.block_seconds = sums.seconds(block_seconds);
+    std::vector<BlockTerms> sm_seconds;
+    for (const auto& t : sm_terms) sm_seconds.push_back(sums.seconds(t));
+    out.busiest = *std::max_element(sm_seconds.begin(), sm_seconds.end(),
+                                    [](const BlockTerms& a, const BlockTerms& b) { return a.duration(1) < b.duration(1); });
+    return out;
+}
+
+// As the scheduler was: double precision.
+struct DoubleSums {
+    using Time = double;
+    using Terms = BlockTerms;
+    Time time(double s) const { return s; }
+    Terms terms(const BlockTerms& t) const { return t; }
+    double seconds(Time t) const { return t; }
+    BlockTerms seconds(const Terms& t) const { return t; }
+};
+
+// Exact sums: each value rounded once to model/fixed_point.hpp's quanta (a scale fine enough to hold
+// every test value exactly), then added without rounding.
+struct ExactSums {
+    using Time = Fixed;
+    struct Terms {
+        std::array<Fixed, 7> sum{};
+        bool any = false;
+        BlockTerms flags;
+        Terms& operator+=(const Terms& o) {
+            for (std::size_t f = 0; f < sum.size(); ++f) sum[f] += o.sum[f];
+            any = true;
+            flags = o.flags;
+            return *this;
+        }
+    };
+    FixedPoint scale = FixedPoint(std::ldexp(1.0, 40));
+    Time time(double s) const { return scale.from_seconds(s); }
+    Terms terms(const BlockTerms& t) const {
+        Terms out;
+        const double v[] = {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency};
+        for (std::size_t f = 0; f < out.sum.size(); ++f) out.sum[f] = scale.from_seconds(v[f]);
+        out.flags = t;
+        return out;
+    }
+    double seconds(Time t) const { return scale.to_seconds(t); }
+    BlockTerms seconds(const Terms& t) const {
+        BlockTerms out;
+        if (!t.any) return out;
+        out.matmul = seconds(t.sum[0]), out.nonmatmul = seconds(t.sum[1]), out.sfu = seconds(t.sum[2]);
+        out.smem = seconds(t.sum[3]), out.l2 = seconds(t.sum[4]), out.issue = seconds(t.sum[5]), out.latency = seconds(t.sum[6]);
+        out.latency_bound_tensor = t.flags.latency_bound_tensor;
+        out.overlapped_products = t.flags.overlapped_products;
+        return out;
+    }
+};
+
+// A kernel's shape as time_kernel hands it to the scheduler.
+struct Case {
+    std::vector<TimedBlocks> head;
+    std::int64_t heads = 1;
+    int sm_count = 1, slots_per_sm = 1;
+    std::size_t timeline_blocks = 0;
+    std::string what;
+    std::int64_t grid() const {
+        std::int64_t per_head = 0;
+        for (const TimedBlocks& b : head) per_head += b.count;
+        return per_head * heads;
+    }
+};
+
+// Random block work. Dyadic values (multiples of 2^-12 below 2^8) add up exactly in double precision, so
+// the reference's sums carry no rounding and both schedulers must agree to the bit; other values are
+// generic doubles.
+class CaseMaker {
+public:
+    CaseMaker(std::uint64_t seed, bool dyadic) : rng_(seed), dyadic_(dyadic) {}
+
+    double value() {
+        if (dyadic_) return std::ldexp(static_cast<double>(std::uniform_int_distribution<int>(1, 1 << 20)(rng_)), -12);
+        return std::uniform_real_distribution<double>(0.05, 4.0)(rng_) * 1e-6;
+    }
+    BlockTerms terms(bool latency_bound, bool overlapped) {
+        BlockTerms t;
+        t.matmul = value();
+        t.nonmatmul = value() * pick(0.0, 1.0);
+        t.sfu = value() * pick(0.0, 1.0);
+        t.smem = value() * pick(0.0, 1.0);
+        t.l2 = value() * pick(0.0, 1.0);
+        t.issue = latency_bound ? value() : 0;
+        t.latency = value() * pick(0.0, 0.0, 1.0);
+        t.latency_bound_tensor = latency_bound;
+        t.overlapped_products = overlapped;
+        return t;
+    }
+    double pick(double a, double b) { return std::uniform_int_distribution<int>(0, 1)(rng_) ? a : b; }
+    double pick(double a, double b, double c) {
+        const int i = std::uniform_int_distribution<int>(0, 2)(rng_);
+        return i == 0 ? a : i == 1 ? b : c;
+    }
+    std::int64_t uniform(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_); }
+
+    static constexpr int kShapes = 8;
+
+    // Durations as time_kernel computes them: each block's terms at the resident blocks per SM.
+    Case make(int shape) {
+        Case c;
+        static const int sms[] = {1, 1, 2, 3, 5, 7, 8, 13, 16, 32, 108, 132};
+        c.sm_count = sms[uniform(0, std::size(sms) - 1)];
+        c.slots_per_sm = static_cast<int>(uniform(1, 4));
+        const std::int64_t slots = static_cast<std::int64_t>(c.sm_count) * c.slots_per_sm;
+        const bool latency_bound = uniform(0, 1) != 0, overlapped = !latency_bound && uniform(0, 3) == 0;
+        std::vector<std::pair<BlockTerms, std::int64_t>> head;
+        auto count_near = [&](std::int64_t n) { return std::max<std::int64_t>(1, n + uniform(-2, 2)); };
+        switch (shape) {
+            case 0: {  // 1 to 3 entries, counts from single blocks to several rounds of the slots
+                const std::int64_t entries = uniform(1, 3);
+                for (std::int64_t e = 0; e < entries; ++e) {
+                    const std::int64_t scale = uniform(0, 3);
+                    const std::int64_t count = scale == 0 ? uniform(1, 3) : scale == 1 ? count_near(slots)
+                                             : scale == 2 ? uniform(1, 3 * slots) : uniform(slots, 9 * slots);
+                    head.push_back({terms(latency_bound, overlapped), count});
+                }
+                c.what = "1-3 entries";
+                break;
+            }
+            case 1: {  // interior blocks and a ragged last one, the last one shorter or longer
+                const BlockTerms interior = terms(latency_bound, overlapped);
+                BlockTerms last = interior;
+                last.matmul *= pick(0.5, 0.25, 1.5);
+                head.push_back({interior, uniform(1, 4 * slots)});
+                head.push_back({last, 1});
+                c.what = "interior + ragged";
+                break;
+            }
+            case 2: case 3: {  // many distinct entries: causal tiles in launch order (growing), or reversed
+                const std::int64_t n = uniform(2, 600);
+                const BlockTerms tile = terms(latency_bound, overlapped), diagonal = terms(latency_bound, overlapped);
+                for (std::int64_t i = 0; i < n; ++i) {
+                    const double visits = static_cast<double>(shape == 2 ? i : n - 1 - i);
+                    BlockTerms t = diagonal;
+                    t.matmul += visits * tile.matmul;
+                    t.nonmatmul += visits * tile.nonmatmul;
+                    t.sfu += visits * tile.sfu;
+                    t.smem += visits * tile.smem;
+                    t.l2 += visits * tile.l2;
+                    t.issue += visits * tile.issue;
+                    head.push_back({t, 1});
+                }
+                c.what = shape == 2 ? "causal" : "causal reversed";
+                break;
+            }
+            case 4: {  // many entries: random values, random counts
+                const std::int64_t n = uniform(4, 300);
+                for (std::int64_t i = 0; i < n; ++i) head.push_back({terms(latency_bound, overlapped), uniform(0, 3) ? 1 : uniform(1, 2 * slots)});
+                c.what = "random entries";
+                break;
+            }
+            case 5: {  // a long block, then runs of short ones that the slots do not take in turn at first
+                BlockTerms t = terms(latency_bound, overlapped);
+                t.matmul *= static_cast<double>(uniform(2, 300));
+                head.push_back({t, uniform(1, 3)});
+                for (std::int64_t e = uniform(1, 3); e > 0; --e) head.push_back({terms(latency_bound, overlapped), uniform(1, 12 * slots)});
+                c.what = "long, then short runs";
+                break;
+            }
+            case 6: {  // blocks that take no time among others
+                const std::int64_t n = uniform(2, 6);
+                for (std::int64_t i = 0; i < n; ++i)
+                    head.push_back({uniform(0, 1) ? BlockTerms{} : terms(latency_bound, overlapped), uniform(1, 3 * slots)});
+                for (auto& e : head) e.first.latency_bound_tensor = latency_bound, e.first.overlapped_products = overlapped;
+                c.what = "with empty blocks";
+                break;
+            }
+            default: {  // rows of a GEMM with a ragged column, the last row ragged too (non-multiple sizes)
+                const std::int64_t rows = uniform(1, 40), cols = uniform(1, 3 * slots);
+                const BlockTerms a = terms(latency_bound, overlapped), b = terms(latency_bound, overlapped),
+                                 ar = terms(latency_bound, overlapped), br = terms(latency_bound, overlapped);
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    if (cols > 1) head.push_back({r + 1 < rows ? a : ar, cols - 1});
+                    head.push_back({r + 1 < rows ? b : br, 1});
+                }
+                c.what = "ragged GEMM rows";
+                break;
+            }
+        }
+        std::int64_t per_head = 0;
+        for (const auto& e : head) per_head += e.second;
+        // Heads 1..300, fewer where a head is long (the reference runs every block).
+        c.heads = uniform(1, std::clamp<std::int64_t>(60000 / per_head, 1, 300));
+        if (uniform(0, 4) == 0) c.heads = std::max<std::int64_t>(1, slots / per_head / 2);  // a grid smaller than the slots
+        const std::int64_t grid = per_head * c.heads;
+        const int resident = static_cast<int>(std::min<std::int64_t>(c.slots_per_sm, (grid + c.sm_count - 1) / c.sm_count));
+        for (const auto& [t, count] : head) c.head.push_back({t, t.duration(resident), count});
+        c.timeline_blocks = static_cast<std::size_t>(uniform(0, 2) == 0 ? 0 : uniform(0, 2) == 0 ? grid : uniform(1, 5000));
+        return c;
+    }
+
+private:
+    std::mt19937_64 rng_;
+    bool dyadic_;
+};
+
+std::string describe(const Case& c) {
+    return c.what + ": " + std::to_string(c.head.size()) + " entries, " + std::to_string(c.heads) + " heads, " +
+           std::to_string(c.sm_count) + " SMs x " + std::to_string(c.slots_per_sm) + " slots, grid " +
+           std::to_string(c.grid()) + ", timeline " + std::to_string(c.timeline_blocks);
+}
+
+void check_terms_equal(const BlockTerms& a, const BlockTerms& b) {
+    CHECK(a.matmul == b.matmul);
+    CHECK(a.nonmatmul == b.nonmatmul);
+    CHECK(a.sfu == b.sfu);
+    CHECK(a.smem == b.smem);
+    CHECK(a.l2 == b.l2);
+    CHECK(a.issue == b.issue);
+    CHECK(a.latency == b.latency);
+    CHECK(a.latency_bound_tensor == b.latency_bound_tensor);
+    CHECK(a.overlapped_products == b.overlapped_products);
+}
+
+// The first block where two timelines differ (their length where none does).
+std::size_t first_difference(const std::vector<ScheduledBlock>& a, const std::vector<ScheduledBlock>& b) {
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        if (a[i].block != b[i].block || a[i].sm != b[i].sm || a[i].slot != b[i].slot || a[i].start_s != b[i].start_s ||
+            a[i].end_s != b[i].end_s)
+            return i;
+    return a.size() == b.size() ? b.size() : std::min(a.size(), b.size());
+}
+
+// Every result to the bit.
+void check_same(const BlockSchedule& got, const BlockSchedule& want) {
+    CHECK(got.makespan_s == want.makespan_s);
+    CHECK(got.block_seconds == want.block_seconds);
+    check_terms_equal(got.busiest, want.busiest);
+    CHECK(first_difference(got.timeline, want.timeline) == want.timeline.size());
+}
+
+}  // namespace
+
+TEST_CASE("Block scheduler: the greedy list schedule, to the bit where the reference's sums are exact", "[model][scheduler]") {
+    CaseMaker make(20261127, true);
+    for (int i = 0; i < 400; ++i) {
+        const Case c = make.make(i % CaseMaker::kShapes);
+        INFO("case " << i << ", " << describe(c));
+        check_same(schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks),
+                   reference_schedule<DoubleSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
+    }
+}
+
+// With other durations the reference's double sums round, and where two slots are free at the same time
+// in exact arithmetic (the same blocks in another order) its rounding decides which goes first: the busiest
+// SM's terms and the slots of the timeline then differ, though not the times. Run on exact sums, the
+// reference agrees with the scheduler to the bit.
+TEST_CASE("Block scheduler: the exact greedy list schedule of any durations, and the double one's times", "[model][scheduler]") {
+    CaseMaker make(11, false);
+    for (int i = 0; i < 400; ++i) {
+        const Case c = make.make(i % CaseMaker::kShapes);
+        INFO("case " << i << ", " << describe(c));
+        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
+        check_same(got, reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
+        // The double reference's free times carry a rounding error of at most one unit in 2^53 per block
+        // summed: below 1e-11 here (at most 60000 blocks per slot).
+        const BlockSchedule doubles = reference_schedule<DoubleSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
+        CHECK(got.makespan_s == Approx(doubles.makespan_s).epsilon(1e-11));
+        CHECK(got.block_seconds == Approx(doubles.block_seconds).epsilon(1e-11));
+        REQUIRE(got.timeline.size() == doubles.timeline.size());
+        std::size_t off = 0;
+        for (std::size_t b = 0; b < got.timeline.size(); ++b)
+            if (std::abs(got.timeline[b].start_s - doubles.timeline[b].start_s) > 1e-11 * doubles.timeline[b].start_s ||
+                std::abs(got.timeline[b].end_s - doubles.timeline[b].end_s) > 1e-11 * doubles.timeline[b].end_s)
+                ++off;
+        CHECK(off == 0);
+    }
+}
+
+// All blocks alike: the scheduler used whole waves (waves x duration, grid x duration, the terms x the
+// busiest SM's blocks), each a double product rounded once; the exact sums convert to the same doubles.
+TEST_CASE("Block scheduler: blocks all alike give the whole-wave results to the bit", "[model][scheduler]") {
+    CaseMaker make(5, false);
+    for (int i = 0; i < 200; ++i) {
+        Case c = make.make(0);
+        c.head.resize(1);
+        c.head.front().count = make.uniform(1, 5000);
+        INFO("case " << i << ", " << describe(c));
+        const TimedBlocks& b = c.head.front();
+        const std::int64_t slots = static_cast<std::int64_t>(c.sm_count) * c.slots_per_sm, grid = c.grid();
+        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, 64);
+        CHECK(got.makespan_s == static_cast<double>((grid + slots - 1) / slots) * b.duration);
+        CHECK(got.block_seconds == static_cast<double>(grid) * b.duration);
+        check_terms_equal(got.busiest, b.terms.scaled(static_cast<double>((grid + c.sm_count - 1) / c.sm_count)));
+        for (const ScheduledBlock& s : got.timeline) {
+            const std::int64_t slot = s.block % slots, wave = s.block / slots;
+            CHECK(s.sm == slot % c.sm_count);
+            CHECK(s.slot == slot / c.sm_count);
+            CHECK(s.start_s == static_cast<double>(wave) * b.duration);
+            CHECK(s.end_s == static_cast<double>(wave + 1) * b.duration);
+        }
+    }
+}
