@@ -51,17 +51,20 @@ inline Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg
     return C;
 }
 
-// The runs of alike blocks of a GEMM whose block t computes output tile (t / tiles_n, t % tiles_n): along
-// each row of output tiles but the ragged last column (the last row is its own run); down the column when
-// there is one column (KernelDesc::run_starts).
-inline std::vector<std::int64_t> gemm_block_runs(std::int64_t tiles_m, std::int64_t tiles_n) {
-    if (tiles_n == 1) return run_starts(tiles_m, {tiles_m - 1});
-    std::vector<std::int64_t> starts;
-    for (std::int64_t r = 0; r < tiles_m; ++r) {
-        starts.push_back(r * tiles_n);
-        starts.push_back(r * tiles_n + tiles_n - 1);
+// A GEMM whose block t computes output tile (t / tiles_n, t % tiles_n), as a kernel of tiles_m x tiles_n
+// blocks: a grid of rows of alike blocks but the ragged last column, alike rows but the ragged last one
+// (KernelDesc::row_blocks); one column: one run down it.
+inline KernelDesc gemm_kernel(std::string name, std::string role, std::int64_t tiles_m, std::int64_t tiles_n,
+                              std::int64_t heads, int warps) {
+    KernelDesc k{std::move(name), std::move(role), tiles_m * tiles_n, heads, warps};
+    if (tiles_n == 1) {
+        k.run_starts = run_starts(tiles_m, {tiles_m - 1});
+        return k;
     }
-    return starts;
+    k.row_blocks = tiles_n;
+    k.run_starts = run_starts(tiles_n, {tiles_n - 1});
+    k.row_run_starts = run_starts(tiles_m, {tiles_m - 1});
+    return k;
 }
 
 }  // namespace fasim

@@ -42,9 +42,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
-    const KernelDesc gemm_qk{"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
-                             ceil_div(N, Tm) * s_tiles_n, BH, static_cast<int>(gemm_warps),
-                             gemm_block_runs(ceil_div(N, Tm), s_tiles_n)};
+    const KernelDesc gemm_qk = gemm_kernel("gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
+                                           ceil_div(N, Tm), s_tiles_n, BH, static_cast<int>(gemm_warps));
     x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
         const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
@@ -109,8 +108,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // 3. O = P·V, P read from HBM.
     const std::int64_t o_tiles_n = ceil_div(d, Pn);
-    const KernelDesc gemm_pv{"gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm) * o_tiles_n, BH,
-                             static_cast<int>(gemm_warps), gemm_block_runs(ceil_div(N, Pm), o_tiles_n)};
+    const KernelDesc gemm_pv = gemm_kernel("gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm), o_tiles_n, BH,
+                                           static_cast<int>(gemm_warps));
     x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
         const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);

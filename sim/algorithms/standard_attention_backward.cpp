@@ -41,8 +41,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                     std::int64_t rows, std::int64_t cols, std::int64_t k, std::int64_t tm, std::int64_t tn, double alpha,
                     const GlobalTensor& C) {
         const std::int64_t tiles_n = ceil_div(cols, tn);
-        const KernelDesc kernel{name, role, ceil_div(rows, tm) * tiles_n, BH, gemm_warps,
-                                gemm_block_runs(ceil_div(rows, tm), tiles_n)};
+        const KernelDesc kernel = gemm_kernel(name, role, ceil_div(rows, tm), tiles_n, BH, gemm_warps);
         x.launch(kernel, [&, a_t, b_t, rows, cols, k, tm, tn, alpha, tiles_n](Block& b, std::int64_t bh, std::int64_t t) {
             const std::int64_t m0 = (t / tiles_n) * tm, n0 = (t % tiles_n) * tn;
             const std::int64_t mr = std::min(tm, rows - m0), nc = std::min(tn, cols - n0);

@@ -151,6 +151,81 @@ void set_steps(AccessList& first, const AccessList& second, std::size_t level) {
     }
 }
 
+void set_row_steps(AccessList& first_row, const AccessList& second_row) {
+    for (std::size_t i = 0; i < first_row.size(); ++i) {
+        if (first_row[i].count > 0) set_row_steps(first_row[i].body, second_row[i].body);
+        else first_row[i].row_step = difference(first_row[i].region, second_row[i].region);
+    }
+}
+
+namespace {
+
+// The record `rows` rows further down the grid.
+AccessList moved_rows(const AccessList& nodes, std::int64_t rows) {
+    AccessList out = nodes;
+    for (AccessNode& n : out) {
+        if (n.count > 0) {
+            n.body = moved_rows(n.body, rows);
+            continue;
+        }
+        n.region.head += rows * n.row_step.head;
+        n.region.row0 += rows * n.row_step.rows;
+        n.region.col0 += rows * n.row_step.cols;
+    }
+    return out;
+}
+
+// Every access's row_step, in flatten's order.
+void row_steps(const AccessList& nodes, std::vector<Step>& out) {
+    for (const AccessNode& n : nodes) {
+        if (n.count > 0) row_steps(n.body, out);
+        else out.push_back(n.row_step);
+    }
+}
+
+// Row `row` of a run of alike rows, as runs of blocks of its own.
+std::vector<BlockRunAccesses> row_of(const RowRunAccesses& rr, std::int64_t row) {
+    std::vector<BlockRunAccesses> runs;
+    for (const BlockRunAccesses& run : rr.row)
+        runs.push_back({run.first + (row - rr.first_row) * rr.row_blocks, run.count, moved_rows(run.block, row - rr.first_row)});
+    return runs;
+}
+
+}  // namespace
+
+void replay(L2Model& l2, const RowRunAccesses& rr, std::int64_t slots) {
+    // Groups of rows that fill whole waves (their blocks, rows x row_blocks, a multiple of slots) meet the
+    // waves alike: they are the items of a loop. Rows before the first such group's start run alone.
+    const std::int64_t per_group = slots / std::gcd(rr.row_blocks, slots);
+    std::int64_t row = rr.first_row;
+    const std::int64_t end = rr.first_row + rr.rows;
+    while (row < end && (row * rr.row_blocks) % slots != 0) replay(l2, row_of(rr, row++), slots);
+    const std::int64_t groups = (end - row) / per_group;
+    if (groups >= 3) {
+        std::vector<L2Model::ItemAccess> accesses;
+        for (const BlockRunAccesses& run : row_of(rr, row)) {
+            std::vector<L2Model::ItemAccess> in_run = item_accesses(run.block, {0}, 0);
+            std::vector<Step> down;
+            row_steps(run.block, down);
+            for (std::size_t i = 0; i < in_run.size(); ++i) {
+                L2Model::ItemAccess& a = in_run[i];
+                a.inner.insert(a.inner.begin(), {run.count, a.step});  // the run's blocks
+                a.inner.insert(a.inner.begin(), {per_group, down[i]});  // the group's rows
+                a.step = {down[i].head * per_group, down[i].rows * per_group, down[i].cols * per_group};
+                accesses.push_back(std::move(a));
+            }
+        }
+        const std::int64_t blocks = per_group * rr.row_blocks;
+        L2Model::LoopShape shape{groups, std::move(accesses), blocks, blocks / slots};
+        const std::int64_t first = row;
+        l2.loop(shape, [&](std::int64_t g) {
+            for (std::int64_t r = first + g * per_group; r < first + (g + 1) * per_group; ++r) replay(l2, row_of(rr, r), slots);
+        });
+        row += groups * per_group;
+    }
+    while (row < end) replay(l2, row_of(rr, row++), slots);
+}
+
 void replay(L2Model& l2, const std::vector<BlockRunAccesses>& runs, std::int64_t slots) {
     for (const BlockRunAccesses& run : runs) {
         std::int64_t b = run.first;

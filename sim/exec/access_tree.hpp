@@ -21,6 +21,7 @@ struct AccessNode {
     bool write = false;
     std::int64_t contiguous = 0;       // how the SMs' requests for it were counted (machine/sectors.hpp)
     std::vector<L2Model::Step> steps;  // one per loop around it, outermost (the block) first
+    L2Model::Step row_step{};          // in a grid of alike rows of blocks: the step from one row to the next
 };
 using AccessList = std::vector<AccessNode>;
 
@@ -32,15 +33,28 @@ bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList
 // The first iteration's record with every access's step at `level` set to how far it moved by the second.
 void set_steps(AccessList& first, const AccessList& second, std::size_t level);
 
+// The record of the next row of a grid with every access's row_step set to how far it moved (as
+// set_steps for a loop).
+void set_row_steps(AccessList& first_row, const AccessList& second_row);
+
 // A run of alike blocks [first, first + count) of the simulated head, as the record of block `first`.
 struct BlockRunAccesses {
     std::int64_t first = 0, count = 1;
     AccessList block;
+};
+// Alike rows [first_row, first_row + rows) of a grid of row_blocks blocks a row (KernelDesc::row_blocks),
+// as the runs of row first_row with every access's row_step set.
+struct RowRunAccesses {
+    std::int64_t first_row = 0, rows = 1, row_blocks = 0;
+    std::vector<BlockRunAccesses> row;
 };
 
 // Plays a kernel's runs of blocks, in launch order, into the L2 model: blocks wave by wave (slots at a
 // time), each block's accesses as its tile program made them, alike blocks, waves and loop iterations as
 // loops the model may carry over (L2Model::loop). The caller begins and ends the kernel.
 void replay(L2Model& l2, const std::vector<BlockRunAccesses>& runs, std::int64_t slots);
+// Alike rows likewise: row by row, and in groups of rows that fill whole waves, which the model may carry
+// over like waves.
+void replay(L2Model& l2, const RowRunAccesses& rows, std::int64_t slots);
 
 }  // namespace fasim

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
 #include "common/errors.hpp"
 #include "kernels/cuda_core_products.hpp"
@@ -510,9 +511,11 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     rec.execution = execution_ ? execution_(kernel) : KernelExecution{};
     CountingBlock block(kernel.warps, rec.execution, &rec, &l2_);
 
-    // `times` blocks did block.work.
+    // `times` blocks did block.work (noted in work_log too, where the class path follows a row).
+    std::vector<std::pair<BlockWork, std::int64_t>>* work_log = nullptr;
     auto finish_blocks = [&](std::int64_t times) {
         const BlockWork& w = block.work;
+        if (work_log) work_log->emplace_back(w, times);
         rec.matmul_flops += times * w.matmul_flops;
         rec.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
         rec.nonmatmul_flops += times * w.nonmatmul_flops;
@@ -580,7 +583,6 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
     } else {
         // Of each run of alike blocks, three run (their counts and accesses show what each block adds);
         // the others are counted by multiplicity and their accesses played as a loop.
-        std::vector<BlockRunAccesses> runs;
         auto describe = [&](std::int64_t b, AccessList& into) {
             ++rec.blocks_run;
             block.start_block(/*record_accesses=*/false);
@@ -589,38 +591,104 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             finish_block();
             configure();
         };
-        for (const auto& [first, end] : block_runs(kernel)) {
-            const std::int64_t count = end - first;
-            if (count >= 3) {
-                AccessList blocks[3];
-                Counters at[4];
-                BlockWork works[3];
-                at[0] = block.counters();
-                for (int i = 0; i < 3; ++i) {
-                    describe(first + i, blocks[i]);
-                    works[i] = block.work;
-                    at[i + 1] = block.counters();
-                }
-                for (Counters& c : at) c.work = BlockWork{};  // each block's own work is compared apart
-                Counters d = difference(at[1], at[0]);
-                if (works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
-                    d == difference(at[3], at[2]) && alike_iterations(blocks[0], blocks[1], blocks[2])) {
-                    set_steps(blocks[0], blocks[1], 0);
-                    block.add_counts(d, count - 3, false);
-                    finish_blocks(count - 3);  // the same work as the three
-                    runs.push_back({first, count, std::move(blocks[0])});
+        auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
+                                 std::vector<BlockRunAccesses>& runs) {
+            for (const auto& [first, end] : block_runs_in) {
+                const std::int64_t count = end - first;
+                if (count >= 3) {
+                    AccessList blocks[3];
+                    Counters at[4];
+                    BlockWork works[3];
+                    at[0] = block.counters();
+                    for (int i = 0; i < 3; ++i) {
+                        describe(first + i, blocks[i]);
+                        works[i] = block.work;
+                        at[i + 1] = block.counters();
+                    }
+                    for (Counters& c : at) c.work = BlockWork{};  // each block's own work is compared apart
+                    const Counters d = difference(at[1], at[0]);
+                    if (works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
+                        d == difference(at[3], at[2]) && alike_iterations(blocks[0], blocks[1], blocks[2])) {
+                        set_steps(blocks[0], blocks[1], 0);
+                        block.add_counts(d, count - 3, false);
+                        finish_blocks(count - 3);  // the same work as the three
+                        runs.push_back({first, count, std::move(blocks[0])});
+                        continue;
+                    }
+                    for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
+                    for (std::int64_t b = first + 3; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
                     continue;
                 }
-                for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
-                for (std::int64_t b = first + 3; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
-                continue;
+                for (std::int64_t b = first; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
             }
-            for (std::int64_t b = first; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+        };
+        // In launch order: runs of blocks, or runs of alike rows of a grid.
+        std::vector<std::variant<std::vector<BlockRunAccesses>, RowRunAccesses>> segments;
+        const std::int64_t row_blocks = kernel.row_blocks;
+        if (row_blocks <= 1 || kernel.blocks_per_head % row_blocks != 0) {
+            describe_runs(block_runs(kernel), std::get<0>(segments.emplace_back()));
+        } else {
+            // Three rows of a run of alike rows run (each as its runs of blocks); the others are counted by
+            // multiplicity: each adds what the third added, the same blocks' work in the same order.
+            const std::int64_t rows = kernel.blocks_per_head / row_blocks;
+            KernelDesc row_desc = kernel;
+            row_desc.blocks_per_head = row_blocks;
+            const std::vector<std::pair<std::int64_t, std::int64_t>> in_row = block_runs(row_desc);
+            auto row_runs = [&](std::int64_t r) {
+                std::vector<std::pair<std::int64_t, std::int64_t>> shifted = in_row;
+                for (auto& [first, end] : shifted) {
+                    first += r * row_blocks;
+                    end += r * row_blocks;
+                }
+                return shifted;
+            };
+            KernelDesc rows_desc = kernel;
+            rows_desc.blocks_per_head = rows;
+            rows_desc.run_starts = kernel.row_run_starts;
+            for (const auto& [r0, r1] : block_runs(rows_desc)) {
+                if (r1 - r0 < 3) {
+                    for (std::int64_t r = r0; r < r1; ++r) describe_runs(row_runs(r), std::get<0>(segments.emplace_back()));
+                    continue;
+                }
+                std::vector<BlockRunAccesses> three[3];
+                std::vector<std::pair<BlockWork, std::int64_t>> works[3];
+                Counters at[4];
+                at[0] = block.counters();
+                for (int i = 0; i < 3; ++i) {
+                    work_log = &works[i];
+                    describe_runs(row_runs(r0 + i), three[i]);
+                    work_log = nullptr;
+                    at[i + 1] = block.counters();
+                }
+                for (Counters& c : at) c.work = BlockWork{};
+                const Counters d = difference(at[1], at[0]);
+                bool alike = works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
+                             d == difference(at[3], at[2]) && three[0].size() == three[1].size() && three[0].size() == three[2].size();
+                for (std::size_t j = 0; alike && j < three[0].size(); ++j)
+                    alike = three[0][j].count == three[1][j].count && three[0][j].count == three[2][j].count &&
+                            alike_iterations(three[0][j].block, three[1][j].block, three[2][j].block);
+                if (!alike) {
+                    for (auto& row : three) segments.emplace_back(std::move(row));
+                    for (std::int64_t r = r0 + 3; r < r1; ++r) describe_runs(row_runs(r), std::get<0>(segments.emplace_back()));
+                    continue;
+                }
+                for (std::size_t j = 0; j < three[0].size(); ++j) set_row_steps(three[0][j].block, three[1][j].block);
+                block.add_counts(d, r1 - r0 - 3, false);
+                const BlockWork kept = block.work;
+                for (std::int64_t r = r0 + 3; r < r1; ++r)
+                    for (const auto& [w, times] : works[0]) {
+                        block.work = w;
+                        finish_blocks(times);
+                    }
+                block.work = kept;
+                segments.emplace_back(RowRunAccesses{r0, r1 - r0, row_blocks, std::move(three[0])});
+            }
         }
         block.describe_into(nullptr);
         const std::vector<L2Model::Dram> before = l2_.dram_by_tensor();
-        l2_.begin_kernel(concurrent_blocks(gpu_, rec.occupancy), kernel.grid(), kernel.blocks_per_head);
-        replay(l2_, runs, concurrent_blocks(gpu_, rec.occupancy));
+        const std::int64_t slots = concurrent_blocks(gpu_, rec.occupancy);
+        l2_.begin_kernel(slots, kernel.grid(), kernel.blocks_per_head);
+        for (const auto& segment : segments) std::visit([&](const auto& runs) { replay(l2_, runs, slots); }, segment);
         l2_.end_kernel(kernel.heads);
         const std::vector<L2Model::Dram>& after = l2_.dram_by_tensor();
         for (std::size_t i = 0; i < after.size() && i < rec.dram.tensors.size(); ++i) {

@@ -416,6 +416,14 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                             last->recurring == cur.recurring && last->streamed_recurring == cur.streamed_recurring &&
                             last->ctx.scale == cur.ctx.scale;
         if (steady) {
+            // Per streamed tensor: did the item find all its moving regions unread, and did anything but this
+            // loop record the tensor in this wave?
+            std::vector<bool> streamed_fresh, streamed_recorded_before;
+            for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
+                const auto& cls = cur.streamed_class[si];
+                streamed_fresh.push_back(std::all_of(cls.begin(), cls.end(), [](StreamedPre c) { return c == StreamedPre::absent; }));
+                streamed_recorded_before.push_back(wave_reads_.recorded_before(tiles.streamed[si].id, loop_stamp + 1));
+            }
             std::int64_t m = 0;
             for (std::int64_t j = k; j < n; ++j) {
                 const std::int64_t t = j - cur.k;
@@ -431,10 +439,13 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                         const Pre c = cur.moving_class[ti][i];
                         alike = c != Pre::unknown && classify(tile_at(tiles.tracked[ti], i, j), start, wave, block, advance) == c;
                     }
-                for (std::size_t si = 0; alike && si < tiles.streamed.size(); ++si)
+                for (std::size_t si = 0; alike && si < tiles.streamed.size(); ++si) {
+                    // Regions nobody but this loop recorded are absent for all: no look-up needed.
+                    if (streamed_fresh[si] && (wave != wave_reads_.wave() || !streamed_recorded_before[si])) continue;
                     for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i)
                         alike = streamed_lookup(moved_key(tiles.streamed[si].moving[i], tiles.streamed[si].step, j), wave, block) ==
                                 cur.streamed_class[si][i];
+                }
                 if (!alike) break;
                 ++m;
             }
@@ -470,7 +481,8 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                             tile_at(t, i, cur.k + s) = e;
                         }
                 }
-                if (!tiles.streamed.empty()) {
+                // (A loop of whole waves leaves the record to the wave it runs last: carried waves are over.)
+                if (!tiles.streamed.empty() && shape.wave_step == 0) {
                     // Within the wave, rule 1's record gets what the carried items read: the recurring
                     // regions' reader as the last item left it, and each moving read's regions of the
                     // carried items as a family read by their items' blocks (a read another block had

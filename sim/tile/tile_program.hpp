@@ -214,6 +214,11 @@ struct KernelDesc {
     // by the same step from one block to the next), by the block index each starts at, ascending from 0;
     // a run ends where the next begins. Empty: none declared, every block is its own run.
     std::vector<std::int64_t> run_starts = {};
+    // Blocks in a grid of rows (a GEMM's output tiles: block t is in row t / row_blocks): run_starts then
+    // mark the runs within a row, the same in every row, and row_run_starts the runs of alike rows (the
+    // same work on tiles that move by a fixed step from one row to the next). 0: one row of blocks.
+    std::int64_t row_blocks = 0;
+    std::vector<std::int64_t> row_run_starts = {};
     std::int64_t grid() const { return blocks_per_head * heads; }
 };
 
