@@ -32,6 +32,7 @@ using Step = L2Model::Step;
 using ItemAccess = L2Model::ItemAccess;
 
 constexpr std::int64_t kMaxPositions = std::int64_t{1} << 22;  // positions one item's accesses may enumerate
+constexpr std::int64_t kBoxedReads = 1024;  // a streamed read with more regions an item is followed as a box
 
 bool is_zero(const Step& s) { return s.head == 0 && s.rows == 0 && s.cols == 0; }
 
@@ -101,9 +102,14 @@ struct L2Model::LoopTiles {
             std::size_t begin = 0, end = 0;
         };
         std::vector<Read> reads;
+        // Items reading many regions each (a block's whole row band of P) are followed by where their
+        // regions start (box: item 0's) instead of region by region: `moving` stays empty.
+        bool boxed = false;
+        WaveReads::Box box;
     };
     std::vector<Tracked> tracked;
     std::vector<Streamed> streamed;
+    bool streamed_reads = false;  // the items read streamed tensors (in a loop of waves, not followed)
 };
 
 bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
@@ -117,6 +123,7 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         t.shift = 0;
     }
     tiles.streamed.clear();
+    tiles.streamed_reads = false;
     std::size_t used = 0;
     auto tracked_of = [&](TensorId id) -> LoopTiles::Tracked& {
         for (std::size_t i = 0; i < used; ++i)
@@ -153,16 +160,43 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
                 for_each_entry(r, [&](Entry* e, std::int64_t) { into.push_back(e - s.entries.data()); });
             });
             if (!ok) return false;
+        } else if (!a.write && shape.wave_step != 0) {
+            // Each wave starts rule 1's record afresh: reads in different waves never meet, and a wave's own
+            // reads meet as in the wave before. Nothing to follow, but the last wave runs (loop()).
+            tiles.streamed_reads = true;
         } else if (!a.write) {  // writes of an untracked tensor always reach DRAM: no state to follow
             LoopTiles::Streamed& st = streamed_of(t.id);
             const bool moving = !is_zero(a.step);
             if (moving) {
-                if (!st.moving.empty() && !(st.step == a.step)) return false;
+                if (!st.reads.empty() && !(st.step == a.step)) return false;
                 st.step = a.step;
             }
             LoopTiles::Streamed::Read read{WaveReads::key_of(a.region), {}, st.moving.size(), 0};
+            std::int64_t positions = 1;
             for (const auto& [count, step] : a.inner)
-                if (count > 1 && !is_zero(step)) read.inner.push_back({count, {step.head, step.rows, step.cols}});
+                if (count > 1 && !is_zero(step)) {
+                    read.inner.push_back({count, {step.head, step.rows, step.cols}});
+                    positions *= count;
+                }
+            if (moving && (st.boxed || positions > kBoxedReads)) {
+                // Where this read's regions start, as a box.
+                if (!st.boxed && !st.moving.empty()) return false;  // regions listed one by one already
+                WaveReads::Box b;
+                const std::int64_t at[3] = {read.base.head, read.base.row0, read.base.col0};
+                for (int c = 0; c < 3; ++c) b.lo[c] = b.hi[c] = at[c];
+                for (const auto& [count, move] : read.inner) {
+                    const std::int64_t span[3] = {(count - 1) * move.head, (count - 1) * move.rows, (count - 1) * move.cols};
+                    for (int c = 0; c < 3; ++c) (span[c] < 0 ? b.lo[c] : b.hi[c]) += span[c];
+                }
+                if (!st.boxed) st.box = b;
+                for (int c = 0; c < 3; ++c) {
+                    st.box.lo[c] = std::min(st.box.lo[c], b.lo[c]);
+                    st.box.hi[c] = std::max(st.box.hi[c], b.hi[c]);
+                }
+                st.boxed = true;
+                st.reads.push_back(std::move(read));
+                continue;
+            }
             const bool ok = for_each_position(a, budget, [&](const Region& r) {
                 (moving ? st.moving : st.recurring).push_back(WaveReads::key_of(r));
             });
@@ -189,6 +223,26 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         }
     }
     for (auto& t : tiles.streamed) {
+        if (t.boxed) {
+            // Items' boxes apart along a coordinate the step moves further than a box spans, and no
+            // recurring read starting in any item's box.
+            const std::int64_t step[3] = {t.step.head, t.step.rows, t.step.cols};
+            int c = -1;
+            for (int i = 0; i < 3 && c < 0; ++i)
+                if (step[i] != 0 && (step[i] > 0 ? step[i] : -step[i]) > t.box.hi[i] - t.box.lo[i]) c = i;
+            if (c < 0) return false;
+            for (const WaveReads::Key& key : t.recurring) {
+                const std::int64_t at[3] = {key.head, key.row0, key.col0};
+                const std::int64_t k0 = floor_div(at[c] - t.box.lo[c], step[c]);
+                for (std::int64_t k = k0 - 1; k <= k0 + 1; ++k) {
+                    if (k < 0 || k >= n) continue;
+                    bool inside = true;
+                    for (int i = 0; i < 3; ++i) inside = inside && at[i] >= t.box.lo[i] + k * step[i] && at[i] <= t.box.hi[i] + k * step[i];
+                    if (inside) return false;
+                }
+            }
+            continue;
+        }
         if (t.moving.empty()) continue;
         // A moving read's region is its item's own: no other read, moving or recurring, is ever the same
         // region. Regions that differ by whole steps lie on one line; their positions on it must be n apart.
@@ -257,6 +311,7 @@ struct L2Model::LoopScratch {
         std::vector<std::vector<Pre>> moving_class;
         std::vector<std::vector<std::int64_t>> streamed_recurring;  // reader block - block_end, or kNoRead
         std::vector<std::vector<StreamedPre>> streamed_class;
+        std::vector<bool> streamed_unread;  // boxed tensors: the item found none of its regions recorded
     };
     LoopTiles tiles;
     Item records[2];
@@ -318,6 +373,16 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         key.col0 += k * s.cols;
         return key;
     };
+    // Where a boxed streamed tensor's regions of item k start.
+    auto box_at = [](const LoopTiles::Streamed& t, std::int64_t k) {
+        WaveReads::Box b = t.box;
+        const std::int64_t step[3] = {t.step.head, t.step.rows, t.step.cols};
+        for (int c = 0; c < 3; ++c) {
+            b.lo[c] += k * step[c];
+            b.hi[c] += k * step[c];
+        }
+        return b;
+    };
     // The chip-wide scale of the wave `wave` (begin_block's rule), for loops over whole waves.
     auto scale_of_wave = [&](std::int64_t wave) {
         const std::int64_t w = wave - wave_base_;
@@ -346,9 +411,11 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         // Streamed reads are classed against the block that reads them, known once the item ran
         // (begin_block): keep each region's reader now, class it after.
         std::vector<std::vector<std::int64_t>> streamed_reader;
+        std::vector<bool> box_unread;
         for (const auto& t : tiles.streamed) {
             auto& readers = streamed_reader.emplace_back();
             for (const WaveReads::Key& key : t.moving) readers.push_back(wave_reads_.reader(moved_key(key, t.step, k)).value_or(kNoRead));
+            box_unread.push_back(t.boxed && !wave_reads_.may_hold(t.id, box_at(t, k)));
         }
         const std::int64_t wave_before = wave_reads_.wave();
 
@@ -391,8 +458,10 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         }
         cur.streamed_recurring.clear();
         cur.streamed_class.clear();
+        cur.streamed_unread.clear();
         for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
             const auto& t = tiles.streamed[si];
+            cur.streamed_unread.push_back(t.boxed && (wave_before != wave_ || box_unread[si]));
             auto& rec = cur.streamed_recurring.emplace_back();
             for (const WaveReads::Key& key : t.recurring) {
                 const std::optional<std::int64_t> reader = wave_reads_.wave() == wave_ ? wave_reads_.reader(key) : std::nullopt;
@@ -440,6 +509,11 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                         alike = c != Pre::unknown && classify(tile_at(tiles.tracked[ti], i, j), start, wave, block, advance) == c;
                     }
                 for (std::size_t si = 0; alike && si < tiles.streamed.size(); ++si) {
+                    if (tiles.streamed[si].boxed) {  // none of its regions recorded, as none of the item's were
+                        alike = cur.streamed_unread[si] &&
+                                (wave != wave_reads_.wave() || !wave_reads_.may_hold(tiles.streamed[si].id, box_at(tiles.streamed[si], j)));
+                        continue;
+                    }
                     // Regions nobody but this loop recorded are absent for all: no look-up needed.
                     if (streamed_fresh[si] && (wave != wave_reads_.wave() || !streamed_recorded_before[si])) continue;
                     for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i)
@@ -451,7 +525,7 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
             }
             // A loop of whole waves carries over all but the last such wave, which runs: rule 1's record
             // then holds that wave's streamed reads as they were made.
-            if (shape.wave_step != 0 && !tiles.streamed.empty()) m = std::max<std::int64_t>(0, m - 1);
+            if (shape.wave_step != 0 && tiles.streamed_reads) m = std::max<std::int64_t>(0, m - 1);
             if (m > 0) {
                 // Carry over items k .. k+m-1: each does what item cur.k did, shifted.
                 for (std::size_t i = 0; i < cur.dram.size(); ++i) {
@@ -495,13 +569,26 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                             std::vector<std::size_t> recorded;  // this read's regions the item recorded
                             for (std::size_t i = read.begin; i < read.end; ++i)
                                 if (cur.streamed_class[si][i] != StreamedPre::other_block) recorded.push_back(i);
-                            if (recorded.empty()) continue;
+                            if (recorded.empty() && !t.boxed) continue;
                             std::vector<std::pair<std::int64_t, WaveReads::Move>> dims{{m, {t.step.head, t.step.rows, t.step.cols}}};
                             dims.insert(dims.end(), read.inner.begin(), read.inner.end());
                             const std::int64_t first_block = cur.ctx.block_end + shape.block_step;
-                            if (recorded.size() == read.end - read.begin &&
+                            if ((t.boxed || recorded.size() == read.end - read.begin) &&
                                 wave_reads_.record_family(moved_key(read.base, t.step, cur.k + 1), dims, first_block, shape.block_step))
                                 continue;
+                            if (t.boxed) {  // every region of the carried items, one by one
+                                std::vector<WaveReads::Key> keys{read.base};
+                                for (const auto& [count, move] : read.inner) {
+                                    const std::size_t before = keys.size();
+                                    for (std::int64_t i = 1; i < count; ++i)
+                                        for (std::size_t e = 0; e < before; ++e)
+                                            keys.push_back(moved_key(keys[e], {move.head, move.rows, move.cols}, i));
+                                }
+                                for (std::int64_t s = 1; s <= m; ++s)
+                                    for (const WaveReads::Key& key : keys)
+                                        wave_reads_.record(moved_key(key, t.step, cur.k + s), cur.ctx.block_end + shape.block_step * s);
+                                continue;
+                            }
                             for (std::int64_t s = 1; s <= m; ++s)
                                 for (const std::size_t i : recorded)
                                     wave_reads_.record(moved_key(t.moving[i], t.step, cur.k + s), cur.ctx.block_end + shape.block_step * s);

@@ -1,5 +1,7 @@
 #include "machine/wave_reads.hpp"
 
+#include <algorithm>
+
 namespace fasim {
 
 namespace {
@@ -29,6 +31,21 @@ void WaveReads::start_wave(std::int64_t wave) {
     single_.clear();
     families_.clear();
     first_stamp_.clear();
+    span_.clear();
+}
+
+void WaveReads::widen(TensorId tensor, const Box& box) {
+    const auto [it, fresh] = span_.try_emplace(tensor, box);
+    if (fresh) return;
+    for (int c = 0; c < 3; ++c) {
+        it->second.lo[c] = std::min(it->second.lo[c], box.lo[c]);
+        it->second.hi[c] = std::max(it->second.hi[c], box.hi[c]);
+    }
+}
+
+bool WaveReads::may_hold(TensorId tensor, const Box& box) const {
+    const auto it = span_.find(tensor);
+    return it != span_.end() && it->second.overlaps(box);
 }
 
 // The element of family f at `key`, if there is one: its first dimension's index in `item`.
@@ -75,6 +92,9 @@ std::optional<std::int64_t> WaveReads::reader(const Key& key) const {
 void WaveReads::record(const Key& key, std::int64_t block) {
     single_[key] = {block, ++stamp_};
     first_stamp_.try_emplace(key.tensor, stamp_);
+    Box at;
+    for (int c = 0; c < 3; ++c) at.lo[c] = at.hi[c] = coordinate(key, c);
+    widen(key.tensor, at);
 }
 
 bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::int64_t, Move>>& dims, std::int64_t block0,
@@ -100,6 +120,12 @@ bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::
     }
     f.stamp = ++stamp_;
     first_stamp_.try_emplace(base.tensor, f.stamp);
+    Box span;
+    for (int c = 0; c < 3; ++c) {
+        span.lo[c] = f.lo[c];
+        span.hi[c] = f.hi[c];
+    }
+    widen(base.tensor, span);
     families_[base.tensor].push_back(std::move(f));
     return true;
 }

@@ -43,6 +43,18 @@ public:
     bool record_family(const Key& base, const std::vector<std::pair<std::int64_t, Move>>& dims, std::int64_t block0,
                        std::int64_t block_step);
 
+    // Regions whose first head, row and column lie within [lo, hi] (per coordinate: head, row, column).
+    struct Box {
+        std::int64_t lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
+        bool overlaps(const Box& o) const {
+            for (int c = 0; c < 3; ++c)
+                if (hi[c] < o.lo[c] || o.hi[c] < lo[c]) return false;
+            return true;
+        }
+    };
+    // False when no region of the tensor recorded in this wave starts within the box.
+    bool may_hold(TensorId tensor, const Box& box) const;
+
     // A count that grows with every record: whether a tensor's regions were recorded before a moment.
     std::int64_t stamp() const { return stamp_; }
     bool recorded_before(TensorId tensor, std::int64_t stamp) const;
@@ -67,6 +79,8 @@ private:
     std::unordered_map<Key, Reader, KeyHash> single_;
     std::unordered_map<TensorId, std::vector<Family>> families_;  // by tensor
     std::unordered_map<TensorId, std::int64_t> first_stamp_;  // per tensor, its first record in this wave
+    std::unordered_map<TensorId, Box> span_;                 // per tensor, where its records start
+    void widen(TensorId tensor, const Box& box);
 };
 
 }  // namespace fasim
