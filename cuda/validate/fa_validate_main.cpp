@@ -36,6 +36,7 @@
 #include "attention_kernels.hpp"
 #include "attention_reference.hpp"
 #include "common/errors.hpp"
+#include "common/exact_json.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"

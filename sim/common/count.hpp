@@ -43,6 +43,7 @@ public:
 
     // For display, ratios and rates: the nearest double (exact below 2^53).
     explicit constexpr operator double() const { return static_cast<double>(v_); }
+    explicit constexpr operator bool() const { return v_ != 0; }  // if (count), count ? a : b
     constexpr bool fits_int64() const {
         return v_ >= std::numeric_limits<std::int64_t>::min() && v_ <= std::numeric_limits<std::int64_t>::max();
     }

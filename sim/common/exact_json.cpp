@@ -8,62 +8,33 @@ namespace fasim {
 
 using nlohmann::json;
 
-void to_json(json& j, const Count& c) {
-    if (c.fits_int64()) {
-        j = c.to_int64();
-        return;
-    }
-    if (c > 0 && c <= Count(std::numeric_limits<std::uint64_t>::max())) {
-        j = static_cast<std::uint64_t>(c.raw());
-        return;
-    }
-    const std::string digits = c.to_string();
-    j = json::binary(json::binary_t::container_type(digits.begin(), digits.end()), kCountSubtype);
-}
-
-bool is_count_placeholder(const json& j) {
-    return j.is_binary() && j.get_binary().has_subtype() && j.get_binary().subtype() == kCountSubtype;
-}
-
-bool is_exact_integer(const json& j) { return j.is_number_integer() || is_count_placeholder(j); }
-
-Count count_from_json(const json& j) {
-    if (j.is_number_unsigned()) return Count(j.get<std::uint64_t>());
-    if (j.is_number_integer()) return Count(j.get<std::int64_t>());
-    if (is_count_placeholder(j)) {
-        const auto& bytes = j.get_binary();
-        if (const auto c = parse_count(std::string(bytes.begin(), bytes.end()))) return *c;
-    }
-    throw json::type_error::create(302, "type must be an integer (a count), but is " + std::string(j.type_name()), &j);
-}
-
-void from_json(const json& j, Count& c) { c = count_from_json(j); }
-
 namespace {
 
-bool holds_placeholder(const json& j) {
+template <class Json>
+bool holds_placeholder(const Json& j) {
     if (is_count_placeholder(j)) return true;
     if (j.is_structured())
-        for (const json& v : j)
+        for (const Json& v : j)
             if (holds_placeholder(v)) return true;
     return false;
 }
 
 // A copy of j with every placeholder replaced by the string marker + its index in `digits`.
-json with_markers(const json& j, const std::string& marker, std::vector<std::string>& digits) {
+template <class Json>
+Json with_markers(const Json& j, const std::string& marker, std::vector<std::string>& digits) {
     if (is_count_placeholder(j)) {
         const auto& bytes = j.get_binary();
         digits.emplace_back(bytes.begin(), bytes.end());
-        return marker + std::to_string(digits.size() - 1);
+        return Json(marker + std::to_string(digits.size() - 1));
     }
     if (j.is_object()) {
-        json out = json::object();
+        Json out = Json::object();
         for (const auto& [key, v] : j.items()) out[key] = with_markers(v, marker, digits);
         return out;
     }
     if (j.is_array()) {
-        json out = json::array();
-        for (const json& v : j) out.push_back(with_markers(v, marker, digits));
+        Json out = Json::array();
+        for (const Json& v : j) out.push_back(with_markers(v, marker, digits));
         return out;
     }
     return j;
@@ -75,9 +46,8 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
     return n;
 }
 
-}  // namespace
-
-std::string json_text(const json& doc, int indent) {
+template <class Json>
+std::string text_of(const Json& doc, int indent) {
     if (!holds_placeholder(doc)) return doc.dump(indent);
     // Each placeholder becomes a string "<marker><index>", dumped by nlohmann as "\u0001fasim-count-K:<index>"
     // (the control character escaped), and that quoted string is then replaced by the digits. A string of
@@ -87,7 +57,7 @@ std::string json_text(const json& doc, int indent) {
         const std::string marker = "\x01" "fasim-count-" + std::to_string(nonce) + ":";
         std::vector<std::string> digits;
         const std::string text = with_markers(doc, marker, digits).dump(indent);
-        std::string opening = json(marker).dump();  // "\"\\u0001fasim-count-K:\""
+        std::string opening = Json(marker).dump();  // "\"\\u0001fasim-count-K:\""
         opening.pop_back();                         // without its closing quote: the index follows
         if (occurrences(text, opening) != digits.size()) continue;
         std::string out;
@@ -105,6 +75,11 @@ std::string json_text(const json& doc, int indent) {
         return out;
     }
 }
+
+}  // namespace
+
+std::string json_text(const json& doc, int indent) { return text_of(doc, indent); }
+std::string json_text(const nlohmann::ordered_json& doc, int indent) { return text_of(doc, indent); }
 
 namespace {
 

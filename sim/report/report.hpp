@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exact_json.hpp"  // counts in JSON: write documents with json_text()
 #include "gpu/gpu_spec.hpp"
 #include "kernels/kernel_catalog.hpp"
 #include "model/simulation.hpp"

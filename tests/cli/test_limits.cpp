@@ -118,8 +118,8 @@ TEST_CASE("the closed forms at the largest accepted problem fit in 64 bits", "[l
         const AlgorithmResult r = simulate(a, p, gpu);
         const ClosedForm f = a.closed_form(p, r.tiles);
         CAPTURE(id);
-        if (f.hbm) CHECK(static_cast<long double>(f.hbm->total()) * 65536 * kMargin < 0x1p63L);
-        if (f.matmul_flops) CHECK(static_cast<long double>(*f.matmul_flops) * 65536 * kMargin < 0x1p63L);
+        if (f.hbm) CHECK(static_cast<long double>(to_double(f.hbm->total())) * 65536 * kMargin < 0x1p63L);
+        if (f.matmul_flops) CHECK(static_cast<long double>(to_double(*f.matmul_flops)) * 65536 * kMargin < 0x1p63L);
         // The ideal matmul FLOPs at 2^20 exactly: 4 B H d N Nk = 2^60 forward.
         CHECK(4.0L * ProblemLimits::max_batch_heads * 256 * static_cast<long double>(ProblemLimits::max_seq) *
                   ProblemLimits::max_seq ==
