@@ -9,23 +9,32 @@ void L2Model::begin_kernel(std::int64_t slots, std::int64_t grid, std::int64_t b
     grid_ = grid;
     blocks_per_head_ = blocks_per_head;
     wave_base_ = next_wave_base_;
-    next_wave_base_ = wave_base_ + static_cast<std::int32_t>((grid + slots_ - 1) / slots_);
+    next_wave_base_ = wave_base_ + (grid + slots_ - 1) / slots_;
     kernel_inserted_ = kernel_inserted_scaled_ = 0;
 }
 
-void L2Model::end_kernel(std::int64_t heads) {
-    clock_ += std::max<std::int64_t>(0, kernel_inserted_ * heads - kernel_inserted_scaled_);
-}
+void L2Model::end_kernel(std::int64_t heads) { advance(kernel_inserted_ * heads - kernel_inserted_scaled_); }
 
 void L2Model::insert(std::int64_t bytes) {
-    clock_ += bytes * scale_;
+    const Count scaled = Count(bytes) * scale_;
+    advance(scaled);
     kernel_inserted_ += bytes;
-    kernel_inserted_scaled_ += bytes * scale_;
+    kernel_inserted_scaled_ += scaled;
+}
+
+// A tile is resident while the clock has moved at most capacity_ since its last use, so an advance of
+// more than capacity_ + 1 decides nothing that capacity_ + 1 does not: every tile touched before it is
+// evicted either way, and later distances are sums of later advances. Clamping keeps the clock within
+// 64 bits: it grows by at most capacity_ + 1 per access of the simulated head and per kernel (with a
+// 64 MiB L2, 2^37 accesses before it could reach 2^63: days of simulation).
+void L2Model::advance(Count bytes) {
+    if (bytes <= 0) return;
+    clock_ += bytes > capacity_ ? capacity_ + 1 : bytes.to_int64();
 }
 
 void L2Model::begin_block(std::int64_t index) {
     const std::int64_t w = index / slots_;
-    wave_ = wave_base_ + static_cast<std::int32_t>(w);
+    wave_ = wave_base_ + w;
     block_ = static_cast<std::int32_t>(index);
     const std::int64_t chip = std::min(slots_, grid_ - w * slots_);
     const std::int64_t mine = std::min(slots_, blocks_per_head_ - w * slots_);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/count.hpp"
 #include "tile/tensors.hpp"
 
 namespace fasim {
@@ -52,10 +53,13 @@ public:
 private:
     struct Entry {
         std::int64_t clock = -1;  // chip-wide insertion clock at last use; -1: never touched
-        std::int32_t wave = -1;   // global wave index of last use
+        // Global wave index of last use: 64 bits (the entry stays 24 bytes), as a grid of B·H = 2^16 heads of
+        // up to 2^24 one-row Q tiles runs 2^40 blocks, past 2^31 waves on 40 SMs.
+        std::int64_t wave = -1;
         std::int32_t block = -1;  // block position (within its kernel) of last use
         bool dirty = false;
     };
+    static_assert(sizeof(Entry) == 24, "an entry per tracked tile, up to kMaxTrackedRegions of them");
     struct TensorState {
         bool initialised = false, tracked = false;
         std::int64_t grid_rows = 0, grid_cols = 0;
@@ -67,15 +71,19 @@ private:
     bool resident(const Entry& e) const;
     bool concurrent_hit(const Entry& e) const;
     void insert(std::int64_t bytes);
+    void advance(Count bytes);
     void touch(Entry& e);
 
     std::int64_t capacity_;
-    std::int64_t clock_ = 0;        // bytes touched chip-wide (scaled): the LRU reuse clock
+    // Bytes touched chip-wide (scaled): the LRU reuse clock. Only distances up to the capacity decide
+    // anything, so the clock advances by at most capacity + 1 at a time (advance()): chip-wide traffic
+    // at batch·heads = 2^16 passes 2^63 bytes, the clock does not.
+    std::int64_t clock_ = 0;
     std::int64_t slots_ = 1, grid_ = 1, blocks_per_head_ = 1;
-    std::int32_t wave_base_ = 0, next_wave_base_ = 0;
-    std::int32_t wave_ = 0, block_ = 0;
+    std::int64_t wave_base_ = 0, next_wave_base_ = 0, wave_ = 0;
+    std::int32_t block_ = 0;
     std::int64_t scale_ = 1;        // chip-wide blocks / this head's blocks in the current wave
-    std::int64_t kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
+    Count kernel_inserted_ = 0, kernel_inserted_scaled_ = 0;  // this kernel, by the simulated head
     std::vector<TensorState> tensors_;  // by tensor id
 
     // Rule 1 for streamed tensors: the latest reads of their tiles, keyed by the tile's coordinates in
@@ -83,7 +91,8 @@ private:
     // the table). 16 K sets hold far more than the tiles concurrent blocks share.
     struct RecentRead {
         std::uint64_t key = 0;
-        std::int32_t wave = -1, block = -1;
+        std::int64_t wave = -1;
+        std::int32_t block = -1;
         std::int64_t stamp = -1;
     };
     static constexpr std::size_t kRecentWays = 4, kRecentSets = std::size_t{1} << 14;
