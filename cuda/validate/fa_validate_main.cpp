@@ -849,7 +849,7 @@ int main(int argc, char** argv) {
                 doc.erase("batch");
                 doc["grid"] = "decode";
             }
-            std::ofstream(out_path) << doc.dump(1) << '\n';
+            std::ofstream(out_path) << fasim::json_text(doc, 1) << '\n';  // counts with every digit
         }
         std::printf("%d configuration(s) failed\n", failures);
         return failures == 0 ? 0 : 1;

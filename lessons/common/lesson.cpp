@@ -448,7 +448,7 @@ int Lesson::check(const std::vector<std::string>& specs, bool json) const {
         doc["correct"] = correct;
         doc["total"] = static_cast<std::int64_t>(todo.size());
         doc["all_correct"] = all;
-        std::cout << doc.dump(2) << '\n';
+        std::cout << json_text(doc, 2) << '\n';
     }
     return all ? 0 : 1;
 }
@@ -482,7 +482,7 @@ int Lesson::answer_key() const {
     if (key_mode().collect) {
         key_mode().collect->push_back(doc);
     } else if (json_) {
-        std::cout << doc.dump(2) << '\n';
+        std::cout << json_text(doc, 2) << '\n';
     } else {
         for (const Exercise& e : exercises_)
             std::cout << e.id << '=' << (e.kind == Exercise::Kind::choice ? e.text() : num(e.number(), 12)) << '\n';
@@ -528,7 +528,7 @@ int Lesson::dispatch() {
     if (key_mode().on) return answer_key();
     if (!checks_.empty()) return check(checks_, json_);
     if (json_) {
-        std::cout << json_document().dump(2) << '\n';
+        std::cout << json_text(json_document(), 2) << '\n';
         return 0;
     }
 

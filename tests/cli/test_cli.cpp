@@ -148,7 +148,7 @@ TEST_CASE("json output carries the versioned schema's required keys for each alg
     const auto r = run_command(fa_sim("--algo all --N 1024 --json"));
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
-    CHECK(j.at("schema_version") == 1);
+    CHECK(j.at("schema_version") == 2);
     REQUIRE(j.at("algorithms").size() == 4);
     for (const auto& a : j.at("algorithms")) {
         for (const char* level : {"hbm", "dram", "l2"}) {
@@ -230,7 +230,7 @@ TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are
     }
     CHECK(algos[2].at("flops").at("recomputed_matmul").get<std::int64_t>() == 2LL * 16 * 1024 * 1024 * 64);
     const auto csv = run_command(fa_sim("--algo fa2 --pass bwd --N 1024 --csv"));
-    CHECK(csv.out.find("\n1,A100-SXM4-40GB,fa2_bwd,") != std::string::npos);
+    CHECK(csv.out.find("\n2,A100-SXM4-40GB,fa2_bwd,") != std::string::npos);
     const auto bwd = run_command(fa_sim("--algo fa2_bwd --N 1024"));
     CHECK(bwd.exit_code == 0);
     CHECK(bwd.out.find("Pass     backward") != std::string::npos);

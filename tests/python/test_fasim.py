@@ -144,6 +144,18 @@ def test_sweep_equals_fa_sim_json():
     assert [run["problem"]["Nk"] for run in nk["runs"]] == [1024, 2048]
 
 
+def test_counts_past_64_bits_arrive_as_exact_ints():
+    # simulate() and sweep() build their dicts from fa-sim's JSON document with the conversion this hook
+    # runs (docs/output-schema.md: counts are integers of any size). 2^74 + 1 has no double of its own.
+    text = ('{"flops": {"matmul": 18889465931478580854785, "nonmatmul": 3}, "ratio": 0.5, '
+            '"list": [73786976294838206464, -1180591620717411303424, 18446744073709551615], "name": "fa2"}')
+    got = fasim._fasim._json_to_python(text)
+    assert got == json.loads(text)
+    assert got["flops"]["matmul"] == 2**74 + 1 and type(got["flops"]["matmul"]) is int
+    assert got["list"] == [2**66, -(2**70), 2**64 - 1]
+    assert fasim.SCHEMA_VERSION == 2
+
+
 @pytest.mark.parametrize("N, Nk, d, dtype, heads, batch", [
     (4096, 4096, 64, "fp16", 16, 1), (1000, 3000, 128, "fp32", 3, 2), (777, 777, 96, "bf16", 8, 1)])
 def test_fa2_hbm_bytes_equal_the_closed_form(N, Nk, d, dtype, heads, batch):
