@@ -148,9 +148,13 @@ void Lesson::problem_options(const AttentionProblem& defaults, unsigned flags) {
     if (flags & kN) app.add_option("--N", n_, "sequence length, 1..1048576 (default " + n_ + ")")->type_name("INT");
     if (flags & kD)
         app.add_option("--d", d_, "head dimension: " + supported_head_dims_text() + " (default " + d_ + ")")->type_name("INT");
-    if (flags & kHeads) app.add_option("--heads", heads_, "attention heads, 1..1024 (default " + heads_ + ")")->type_name("INT");
+    if (flags & kHeads)
+        app.add_option("--heads", heads_, "attention heads, 1.." + limit_text(ProblemLimits::max_heads) + " (default " + heads_ + ")")
+            ->type_name("INT");
     if (flags & kBatch)
-        app.add_option("--batch", batch_, "batch size, 1..1024; batch*heads <= 1024 (default " + batch_ + ")")->type_name("INT");
+        app.add_option("--batch", batch_, "batch size, 1.." + limit_text(ProblemLimits::max_batch) + "; batch*heads <= " +
+                                              limit_text(ProblemLimits::max_batch_heads) + " (default " + batch_ + ")")
+            ->type_name("INT");
     if (flags & kDtype)
         app.add_option("--dtype", dtype_, "storage precision: fp32, fp16 or bf16, any case (default " + dtype_ + ")")
             ->type_name("DTYPE");
@@ -212,8 +216,13 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
             p.Nk = p.N;
         }
         if (problem_flags_ & kD) p.d = parse_integer("--d", d_, 1, 1024, "pick one of " + supported_head_dims_text());
-        if (problem_flags_ & kHeads) p.heads = parse_integer("--heads", heads_, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
-        if (problem_flags_ & kBatch) p.batch = parse_integer("--batch", batch_, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
+        if (problem_flags_ & kHeads)
+            p.heads = parse_integer("--heads", heads_, 1, ProblemLimits::max_heads,
+                                    "pass 1.." + limit_text(ProblemLimits::max_heads) + " heads");
+        if (problem_flags_ & kBatch)
+            p.batch = parse_integer("--batch", batch_, 1, ProblemLimits::max_batch,
+                                    "pass a batch size of 1.." + limit_text(ProblemLimits::max_batch) + " (batch*heads at most " +
+                                        limit_text(ProblemLimits::max_batch_heads) + ")");
         if (problem_flags_ & kDtype) {
             if (auto t = parse_dtype(lower_case(dtype_))) p.dtype = *t;  // any case, as fa-sim takes it
             else throw usage_error("--dtype '" + dtype_ + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
