@@ -41,8 +41,12 @@ public:
     }
     constexpr int128_t raw() const { return v_; }
 
-    // For display, ratios and rates: the nearest double (exact below 2^53).
-    explicit constexpr operator double() const { return static_cast<double>(v_); }
+    // For display, ratios and rates: the nearest double (exact below 2^53). Values that fit 64 bits take
+    // the one-instruction conversion (the same double: both round the same integer to nearest); the
+    // runtime model converts block counts in its scheduling loop.
+    explicit constexpr operator double() const {
+        return fits_int64() ? static_cast<double>(static_cast<std::int64_t>(v_)) : static_cast<double>(v_);
+    }
     explicit constexpr operator bool() const { return v_ != 0; }  // if (count), count ? a : b
     constexpr bool fits_int64() const {
         return v_ >= std::numeric_limits<std::int64_t>::min() && v_ <= std::numeric_limits<std::int64_t>::max();
