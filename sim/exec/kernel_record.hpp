@@ -56,7 +56,9 @@ Count write_of(const LevelTraffic& t, std::string_view name);
 // The work of one thread block (what the runtime model needs to time it). Counts too: a block can do a
 // whole head's work (FlashAttention-1 launches one block per batch·head), and one head passes 64 bits at
 // the limits with small tiles: FA1 with --Br 1 --Bc 1, d = 256 executes 2^32.6 lane FLOPs per head at
-// N = Nk = 2^8 (measured), quadratic in N, so 2^64.6 at N = Nk = 2^24.
+// N = Nk = 2^8 (measured), quadratic in N, so 2^64.6 at N = Nk = 2^24. The terms added to them stay
+// std::int64_t: each is one operation's, at most a product of the largest tiles (2·4096·4096·256 = 2^33
+// FLOPs for Br, Bc <= 4096, d <= 256) or one region's bytes (a row of S at Nk = 2^24 in fp32: 2^26).
 struct BlockWork {
     Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
     Count recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
