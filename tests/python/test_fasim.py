@@ -114,6 +114,8 @@ def tolerance(O_ref, Q, K, V, causal, dtype):
     ({"algo": "flash_decoding", "N": 1, "Nk": 8192, "heads": 32, "kv_heads": 8, "d": 128},
      ["--algo", "flash_decoding", "--N", "1", "--Nk", "8192", "--heads", "32", "--kv-heads", "8", "--d", "128"]),
     ({"algo": "fa2", "N": 1024, "pass_": "fwd+bwd"}, ["--algo", "fa2", "--N", "1024", "--pass", "fwd+bwd"]),
+    ({"algo": "fa2", "N": 4096, "d": 128, "batch": 256, "heads": 256},  # batch*heads at its limit, 65536
+     ["--algo", "fa2", "--N", "4096", "--d", "128", "--batch", "256", "--heads", "256"]),
     ({"algo": "fa2_bwd", "N": 512, "Br": 64, "Bc": 64}, ["--algo", "fa2_bwd", "--N", "512", "--Br", "64", "--Bc", "64"]),
     ({"algo": "standard", "N": 1024, "matmul": "naive", "cuda_cores": True, "dtype": "fp32"},
      ["--algo", "standard", "--N", "1024", "--matmul", "naive", "--cuda-cores", "--dtype", "fp32"]),
@@ -317,6 +319,8 @@ def test_errors():
     one_line_error(lambda: fasim.simulate("fa3"), "fa3", "fa2")
     one_line_error(lambda: fasim.simulate("fa2", heads=16, kv_heads=3), "kv-heads 3", "divisor")
     one_line_error(lambda: fasim.simulate("fa2", N=0), "N")
+    one_line_error(lambda: fasim.simulate("fa2", heads=65537), "65537", "1..65536")
+    one_line_error(lambda: fasim.simulate("fa2", batch=2, heads=32769), "65538 is too many", "at most 65536")
     one_line_error(lambda: fasim.simulate("fa2", dtype="fp8"), "fp8")
     one_line_error(lambda: fasim.simulate("fa2", gpu="V100"), "V100")
     one_line_error(lambda: fasim.simulate("standard", pass_="sideways"), "sideways")
