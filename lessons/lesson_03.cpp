@@ -11,7 +11,7 @@ using namespace fasim::lessons;
 
 namespace {
 
-std::string b(std::int64_t v) { return units::bytes(static_cast<double>(v)); }
+std::string b(Count v) { return units::bytes(to_double(v)); }
 
 // Largest power-of-two N (up to 2^20) whose tensors fit in the GPU's memory; 0 if none.
 std::int64_t largest_fitting_n(const Algorithm& algo, AttentionProblem p, const GpuSpec& gpu) {
@@ -65,9 +65,9 @@ the formula.)",
                     }
                     t.print(c.out);
                     // Algorithm 0's own count (standard_attention.cpp's closed form): 2Nd + 2Nk·d + 4·N·Nk elements.
-                    const std::int64_t formula = r.algo->closed_form(p, r.tiles).papers_hbm->total();
-                    const std::int64_t sp = both_of(r.hbm, "S") + both_of(r.hbm, "P");
-                    const std::int64_t sp_dram = both_of(r.dram, "S") + both_of(r.dram, "P");
+                    const Count formula = r.algo->closed_form(p, r.tiles).papers_hbm->total();
+                    const Count sp = both_of(r.hbm, "S") + both_of(r.hbm, "P");
+                    const Count sp_dram = both_of(r.dram, "S") + both_of(r.dram, "P");
                     c.out << '\n';
                     print_para(c.out, "Formula: " + grouped(formula) + " bytes. Simulator: HBM " + grouped(r.hbm.total()) +
                                           ", DRAM " + grouped(r.dram.total()) + ". S and P alone: " + b(sp) + " through HBM (" +
@@ -112,16 +112,16 @@ dtype, beside step 1's formula (each tensor counted once):)",
                 [&](Ctx& c) {
                     Table t({"N", "formula", "DRAM bytes", "x prev", "S and P share", "footprint", "predicted"}, "rrrrrrr");
                     Json rows = Json::array();
-                    std::int64_t prev = 0;
+                    Count prev = 0;
                     std::string below;
                     for (std::int64_t n = 1024; n <= 16384; n *= 2) {
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
                         const AlgorithmResult& r = sim_cached(algorithm("standard"), q, gpu);
-                        const std::int64_t sp = both_of(r.dram, "S") + both_of(r.dram, "P");
-                        const std::int64_t formula = r.algo->closed_form(q, r.tiles).papers_hbm->total();
+                        const Count sp = both_of(r.dram, "S") + both_of(r.dram, "P");
+                        const Count formula = r.algo->closed_form(q, r.tiles).papers_hbm->total();
                         t.row({grouped(n), b(formula), b(r.dram.total()),
-                               prev ? fixed(static_cast<double>(r.dram.total()) / static_cast<double>(prev), 2) : "-",
+                               prev > 0 ? fixed(static_cast<double>(r.dram.total()) / static_cast<double>(prev), 2) : "-",
                                percent(static_cast<double>(sp) / static_cast<double>(r.dram.total()), 0), b(r.global_bytes),
                                units::seconds(r.time_s)});
                         rows.push_back({{"N", n}, {"formula_bytes", formula}, {"dram_bytes", r.dram.total()}, {"hbm_bytes", r.hbm.total()},
@@ -186,7 +186,7 @@ simulator's: the sum of the global tensors each program declares.)",
                     for (std::int64_t n : {4096, 16384, 65536}) {
                         AttentionProblem q = p;
                         q.N = q.Nk = n;
-                        const std::int64_t s = footprint_bytes(algorithm("standard"), q, gpu), f = footprint_bytes(algorithm("fa2"), q, gpu);
+                        const Count s = footprint_bytes(algorithm("standard"), q, gpu), f = footprint_bytes(algorithm("fa2"), q, gpu);
                         t.row({grouped(n), b(s), b(f), s <= gpu.hbm_bytes ? "yes" : "no"});
                     }
                     c.out << "B=" << p.batch << " H=" << p.heads << " d=" << p.d << " " << dtype_name(p.dtype) << ", "

@@ -214,7 +214,7 @@ load and store the program issues; the formula must agree with it.)",
                     t.print(c.out);
                     const bool agree = f.read == r.hbm.read_bytes() && f.write == r.hbm.write_bytes();
                     const ClosedForm sf = s.algo->closed_form(p, s.tiles);
-                    const std::int64_t s_paper = sf.papers_hbm ? sf.papers_hbm->total() : s.hbm.total();
+                    const Count s_paper = sf.papers_hbm ? sf.papers_hbm->total() : s.hbm.total();
                     c.out << '\n';
                     print_para(c.out, std::string("Simulator and formula ") + (agree ? "agree to the byte." : "DIFFER.") +
                                           " Standard attention's kernels load and store " +
@@ -440,9 +440,9 @@ three things on the table, which the next two lessons take up:
                     const KernelTiming& k = main_timing(r);
                     // O_acc is the running O in HBM (fp32 when O is stored in fp16 or bf16; O itself when fp32),
                     // read and written on every (i, j) pair; O is the final output, written once.
-                    const std::int64_t acc = both_of(r.hbm, "O_acc"), out = both_of(r.hbm, "O");
-                    const std::int64_t stats = both_of(r.hbm, "l") + both_of(r.hbm, "m");
-                    const std::int64_t oml = acc + out + stats;
+                    const Count acc = both_of(r.hbm, "O_acc"), out = both_of(r.hbm, "O");
+                    const Count stats = both_of(r.hbm, "l") + both_of(r.hbm, "m");
+                    const Count oml = acc + out + stats;
                     const double total = static_cast<double>(r.hbm.total());
                     print_para(c.out, "fa1_forward launches " + grouped(k.grid) + " blocks on " + std::to_string(gpu.sm_count) +
                                           " SMs: " + std::to_string(k.idle_sms) + " SMs idle, SMs busy " +

@@ -14,8 +14,8 @@ using namespace fasim::lessons;
 
 namespace {
 
-std::string b(std::int64_t v) { return units::bytes(static_cast<double>(v)); }
-double ratio(std::int64_t a, std::int64_t c) { return static_cast<double>(a) / static_cast<double>(c); }
+std::string b(Count v) { return units::bytes(to_double(v)); }
+double ratio(Count a, Count c) { return to_double(a) / to_double(c); }
 
 }  // namespace
 
@@ -132,7 +132,7 @@ depends on how much all the heads running at once have touched meanwhile.)",
                     const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
                     // FA2's closed form (flash_attention_2.cpp): reads Nd + Tr·2·Nk·d, writes Nd + N (LSE), all heads.
                     const ClosedForm::Bytes f = *r2.algo->closed_form(p, r2.tiles).hbm;
-                    const std::int64_t f_reads = f.read, f_writes = f.write;
+                    const Count f_reads = f.read, f_writes = f.write;
                     print_para(c.out, p.describe() + "; FA1 tiles " + std::to_string(r1.tiles.Br) + " x " +
                                           std::to_string(r1.tiles.Bc) + ", FA2 tiles " + std::to_string(r2.tiles.Br) + " x " +
                                           std::to_string(r2.tiles.Bc));
@@ -159,8 +159,8 @@ depends on how much all the heads running at once have touched meanwhile.)",
                     const std::int64_t once = p.batch_heads() * (2 * p.N * p.d + 2 * p.Nk * p.d) * p.elem_bytes();
                     // The running O is O_acc (fp32) with fp16/bf16 storage, O itself with fp32.
                     const std::string run_o = both_of(r1.hbm, "O_acc") > 0 ? "O_acc" : "O";
-                    const std::int64_t trips = both_of(r1.dram, run_o) + both_of(r1.dram, "l") + both_of(r1.dram, "m");
-                    const std::int64_t trips_hbm = both_of(r1.hbm, run_o) + both_of(r1.hbm, "l") + both_of(r1.hbm, "m");
+                    const Count trips = both_of(r1.dram, run_o) + both_of(r1.dram, "l") + both_of(r1.dram, "m");
+                    const Count trips_hbm = both_of(r1.hbm, run_o) + both_of(r1.hbm, "l") + both_of(r1.hbm, "m");
                     const double reach = trips_hbm > 0 ? static_cast<double>(trips) / static_cast<double>(trips_hbm) : 0;
                     print_para(c.out, "At DRAM the two move " + b(r1.dram.total()) + " (FA1) and " + b(r2.dram.total()) +
                                           " (FA2); reading Q, K and V once and writing O once is " + b(once) + ". Of FA1's " +
@@ -297,7 +297,7 @@ The simulator counts shared-memory bytes for both (same tiles as step 3).)",
                     t.row({"barriers", num(static_cast<double>(r1.barriers) / BH, 6), num(static_cast<double>(r2.barriers) / BH, 6),
                            r2.barriers ? units::ratio(ratio(r1.barriers, r2.barriers)) : "-"});
                     t.print(c.out);
-                    const std::int64_t s1 = r1.smem_read + r1.smem_write, s2 = r2.smem_read + r2.smem_write;
+                    const Count s1 = r1.smem_read + r1.smem_write, s2 = r2.smem_read + r2.smem_write;
                     c.out << '\n';
                     print_para(c.out, "In total FA1 moves " + units::ratio(ratio(s1, s2)) + " the shared-memory bytes of FA2 "
                                       "for the same attention.");
@@ -333,8 +333,8 @@ vectors, m and ℓ, and rewrites both on every outer iteration. FA2 keeps one,
 LSE = m + log ℓ, written once: exp(S − LSE) is exactly the normalised P.)",
                 [&](Ctx& c) {
                     const AlgorithmResult r1 = sim(algorithm("fa1"), p, gpu), r2 = sim(algorithm("fa2"), p, gpu);
-                    const std::int64_t s1 = both_of(r1.hbm, "m") + both_of(r1.hbm, "l");
-                    const std::int64_t s2 = both_of(r2.hbm, "LSE");
+                    const Count s1 = both_of(r1.hbm, "m") + both_of(r1.hbm, "l");
+                    const Count s2 = both_of(r2.hbm, "LSE");
                     print_para(c.out, "FA1 moves " + b(s1) + " of m and ℓ through HBM (stored: " +
                                           b(write_of(r1.hbm, "m") + write_of(r1.hbm, "l")) + " of writes); FA2 " +
                                           b(s2) + " of LSE (" + grouped(p.batch_heads() * p.N) + " rows x 4 bytes).");

@@ -205,7 +205,7 @@ rows, shown = [], []
 N = 512
 while N <= TOKENS:
     batch = TOKENS // N
-    if TOKENS % N == 0 and batch * PROBLEM["heads"] <= 1024 and batch <= 1024:  # the simulator's limits on B·H and B
+    if TOKENS % N == 0 and batch * PROBLEM["heads"] <= 65536 and batch <= 65536:  # the simulator's limits on B·H and B
         size = dict(PROBLEM, N=N, batch=batch)
         r1, r2 = fasim.simulate("fa1", gpu=GPU, **size), fasim.simulate("fa2", gpu=GPU, **size)
         k1, k2 = main_kernel(r1), main_kernel(r2)

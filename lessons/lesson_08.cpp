@@ -33,7 +33,7 @@ TileCounts classify(const AttentionProblem& p, std::int64_t Br, std::int64_t Bc)
     return c;
 }
 
-double ratio(std::int64_t a, std::int64_t b) { return static_cast<double>(a) / static_cast<double>(b); }
+double ratio(Count a, Count b) { return to_double(a) / to_double(b); }
 
 }  // namespace
 

@@ -373,7 +373,7 @@ core; a line counts them.)",
                     const std::int64_t unpredicted = static_cast<std::int64_t>(std::count(now.begin(), now.end(), std::nullopt));
                     if (unpredicted)
                         print_para(c.out, "\n" + grouped(unpredicted) + " of the measurements have no prediction today (\"now\" " +
-                                              "shows -): a problem beyond the simulator's limits (batch × heads above 1,024), "
+                                              "shows -): a problem beyond the simulator's limits (batch × heads above 65,536), "
                                               "or one the kernel's model does not take (grouped K/V heads for a kernel "
                                               "without them, no tile that fits).");
 
@@ -461,7 +461,7 @@ else:
     table(["kernel", "median |error|", "configurations"], [[k, f"{median[k]:.0f}%", len(v)] for k, v in sorted(by_kernel.items())])
     if None in now:
         print(f"\n{now.count(None):,} of the measurements have no prediction today (\"now\" shows -): a problem beyond the "
-              "simulator's limits (batch × heads above 1,024), or one the kernel's model does not take (grouped K/V heads "
+              "simulator's limits (batch × heads above 65,536), or one the kernel's model does not take (grouped K/V heads "
               "for a kernel without them, no tile that fits).")
 
     # Where they come from: one line per run (the folder of its result files).

@@ -14,8 +14,8 @@ using namespace fasim::lessons;
 
 namespace {
 
-std::string b(std::int64_t v) { return units::bytes(static_cast<double>(v)); }
-double ratio(std::int64_t a, std::int64_t c) { return static_cast<double>(a) / static_cast<double>(c); }
+std::string b(Count v) { return units::bytes(to_double(v)); }
+double ratio(Count a, Count c) { return to_double(a) / to_double(c); }
 
 // The HBM bytes a run's programs move by their closed forms: the forward's (fwd+bwd) plus the backward's.
 ClosedForm::Bytes closed_form_hbm(const AlgorithmResult& r) {

@@ -24,9 +24,9 @@ namespace {
 constexpr std::int64_t kTraceHeads = 4, kTraceKvHeads = 2, kTraceD = 4, kTraceBc = 4;
 constexpr double kNearFloor = 0.8;  // step 6: "reaches the HBM floor" = at least 80% of its speed
 
-std::string b(std::int64_t v) { return units::bytes(static_cast<double>(v)); }
+std::string b(Count v) { return units::bytes(to_double(v)); }
 std::string plural(std::int64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
-double ratio(std::int64_t a, std::int64_t c) { return static_cast<double>(a) / static_cast<double>(c); }
+double ratio(Count a, Count c) { return to_double(a) / to_double(c); }
 
 const Algorithm& fa2() { return algorithm("fa2"); }
 const Algorithm& flash_decoding() { return algorithm("flash_decoding"); }
@@ -49,8 +49,8 @@ AttentionProblem decode_step(const AttentionProblem& shape, std::int64_t Nk, std
 // The exercises' problem: a Llama-style decode step.
 AttentionProblem exercise_problem() { return decode_step(make_problem(1, 32, 1, 128), 65536, 8); }
 
-std::int64_t kv_read(const AlgorithmResult& r) { return read_of(r.hbm, "K") + read_of(r.hbm, "V"); }
-std::int64_t partial_bytes(const AlgorithmResult& r) { return both_of(r.hbm, "O_partial") + both_of(r.hbm, "LSE_partial"); }
+Count kv_read(const AlgorithmResult& r) { return read_of(r.hbm, "K") + read_of(r.hbm, "V"); }
+Count partial_bytes(const AlgorithmResult& r) { return both_of(r.hbm, "O_partial") + both_of(r.hbm, "LSE_partial"); }
 
 // Bytes of K and V in memory (the K/V cache of this attention layer), from the tensors the program declares.
 std::int64_t kv_cache_bytes(const AlgorithmResult& r) {

@@ -236,12 +236,12 @@ std::string per_tensor_text(const LevelTraffic& got, const LevelTraffic& ref, bo
     std::string s;
     equal = true;
     for (const std::string& n : names) {
-        const std::int64_t r = read_of(got, n), w = write_of(got, n), rr = read_of(ref, n), rw = write_of(ref, n);
+        const Count r = read_of(got, n), w = write_of(got, n), rr = read_of(ref, n), rw = write_of(ref, n);
         if (r == 0 && w == 0 && rr == 0 && rw == 0) continue;
         const bool same = r == rr && w == rw;
         equal = equal && same;
-        s += "  " + n + ": read " + std::to_string(r) + " B (reference " + std::to_string(rr) + " B), written " + std::to_string(w) +
-             " B (reference " + std::to_string(rw) + " B)" + (same ? "" : "  DIFFERS") + "\n";
+        s += "  " + n + ": read " + to_string(r) + " B (reference " + to_string(rr) + " B), written " + to_string(w) +
+             " B (reference " + to_string(rw) + " B)" + (same ? "" : "  DIFFERS") + "\n";
     }
     return s;
 }
@@ -283,8 +283,8 @@ void grade_traffic(const Assignment& a, const Algorithm& student, bool numbers_p
         const bool same = got.read_bytes() == f.hbm->read && got.write_bytes() == f.hbm->write;
         closed_ok = closed_ok && same;
         closed.output += s.label + " (Br = " + std::to_string(t.program.Br) + ", Bc = " + std::to_string(t.program.Bc) +
-                         "): read " + std::to_string(got.read_bytes()) + " B (closed form " + std::to_string(f.hbm->read) +
-                         " B), written " + std::to_string(got.write_bytes()) + " B (closed form " + std::to_string(f.hbm->write) +
+                         "): read " + to_string(got.read_bytes()) + " B (closed form " + to_string(f.hbm->read) +
+                         " B), written " + to_string(got.write_bytes()) + " B (closed form " + to_string(f.hbm->write) +
                          " B)" + (same ? "\n" : "  DIFFERS\n" + table);
     }
     closed.score = closed_ok ? closed.max_score : 0;

@@ -36,6 +36,7 @@
 #include "attention_kernels.hpp"
 #include "attention_reference.hpp"
 #include "common/errors.hpp"
+#include "common/exact_json.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
@@ -848,7 +849,7 @@ int main(int argc, char** argv) {
                 doc.erase("batch");
                 doc["grid"] = "decode";
             }
-            std::ofstream(out_path) << doc.dump(1) << '\n';
+            std::ofstream(out_path) << fasim::json_text(doc, 1) << '\n';  // counts with every digit
         }
         std::printf("%d configuration(s) failed\n", failures);
         return failures == 0 ? 0 : 1;

@@ -111,7 +111,7 @@ int run_all(const std::vector<std::string>& args) {
         doc["record"] = "answer_keys";
         doc["tool"] = fasim::lessons::tool_record();
         doc["keys"] = keys;
-        std::cout << doc.dump(2) << '\n';
+        std::cout << fasim::json_text(doc, 2) << '\n';
     } else {
         for (const Json& k : keys)
             for (const Json& a : k.at("answers"))

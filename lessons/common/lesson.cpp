@@ -148,9 +148,13 @@ void Lesson::problem_options(const AttentionProblem& defaults, unsigned flags) {
     if (flags & kN) app.add_option("--N", n_, "sequence length, 1..1048576 (default " + n_ + ")")->type_name("INT");
     if (flags & kD)
         app.add_option("--d", d_, "head dimension: " + supported_head_dims_text() + " (default " + d_ + ")")->type_name("INT");
-    if (flags & kHeads) app.add_option("--heads", heads_, "attention heads, 1..1024 (default " + heads_ + ")")->type_name("INT");
+    if (flags & kHeads)
+        app.add_option("--heads", heads_, "attention heads, 1.." + limit_text(ProblemLimits::max_heads) + " (default " + heads_ + ")")
+            ->type_name("INT");
     if (flags & kBatch)
-        app.add_option("--batch", batch_, "batch size, 1..1024; batch*heads <= 1024 (default " + batch_ + ")")->type_name("INT");
+        app.add_option("--batch", batch_, "batch size, 1.." + limit_text(ProblemLimits::max_batch) + "; batch*heads <= " +
+                                              limit_text(ProblemLimits::max_batch_heads) + " (default " + batch_ + ")")
+            ->type_name("INT");
     if (flags & kDtype)
         app.add_option("--dtype", dtype_, "storage precision: fp32, fp16 or bf16, any case (default " + dtype_ + ")")
             ->type_name("DTYPE");
@@ -212,8 +216,13 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
             p.Nk = p.N;
         }
         if (problem_flags_ & kD) p.d = parse_integer("--d", d_, 1, 1024, "pick one of " + supported_head_dims_text());
-        if (problem_flags_ & kHeads) p.heads = parse_integer("--heads", heads_, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
-        if (problem_flags_ & kBatch) p.batch = parse_integer("--batch", batch_, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
+        if (problem_flags_ & kHeads)
+            p.heads = parse_integer("--heads", heads_, 1, ProblemLimits::max_heads,
+                                    "pass 1.." + limit_text(ProblemLimits::max_heads) + " heads");
+        if (problem_flags_ & kBatch)
+            p.batch = parse_integer("--batch", batch_, 1, ProblemLimits::max_batch,
+                                    "pass a batch size of 1.." + limit_text(ProblemLimits::max_batch) + " (batch*heads at most " +
+                                        limit_text(ProblemLimits::max_batch_heads) + ")");
         if (problem_flags_ & kDtype) {
             if (auto t = parse_dtype(lower_case(dtype_))) p.dtype = *t;  // any case, as fa-sim takes it
             else throw usage_error("--dtype '" + dtype_ + "' is not supported", "dtype must be fp32, fp16 or bf16", "e.g. --dtype fp16");
@@ -448,7 +457,7 @@ int Lesson::check(const std::vector<std::string>& specs, bool json) const {
         doc["correct"] = correct;
         doc["total"] = static_cast<std::int64_t>(todo.size());
         doc["all_correct"] = all;
-        std::cout << doc.dump(2) << '\n';
+        std::cout << json_text(doc, 2) << '\n';
     }
     return all ? 0 : 1;
 }
@@ -482,7 +491,7 @@ int Lesson::answer_key() const {
     if (key_mode().collect) {
         key_mode().collect->push_back(doc);
     } else if (json_) {
-        std::cout << doc.dump(2) << '\n';
+        std::cout << json_text(doc, 2) << '\n';
     } else {
         for (const Exercise& e : exercises_)
             std::cout << e.id << '=' << (e.kind == Exercise::Kind::choice ? e.text() : num(e.number(), 12)) << '\n';
@@ -528,7 +537,7 @@ int Lesson::dispatch() {
     if (key_mode().on) return answer_key();
     if (!checks_.empty()) return check(checks_, json_);
     if (json_) {
-        std::cout << json_document().dump(2) << '\n';
+        std::cout << json_text(json_document(), 2) << '\n';
         return 0;
     }
 

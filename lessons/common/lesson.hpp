@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exact_json.hpp"  // counts in results (exact past 64 bits); written with json_text()
+
 #include "gpu/gpu_spec.hpp"
 #include "problem/attention_problem.hpp"
 

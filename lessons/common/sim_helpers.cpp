@@ -64,7 +64,7 @@ const KernelTiming& timing(const AlgorithmResult& r, const std::string& name) {
 const KernelRecord& main_kernel(const AlgorithmResult& r) { return r.kernels.back(); }
 const KernelTiming& main_timing(const AlgorithmResult& r) { return r.timing.back(); }
 
-std::int64_t both_of(const LevelTraffic& t, std::string_view n) { return read_of(t, n) + write_of(t, n); }
+Count both_of(const LevelTraffic& t, std::string_view n) { return read_of(t, n) + write_of(t, n); }
 
 std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*> levels) {
     std::vector<std::string> names;
@@ -74,13 +74,13 @@ std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*>
     return names;
 }
 
-std::int64_t footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
+Count footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req) {
     validate(p);
     const TileConfig cfg = choose_tiles(algo, p, gpu, req);
     DeclarationsOnly x;
     run_algorithm(algo, x, p, cfg);
-    std::int64_t bytes = 0;
-    for (const GlobalTensor& t : x.tensors()) bytes += t.bytes_per_head() * t.heads;
+    Count bytes = 0;
+    for (const GlobalTensor& t : x.tensors()) bytes += Count(t.bytes_per_head()) * t.heads;
     return bytes;
 }
 

@@ -30,13 +30,13 @@ const KernelRecord& main_kernel(const AlgorithmResult& r);
 const KernelTiming& main_timing(const AlgorithmResult& r);
 
 // Bytes of one tensor at one level, read and written (read_of, write_of: exec/kernel_record.hpp).
-std::int64_t both_of(const LevelTraffic& t, std::string_view n);
+Count both_of(const LevelTraffic& t, std::string_view n);
 // The tensors of one or more traffic counts, each once, in the order they first appear.
 std::vector<std::string> tensor_names(std::initializer_list<const LevelTraffic*> levels);
 
 // Bytes of every global tensor the algorithm declares (all heads), without running
 // it: the same footprint simulate() reports, but instant even for huge N.
-std::int64_t footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req = {});
+Count footprint_bytes(const Algorithm& algo, const AttentionProblem& p, const GpuSpec& gpu, const TileRequest& req = {});
 
 // "memory" or "compute": what kind of limit a runtime-model bound names.
 std::string bound_kind(const std::string& bound);

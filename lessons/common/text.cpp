@@ -157,8 +157,10 @@ void Table::print(std::ostream& out, int indent) const {
     for (const auto& r : rows_) line(r);
 }
 
-std::string grouped(std::int64_t v) {
-    std::string digits = std::to_string(v < 0 ? -v : v), out;
+std::string grouped(std::int64_t v) { return grouped(Count(v)); }
+
+std::string grouped(Count v) {
+    std::string digits = (v < 0 ? -v : v).to_string(), out;
     for (std::size_t i = 0; i < digits.size(); ++i) {
         if (i && (digits.size() - i) % 3 == 0) out += ',';
         out += digits[i];

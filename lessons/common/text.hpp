@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "common/count.hpp"
+
 namespace fasim::lessons {
 
 inline constexpr int kWidth = 80;
@@ -54,6 +56,7 @@ private:
 
 // 268435456 -> "268,435,456"
 std::string grouped(std::int64_t v);
+std::string grouped(Count v);  // every digit, past 64 bits too
 // Shortest of %.*g that reads well: num(0.5) "0.5", num(1234.5678, 4) "1235".
 std::string num(double v, int significant = 4);
 // Fixed decimals: fixed(3.14159, 2) "3.14".

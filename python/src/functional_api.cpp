@@ -130,7 +130,7 @@ nlohmann::json tiles_json(const TileConfig& c) {
 // What the kernels moved and computed, in the keys of fa-sim's JSON (docs/output-schema.md).
 nlohmann::json counts_json(const std::vector<KernelRecord>& kernels) {
     LevelTraffic hbm, l2, dram;
-    std::int64_t smem_read = 0, smem_write = 0, matmul = 0, nonmatmul = 0, sfu = 0, barriers = 0;
+    Count smem_read = 0, smem_write = 0, matmul = 0, nonmatmul = 0, sfu = 0, barriers = 0;
     nlohmann::json per_kernel = nlohmann::json::array();
     for (const KernelRecord& k : kernels) {
         hbm += k.hbm;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/exact_json.hpp"
+
 namespace py = pybind11;
 
 namespace fasim::python {
@@ -25,7 +27,14 @@ py::object to_python(const nlohmann::json& value) {
             for (const auto& [key, v] : value.items()) dict[py::str(key)] = to_python(v);
             return dict;
         }
-        case T::binary:
+        case T::binary:  // a count beyond 64 bits (common/exact_json.hpp): an exact Python int from its digits
+            if (fasim::is_count_placeholder(value)) {
+                const std::string digits = fasim::count_from_json(value).to_string();
+                PyObject* number = PyLong_FromString(digits.c_str(), nullptr, 10);
+                if (!number) throw py::error_already_set();
+                return py::reinterpret_steal<py::object>(number);
+            }
+            break;
         case T::discarded: break;
     }
     return py::none();

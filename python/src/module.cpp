@@ -12,6 +12,8 @@
 #include "measured_api.hpp"
 #include "gpu/gpu_catalog.hpp"
 #include "inputs.hpp"
+#include "json_values.hpp"
+#include "report/report.hpp"
 #include "simulation_api.hpp"
 #include "tile_api.hpp"
 
@@ -97,7 +99,7 @@ traced in place of algo's (the backward's with pass_='bwd').)";
 PYBIND11_MODULE(_fasim, m) {
     m.doc() = "fa-sim's simulator core: simulate attention on a GPU model, run its tile programs on numbers, trace them.";
     m.attr("__version__") = FASIM_VERSION;
-    m.attr("SCHEMA_VERSION") = 1;
+    m.attr("SCHEMA_VERSION") = kSchemaVersion;  // fa-sim --json's (docs/output-schema.md)
     // Named as users import them (fasim.UsageError, fasim.Gpu), not by this compiled submodule.
     py::register_exception<UsageError>(m, "UsageError", PyExc_ValueError).attr("__module__") = "fasim";
 
@@ -192,6 +194,12 @@ PYBIND11_MODULE(_fasim, m) {
         kTraceDoc, "algo"_a, "Q"_a, "K"_a, "V"_a, "dO"_a = py::none(), "causal"_a = false, "dtype"_a = "fp16",
         "Br"_a = py::none(), "Bc"_a = py::none(), "q_splits"_a = py::none(), "kv_splits"_a = py::none(), "gpu"_a = py::none(),
         "pass_"_a = "fwd", "program"_a = py::none());
+
+    // For tests: JSON text (fa-sim --json's) as the dicts simulate() returns, through the same conversion, counts
+    // beyond 64 bits included (the simulations that reach them take minutes).
+    m.def(
+        "_json_to_python", [](const std::string& text) { return to_python(parse_json_exact(text)); }, "text"_a,
+        "JSON text as fasim.simulate() returns a document: dicts, lists, exact ints of any size (for tests).");
 
     bind_tile_api(m);    // fasim.tile: tile programs in Python
     bind_course_api(m);  // fasim.course: fa-grade's grader for them

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/count.hpp"
 #include "gpu/gpu_spec.hpp"
 #include "problem/attention_problem.hpp"
 #include "tile/tile_program.hpp"
@@ -88,11 +89,12 @@ struct TileConfig {
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 
-// What the papers' formulas say an algorithm moves and computes, for given tiles (all heads).
+// What the papers' formulas say an algorithm moves and computes, for given tiles (all heads). Counts
+// (common/count.hpp), computed in 128 bits: at N = Nk = 2^24, B·H = 2^16, d = 256 they pass 2^64.
 struct ClosedForm {
     struct Bytes {
-        std::int64_t read = 0, write = 0;
-        std::int64_t total() const { return read + write; }
+        Count read = 0, write = 0;
+        Count total() const { return read + write; }
     };
     // HBM bytes exactly as the tile program loads and stores them (the papers' sense).
     std::optional<Bytes> hbm;
@@ -103,7 +105,7 @@ struct ClosedForm {
     std::optional<double> leading_hbm_bytes;
     std::string leading_text;
     // Matrix-product FLOPs (2 per multiply-add), exactly as the program performs them.
-    std::optional<std::int64_t> matmul_flops;
+    std::optional<Count> matmul_flops;
 };
 
 // How the block-size figure sweeps an algorithm's tiles.
@@ -149,7 +151,8 @@ struct Algorithm {
     ClosedForm (*closed_form)(const AttentionProblem&, const TileConfig&) = nullptr;
     // Work: the inner-loop tile steps its simulation walks (what a sweep over N costs), and the most
     // a figure spends on one simulation of it.
-    std::int64_t (*tile_steps)(const AttentionProblem&, const TileConfig&) = nullptr;
+    // (A Count: B·H·(N/Br)·(Nk/Bc) reaches 2^64 at B·H = 2^16, N = Nk = 2^24 with 1-row tiles.)
+    Count (*tile_steps)(const AttentionProblem&, const TileConfig&) = nullptr;
     std::int64_t tile_step_budget = 0;  // 0: no limit
     // How many blocks its main kernel launches, for captions: " = B·H × ⌈N/Br⌉ = 16 × 32" (empty: nothing to say).
     std::string (*grid_text)(const AttentionProblem&, const TileConfig&) = nullptr;

@@ -209,8 +209,10 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // init and the first Tc - 1 O writes and all Tc O reads are 4 bytes per element, the last write e
 // bytes. With q_splits blocks per batch·head each reads K and V itself.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-    const std::int64_t Tc = ceil_div(Nk, t.Bc);
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
+    const Count Tc = ceil_div(p.Nk, t.Bc);
     ClosedForm f;
     if (p.causal) return f;
     f.hbm = ClosedForm::Bytes{BH * (t.q_splits * 2 * Nk * d * e + Tc * (N * d * e + N * d * 4 + 2 * N * 4)),
@@ -227,8 +229,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    return p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return Count(p.batch_heads()) * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
 }
 
 }  // namespace

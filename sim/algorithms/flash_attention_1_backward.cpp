@@ -180,8 +180,10 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // and the fp32 dQ read, and dQ written back (fp32, the last time in the storage dtype); dK and dV
 // written once; the init kernel writes dQ = 0 (fp32).
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-    const std::int64_t Tc = ceil_div(Nk, t.Bc);
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
+    const Count Tc = ceil_div(p.Nk, t.Bc);
     ClosedForm f;
     if (p.causal) return f;
     f.hbm = ClosedForm::Bytes{BH * (2 * Nk * d * e + Tc * (3 * N * d * e + 2 * N * 4 + N * d * 4)),
@@ -195,8 +197,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    return p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return Count(p.batch_heads()) * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
 }
 
 }  // namespace

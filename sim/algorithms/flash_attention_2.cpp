@@ -63,11 +63,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
 // Reads Q once and K, V once per Q tile (Tr = ⌈N/Br⌉ times); writes O and the fp32 LSE once.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
     ClosedForm f;
-    f.matmul_flops = p.causal ? std::nullopt : std::optional<std::int64_t>(4 * BH * N * Nk * d);
+    f.matmul_flops = p.causal ? std::nullopt : std::optional<Count>(4 * BH * N * Nk * d);
     if (p.causal) return f;  // the papers' formulas count every tile; causal skipping is counted by the program
-    f.hbm = ClosedForm::Bytes{BH * e * (N * d + ceil_div(N, t.Br) * 2 * Nk * d), BH * (e * N * d + 4 * N)};
+    f.hbm = ClosedForm::Bytes{BH * e * (N * d + ceil_div(p.N, t.Br) * 2 * Nk * d), BH * (e * N * d + 4 * N)};
     const double n = static_cast<double>(N), nk = static_cast<double>(Nk);
     f.leading_hbm_bytes = 2 * n * nk * static_cast<double>(d * e * BH) / static_cast<double>(t.Br);
     f.leading_text = "FA2 2\u00B7" + std::string(Nk == N ? "N\u00B2" : "N\u00B7Nk") + "\u00B7d\u00B7e\u00B7B\u00B7H/Br with Br=" +
@@ -75,8 +77,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    return p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return Count(p.batch_heads()) * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
 }
 
 }  // namespace

@@ -204,12 +204,14 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // writes dQ. Separate dQ: the preprocessing writes D only, the main kernel adds nothing to dQ, and the dQ
 // kernel reads Q, dO, LSE and D once and K and V once per Q tile (Tr times) and writes dQ once.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-    const std::int64_t Tr = ceil_div(N, t.Br), Tc = ceil_div(Nk, t.Bc);
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
+    const Count Tr = ceil_div(p.N, t.Br), Tc = ceil_div(p.Nk, t.Bc);
     ClosedForm f;
     if (p.causal) return f;
-    const std::int64_t dkdv_read = 2 * N * d * e + 2 * Nk * d * e + Tc * (2 * N * d * e + 2 * N * 4);
-    const std::int64_t dkdv_write = N * 4 + 2 * Nk * d * e;
+    const Count dkdv_read = 2 * N * d * e + 2 * Nk * d * e + Tc * (2 * N * d * e + 2 * N * 4);
+    const Count dkdv_write = N * 4 + 2 * Nk * d * e;
     const double n = static_cast<double>(N), nk = static_cast<double>(Nk), de = static_cast<double>(d * e);
     const std::string per_kv = Nk == N ? "(N/Bc)" : "(Nk/Bc)";
     if (t.dq == DqMode::atomic) {
@@ -231,8 +233,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {  // the dQ kernel visits every pair again
-    return (t.dq == DqMode::separate ? 2 : 1) * p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {  // the dQ kernel visits every pair again
+    return Count(t.dq == DqMode::separate ? 2 : 1) * p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);
 }
 
 }  // namespace

@@ -215,22 +215,24 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // and LSE; with one split O and LSE are written directly.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     const RowLayout L = row_layout(p);
-    const std::int64_t BHr = L.row_heads, R = L.rows, Nk = p.Nk, d = p.d, e = p.elem_bytes(), S = t.kv_splits;
-    const std::int64_t Tr = ceil_div(R, t.Br);
+    // Counts (BHr, R, Nk): every product below is computed in 128 bits.
+    const Count BHr = L.row_heads, R = L.rows, Nk = p.Nk;
+    const std::int64_t d = p.d, e = p.elem_bytes(), S = t.kv_splits;
+    const Count Tr = ceil_div(L.rows, t.Br);
     ClosedForm f;
-    f.matmul_flops = p.causal && !L.packed ? std::nullopt : std::optional<std::int64_t>(4 * BHr * R * Nk * d);
+    f.matmul_flops = p.causal && !L.packed ? std::nullopt : std::optional<Count>(4 * BHr * R * Nk * d);
     if (p.causal && !L.packed) return f;
-    const std::int64_t partials = S > 1 ? S * BHr * R * (d + 1) * 4 : 0;
+    const Count partials = S > 1 ? S * BHr * R * (d + 1) * 4 : Count(0);
     f.hbm = ClosedForm::Bytes{S * BHr * R * d * e + BHr * Tr * 2 * Nk * d * e + partials, partials + BHr * R * (d * e + 4)};
-    f.leading_hbm_bytes = static_cast<double>(BHr * Tr * 2 * Nk * d * e);
+    f.leading_hbm_bytes = to_double(BHr * Tr * 2 * Nk * d * e);
     f.leading_text = "FlashDecoding 2\u00B7Nk\u00B7d\u00B7e per " + std::string(L.packed ? "K/V head" : "head and Q tile") +
-                     " (K and V read once; the partials' round trip is " + std::to_string(partials) + " B)";
+                     " (K and V read once; the partials' round trip is " + to_string(partials) + " B)";
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
     const RowLayout L = row_layout(p);
-    return L.row_heads * ceil_div(L.rows, t.Br) * ceil_div(p.Nk, t.Bc) + L.row_heads * L.rows * t.kv_splits;
+    return Count(L.row_heads) * ceil_div(L.rows, t.Br) * ceil_div(p.Nk, t.Bc) + Count(L.row_heads) * L.rows * t.kv_splits;
 }
 
 }  // namespace

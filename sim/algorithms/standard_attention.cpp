@@ -182,10 +182,12 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // 1 x 1 tiling: every thread reads its own operands), the softmax reads S once or, in chunks, twice.
 ClosedForm::Bytes standard_bytes(const AttentionProblem& p, std::int64_t Tm, std::int64_t Tn, std::int64_t Pm, std::int64_t Pn,
                                  std::int64_t softmax_passes) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-    const std::int64_t reads = N * d * ceil_div(Nk, Tn) + Nk * d * ceil_div(N, Tm)   // S = Q Kᵀ
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
+    const Count reads = N * d * ceil_div(p.Nk, Tn) + Nk * d * ceil_div(p.N, Tm)   // S = Q Kᵀ
                                + softmax_passes * N * Nk                             // softmax reads S
-                               + N * Nk * ceil_div(d, Pn) + Nk * d * ceil_div(N, Pm);  // O = P V
+                               + N * Nk * ceil_div(d, Pn) + Nk * d * ceil_div(p.N, Pm);  // O = P V
     return {BH * e * reads, BH * e * (2 * N * Nk + N * d)};  // S, P, O written once
 }
 
@@ -196,7 +198,7 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
                            t.softmax_chunk >= p.Nk ? 1 : 2);
     // Algorithm 0's own count, each operand read once: 2Nd + 2Nk·d + 4·N·Nk elements.
     f.papers_hbm = standard_bytes(p, p.N, p.Nk, p.N, p.d, 1);
-    f.matmul_flops = 4 * p.batch_heads() * p.N * p.Nk * p.d;  // the mask does not skip any of it
+    f.matmul_flops = Count(4) * p.batch_heads() * p.N * p.Nk * p.d;  // the mask does not skip any of it
     f.leading_hbm_bytes = 4 * static_cast<double>(p.N) * static_cast<double>(p.Nk) * static_cast<double>(p.elem_bytes()) *
                           static_cast<double>(p.batch_heads());
     f.leading_text = "standard 4\u00B7" + std::string(p.Nk == p.N ? "N\u00B2" : "N\u00B7Nk") +
@@ -206,8 +208,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
 
 // Output tiles of S (naive GEMMs load every operand element per thread: about 50 times the work of a
 // tiled 64x64 output tile per 16x16 one, measured with the counting executor).
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t tiles = p.batch_heads() * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    const Count tiles = Count(p.batch_heads()) * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
     return t.matmul == MatmulMode::naive ? 50 * tiles : tiles;
 }
 

@@ -126,12 +126,14 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // the 1 x 1 tiling); the row kernel reads P and dP once or, in chunks, twice.
 ClosedForm::Bytes backward_bytes(const AttentionProblem& p, std::int64_t tm, std::int64_t tn, std::int64_t pm, std::int64_t pn,
                                  std::int64_t passes) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
-    const std::int64_t reads = N * Nk * ceil_div(d, pn) + N * d * ceil_div(Nk, pm)   // dV = P^T dO
-                               + N * d * ceil_div(Nk, tn) + Nk * d * ceil_div(N, tm)  // dP = dO V^T
-                               + passes * 2 * N * Nk                                  // the row kernel
-                               + N * Nk * ceil_div(d, pn) + Nk * d * ceil_div(N, pm)   // dQ = dS K
-                               + N * Nk * ceil_div(d, pn) + N * d * ceil_div(Nk, pm);  // dK = dS^T Q
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
+    const Count reads = N * Nk * ceil_div(d, pn) + N * d * ceil_div(p.Nk, pm)   // dV = P^T dO
+                        + N * d * ceil_div(p.Nk, tn) + Nk * d * ceil_div(p.N, tm)  // dP = dO V^T
+                        + passes * 2 * N * Nk                                      // the row kernel
+                        + N * Nk * ceil_div(d, pn) + Nk * d * ceil_div(p.N, pm)   // dQ = dS K
+                        + N * Nk * ceil_div(d, pn) + N * d * ceil_div(p.Nk, pm);  // dK = dS^T Q
     return {BH * e * reads, BH * e * (2 * N * Nk + 2 * Nk * d + N * d)};  // dP, dS; dK, dV; dQ
 }
 
@@ -141,7 +143,7 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     f.hbm = backward_bytes(p, naive ? 1 : t.gemm_m, naive ? 1 : t.gemm_n, naive ? 1 : t.pv_m, naive ? 1 : t.pv_n,
                            t.softmax_chunk >= p.Nk ? 1 : 2);
     f.papers_hbm = backward_bytes(p, p.N, p.Nk, std::max(p.N, p.Nk), p.d, 1);  // each operand once
-    f.matmul_flops = 8 * p.batch_heads() * p.N * p.Nk * p.d;
+    f.matmul_flops = Count(8) * p.batch_heads() * p.N * p.Nk * p.d;
     f.leading_hbm_bytes = 7 * static_cast<double>(p.N) * static_cast<double>(p.Nk) * static_cast<double>(p.elem_bytes()) *
                           static_cast<double>(p.batch_heads());
     f.leading_text = "standard backward 7\u00B7" + std::string(p.Nk == p.N ? "N\u00B2" : "N\u00B7Nk") +
@@ -149,8 +151,8 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t tiles = 2 * p.batch_heads() * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    const Count tiles = 2 * Count(p.batch_heads()) * ceil_div(p.N, t.gemm_m) * ceil_div(p.Nk, t.gemm_n);
     return t.matmul == MatmulMode::naive ? 50 * tiles : tiles;
 }
 

@@ -65,16 +65,18 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
 // Q once; K twice and V once per Q tile; O and the fp32 LSE written once. Q·Kᵀ is computed twice.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
-    const std::int64_t N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes(), BH = p.batch_heads();
+    // Counts (N, Nk, BH): every product below is computed in 128 bits.
+    const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
+    const std::int64_t d = p.d, e = p.elem_bytes();
     ClosedForm f;
     if (p.causal) return f;
-    f.hbm = ClosedForm::Bytes{BH * e * (N * d + ceil_div(N, t.Br) * 3 * Nk * d), BH * (e * N * d + 4 * N)};
+    f.hbm = ClosedForm::Bytes{BH * e * (N * d + ceil_div(p.N, t.Br) * 3 * Nk * d), BH * (e * N * d + 4 * N)};
     f.matmul_flops = 6 * BH * N * Nk * d;
     return f;
 }
 
-std::int64_t tile_steps(const AttentionProblem& p, const TileConfig& t) {
-    return 2 * p.batch_heads() * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);  // two passes over K
+Count tile_steps(const AttentionProblem& p, const TileConfig& t) {
+    return 2 * Count(p.batch_heads()) * ceil_div(p.N, t.Br) * ceil_div(p.Nk, t.Bc);  // two passes over K
 }
 
 }  // namespace

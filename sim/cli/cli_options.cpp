@@ -165,8 +165,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)")->type_name("INT");
     app.add_option("--Nk", nk, "key sequence length, 1..1048576 (default: N, self-attention)")->type_name("INT");
     app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)")->type_name("INT");
-    app.add_option("--heads", heads, "attention heads, 1..1024 (default 16)")->type_name("INT");
-    app.add_option("--batch", batch, "batch size, 1..1024; batch*heads <= 1024 (default 1)")->type_name("INT");
+    app.add_option("--heads", heads, "attention heads, 1.." + limit_text(ProblemLimits::max_heads) + " (default 16)")
+        ->type_name("INT");
+    app.add_option("--batch", batch, "batch size, 1.." + limit_text(ProblemLimits::max_batch) + "; batch*heads <= " +
+                                         limit_text(ProblemLimits::max_batch_heads) + " (default 1)")
+        ->type_name("INT");
     app.add_option("--kv-heads", kv_heads,
                    "K/V heads, a divisor of --heads: grouped-query attention (1: multi-query); default: --heads. For " +
                        ids_with(&Algorithm::grouped_kv, ", "))
@@ -305,8 +308,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                                       "pass a key length between 1 and 1048576, or omit --Nk for self-attention");
     p.d = parse_integer("--d", d, 1, 1024, "pick one of " + supported_head_dims_text());
     if (o.trace && app.count("--heads") == 0) heads = "1";  // documented in --help
-    p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads, "pass 1..1024 heads");
-    p.batch = parse_integer("--batch", batch, 1, ProblemLimits::max_batch, "pass a batch size of 1..1024");
+    p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads,
+                            "pass 1.." + limit_text(ProblemLimits::max_heads) + " heads");
+    p.batch = parse_integer("--batch", batch, 1, ProblemLimits::max_batch,
+                            "pass a batch size of 1.." + limit_text(ProblemLimits::max_batch) + " (batch*heads at most " +
+                                limit_text(ProblemLimits::max_batch_heads) + ")");
     if (!kv_heads.empty())
         p.kv_heads = parse_integer("--kv-heads", kv_heads, 1, ProblemLimits::max_heads,
                                    "pass a divisor of --heads, e.g. --kv-heads 8 for 32 heads (1: multi-query attention)");

@@ -177,7 +177,7 @@ int run(int argc, char** argv) {
         return 0;
     }
     if (o.list_kernels) {
-        if (o.json) std::cout << catalog_json().dump(2) << '\n';
+        if (o.json) std::cout << json_text(catalog_json(), 2) << '\n';
         else list_kernels();
         return 0;
     }
@@ -218,7 +218,7 @@ int run(int argc, char** argv) {
                                    isatty(fileno(stderr)) != 0);
         const auto by_n = run_sweep(req, o.gpu, [&] { progress.tick(); });
         progress.finish();
-        if (o.json) std::cout << sweep_json(by_n, o.gpu, o.sweep_parameter).dump(2) << '\n';
+        if (o.json) std::cout << json_text(sweep_json(by_n, o.gpu, o.sweep_parameter), 2) << '\n';
         else if (o.csv) {
             std::cout << csv_header() << '\n';
             for (const auto& rs : by_n)
@@ -228,7 +228,7 @@ int run(int argc, char** argv) {
     }
 
     const std::vector<AlgorithmResult> rs = run_all(o.problem);
-    if (o.json) std::cout << report_json(rs, o.gpu).dump(2) << '\n';
+    if (o.json) std::cout << json_text(report_json(rs, o.gpu), 2) << '\n';  // counts past 64 bits with every digit
     else if (o.csv) {
         std::cout << csv_header() << '\n';
         for (const auto& r : rs) std::cout << csv_row(r) << '\n';

@@ -264,7 +264,7 @@ public:
         // the shared-memory pipe more wavefronts than the data fills, and computes whole micro-tiles
         // (kernels/cuda_core_products.hpp).
         const std::int64_t W = warps_;
-        const std::int64_t smem_before = work.smem_bytes;
+        const Count smem_before = work.smem_bytes;
         const bool lane_tiled = lanes_.lane_tiled;
         if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), lane_tiled);
         if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1), lane_tiled);
@@ -284,7 +284,8 @@ public:
             if (accumulate) smem_read(C.bytes());
             smem_write(C.bytes());
         }
-        work.thread_instructions += issue_cost::mma(flops) + issue_cost::fragment_loads(work.smem_bytes - smem_before);
+        // (This product's shared-memory bytes: a few tiles, far inside 64 bits.)
+        work.thread_instructions += issue_cost::mma(flops) + issue_cost::fragment_loads((work.smem_bytes - smem_before).to_int64());
         tiles_[static_cast<std::size_t>(C.id())].warps_holding_rows = split == Split::Rows ? 1 : W;
         // Independent 16-row mma blocks per warp: latency hiding inside one warp (runtime model).
         const std::int64_t rows_per_warp = split == Split::Rows ? (m + W - 1) / W : m;

@@ -5,14 +5,14 @@
 
 namespace fasim {
 
-std::int64_t LevelTraffic::read_bytes() const {
-    std::int64_t sum = 0;
+Count LevelTraffic::read_bytes() const {
+    Count sum = 0;
     for (const TensorBytes& t : tensors) sum += t.read;
     return sum;
 }
 
-std::int64_t LevelTraffic::write_bytes() const {
-    std::int64_t sum = 0;
+Count LevelTraffic::write_bytes() const {
+    Count sum = 0;
     for (const TensorBytes& t : tensors) sum += t.write;
     return sum;
 }
@@ -40,7 +40,7 @@ LevelTraffic& LevelTraffic::add_by_name(const LevelTraffic& o) {
     return *this;
 }
 
-LevelTraffic LevelTraffic::scaled(std::int64_t factor) const {
+LevelTraffic LevelTraffic::scaled(Count factor) const {
     LevelTraffic t = *this;
     for (TensorBytes& b : t.tensors) {
         b.read *= factor;
@@ -55,12 +55,12 @@ const TensorBytes* LevelTraffic::find(std::string_view name) const {
     return nullptr;
 }
 
-std::int64_t read_of(const LevelTraffic& t, std::string_view name) {
+Count read_of(const LevelTraffic& t, std::string_view name) {
     const TensorBytes* b = t.find(name);
     return b ? b->read : 0;
 }
 
-std::int64_t write_of(const LevelTraffic& t, std::string_view name) {
+Count write_of(const LevelTraffic& t, std::string_view name) {
     const TensorBytes* b = t.find(name);
     return b ? b->write : 0;
 }

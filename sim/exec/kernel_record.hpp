@@ -10,17 +10,21 @@
 #include <utility>
 #include <vector>
 
+#include "common/count.hpp"
 #include "kernels/kernel_execution.hpp"
 #include "machine/occupancy.hpp"
 #include "tile/tile_program.hpp"
 
 namespace fasim {
 
+// Counters are Counts (common/count.hpp): summed over batch·heads they pass 64 bits at the limits
+// (standard attention's S alone is B·H·N·Nk·4 = 2^66 bytes at B·H = 2^16, N = Nk = 2^24).
+
 // Bytes one tensor moves at one level.
 struct TensorBytes {
     std::string name;
-    std::int64_t read = 0, write = 0;
-    std::int64_t total() const { return read + write; }
+    Count read = 0, write = 0;
+    Count total() const { return read + write; }
     bool operator==(const TensorBytes&) const = default;
 };
 
@@ -29,15 +33,15 @@ struct TensorBytes {
 struct LevelTraffic {
     std::vector<TensorBytes> tensors;
 
-    std::int64_t read_bytes() const;
-    std::int64_t write_bytes() const;
-    std::int64_t total() const { return read_bytes() + write_bytes(); }
+    Count read_bytes() const;
+    Count write_bytes() const;
+    Count total() const { return read_bytes() + write_bytes(); }
     // Adds another count of the same run's tensors (it may know tensors declared later).
     LevelTraffic& operator+=(const LevelTraffic& o);
     // Adds the counts of another run (two passes simulated apart), its tensors matched by name; one this
     // count does not know is appended.
     LevelTraffic& add_by_name(const LevelTraffic& o);
-    LevelTraffic scaled(std::int64_t factor) const;
+    LevelTraffic scaled(Count factor) const;
     // The entry of a tensor, by id; entries exist for every tensor declared before the kernel ran.
     TensorBytes& operator[](TensorId id) { return tensors[static_cast<std::size_t>(id)]; }
     // Zero for a tensor this level never saw.
@@ -46,25 +50,30 @@ struct LevelTraffic {
 };
 
 // One tensor's bytes at a level (0 when the program has no such tensor).
-std::int64_t read_of(const LevelTraffic& t, std::string_view name);
-std::int64_t write_of(const LevelTraffic& t, std::string_view name);
+Count read_of(const LevelTraffic& t, std::string_view name);
+Count write_of(const LevelTraffic& t, std::string_view name);
 
-// The work of one thread block (what the runtime model needs to time it).
+// The work of one thread block (what the runtime model needs to time it). Counts too: a block can do a
+// whole head's work (FlashAttention-1 launches one block per batch·head), and one head passes 64 bits at
+// the limits with small tiles: FA1 with --Br 1 --Bc 1, d = 256 executes 2^32.6 lane FLOPs per head at
+// N = Nk = 2^8 (measured), quadratic in N, so 2^64.6 at N = Nk = 2^24. The terms added to them stay
+// std::int64_t: each is one operation's, at most a product of the largest tiles (2·4096·4096·256 = 2^33
+// FLOPs for Br, Bc <= 4096, d <= 256) or one region's bytes (a row of S at Nk = 2^24 in fp32: 2^26).
 struct BlockWork {
-    std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
-    std::int64_t recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
-    std::int64_t smem_bytes = 0;   // read + written
+    Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
+    Count recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
+    Count smem_bytes = 0;   // read + written
     // When the products run on the CUDA cores (kernels/cuda_core_products.hpp), what CUDA-core runs are
     // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
     // matmul FLOPs the lanes execute (whole micro-tiles: matmul_flops plus padding).
-    std::int64_t smem_wavefronts = 0;
-    std::int64_t lane_matmul_flops = 0;
-    std::int64_t l2_bytes = 0;     // sector bytes requested from L2 (read + write)
-    std::int64_t l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
-    std::int64_t barriers = 0;
+    Count smem_wavefronts = 0;
+    Count lane_matmul_flops = 0;
+    Count l2_bytes = 0;     // sector bytes requested from L2 (read + write)
+    Count l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
+    Count barriers = 0;
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
     // instructions; kernels/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
-    std::int64_t thread_instructions = 0;
+    Count thread_instructions = 0;
     bool operator==(const BlockWork&) const = default;
 };
 
@@ -83,16 +92,17 @@ struct KernelRecord {
     LevelTraffic hbm;   // global loads/stores the algorithm issues (the papers' "HBM accesses")
     LevelTraffic l2;    // the same requests in 32-byte sectors, as L2 sees them
     LevelTraffic dram;  // what reaches DRAM after the L2 model
-    std::int64_t smem_read = 0, smem_write = 0;
-    std::int64_t smem_wavefronts = 0;        // all heads, products on the CUDA cores (BlockWork)
-    std::int64_t lane_matmul_flops = 0;      // all heads, products on the CUDA cores (BlockWork)
-    // All heads: requests the SMs make of L2, a line per warp access (machine/sectors.hpp); the blocks'
-    // share of them is in BlockWork::l2_requests.
-    std::int64_t l2_read_requests = 0, l2_write_requests = 0;
-    std::int64_t l2_requests() const { return l2_read_requests + l2_write_requests; }
-    std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
-    std::int64_t recomputed_matmul_flops = 0;  // all heads; of matmul_flops (Product::recompute)
-    std::int64_t warp_instructions = 0;      // all heads (kernels/issue_costs.hpp)
+    // All heads (the counting executor sums one head's blocks, then multiplies by the heads).
+    Count smem_read = 0, smem_write = 0;
+    Count smem_wavefronts = 0;        // products on the CUDA cores (BlockWork)
+    Count lane_matmul_flops = 0;      // products on the CUDA cores (BlockWork)
+    // Requests the SMs make of L2, a line per warp access (machine/sectors.hpp); the blocks' share of
+    // them is in BlockWork::l2_requests.
+    Count l2_read_requests = 0, l2_write_requests = 0;
+    Count l2_requests() const { return l2_read_requests + l2_write_requests; }
+    Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
+    Count recomputed_matmul_flops = 0;  // of matmul_flops (Product::recompute)
+    Count warp_instructions = 0;      // kernels/issue_costs.hpp
 
     // Work of each block of one head, in launch order, run-length encoded.
     std::vector<std::pair<BlockWork, std::int64_t>> block_work;

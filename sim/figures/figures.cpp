@@ -33,6 +33,7 @@ const std::string kTimes = "\u00D7";  // ×
 const std::string kDot = "\u00B7";    // ·
 
 double dbl(std::int64_t v) { return static_cast<double>(v); }
+double dbl(Count v) { return to_double(v); }
 
 // A tensor's name as the figures write it (the papers' ℓ for l).
 std::string display_name(const std::string& tensor) { return tensor == "l" ? "\u2113" : tensor; }
@@ -299,7 +300,7 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
         std::vector<double> v;
         bool any = false;
         for (const AlgorithmResult& r : at_n) {
-            const std::int64_t hbm = read_of(r.hbm, t) + write_of(r.hbm, t), dram = read_of(r.dram, t) + write_of(r.dram, t);
+            const Count hbm = read_of(r.hbm, t) + write_of(r.hbm, t), dram = read_of(r.dram, t) + write_of(r.dram, t);
             any = any || hbm > 0 || dram > 0;
             v.push_back(dbl(hbm));
             v.push_back(dbl(dram));
@@ -317,7 +318,7 @@ Figure tensor_bars(const FigureRequest& req, const std::vector<AlgorithmResult>&
                "(read + written), totals above the bars (bars too thin to see at this scale still have their total).";
     std::vector<std::string> top;
     for (const AlgorithmResult& r : at_n) {
-        std::int64_t most = 0;
+        Count most = 0;
         for (const TensorBytes& t : r.hbm.tensors) most = std::max(most, t.total());
         if (most == 0 || r.hbm.total() == 0) continue;
         std::vector<std::string> largest;  // the largest, and any within 1% of it (S and P tie in standard)

@@ -10,14 +10,15 @@ namespace fasim {
 
 std::int64_t visible_pairs(const AttentionProblem& p) {
     if (!p.causal) return p.N * p.Nk;
-    std::int64_t pairs = 0;
-    for (std::int64_t i = 0; i < p.N; ++i) pairs += std::clamp<std::int64_t>(i + (p.Nk - p.N) + 1, 0, p.Nk);
-    return pairs;
+    // Query row i (0-based) sees keys 0 .. i + (Nk - N), bottom-right aligned: min(Nk, N) rows see
+    // a = max(1, Nk - N + 1), a + 1, ..., Nk keys (the rows above them, when N > Nk, see none).
+    const std::int64_t a = std::max<std::int64_t>(1, p.Nk - p.N + 1);
+    return (a + p.Nk) * (p.Nk - a + 1) / 2;
 }
 
 double AlgorithmResult::arithmetic_intensity() const {
     const double bytes = static_cast<double>(hbm.total());
-    return bytes > 0 ? static_cast<double>(matmul_flops + nonmatmul_flops) / bytes : 0;
+    return bytes > 0 ? to_double(matmul_flops + nonmatmul_flops) / bytes : 0;
 }
 
 const KernelTiming& AlgorithmResult::longest_kernel() const {
@@ -73,7 +74,8 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
                              options.count_every_block ? CountPath::by_block : CountPath::by_class);
     for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
     r.kernels = counter.kernels();
-    for (const GlobalTensor& t : counter.tensors()) r.global_bytes += t.bytes_per_head() * t.heads;
+    // A tensor's bytes per head fit 64 bits (S: N·Nk·4 = 2^50 at N = Nk = 2^24); times the heads they may not.
+    for (const GlobalTensor& t : counter.tensors()) r.global_bytes += Count(t.bytes_per_head()) * t.heads;
     r.fits_in_hbm = r.global_bytes <= gpu.hbm_bytes;
 
     for (const KernelRecord& k : r.kernels) {
@@ -94,7 +96,7 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
     // the forward (Q Kᵀ and P V), 10 for the backward (2.5 times the forward: S recomputed, dV, dP, dQ, dK).
     std::int64_t per_pair = 0;
     for (const auto& [algo, tiles] : programs) per_pair += algo->pass == Pass::forward ? 4 : 10;
-    r.ideal_matmul_flops = per_pair * p.batch_heads() * p.d * visible_pairs(p);
+    r.ideal_matmul_flops = Count(per_pair) * p.batch_heads() * p.d * visible_pairs(p);
     return r;
 }
 
@@ -141,7 +143,7 @@ AlgorithmResult simulate(const Algorithm& forward, PassSelection pass, const Att
     for (const GlobalTensor& t : declared_tensors(backward, p, bwd_tiles)) {
         if (t.name == "Q" || t.name == "K" || t.name == "V" || t.name == "O") continue;
         const bool from_forward = std::any_of(saved.begin(), saved.end(), [&](const GlobalTensor& s) { return s.name == t.name; });
-        if (from_forward && read_of(r.hbm, t.name) > 0) r.held_between_passes_bytes += t.bytes_per_head() * t.heads;
+        if (from_forward && read_of(r.hbm, t.name) > 0) r.held_between_passes_bytes += Count(t.bytes_per_head()) * t.heads;
     }
     return r;
 }

@@ -27,19 +27,19 @@ struct AlgorithmResult {
     std::vector<KernelRecord> kernels;
     std::vector<KernelTiming> timing;
 
-    // Totals over all kernels.
+    // Totals over all kernels (Counts: exact past 64 bits, exec/kernel_record.hpp).
     LevelTraffic hbm, l2, dram;
-    std::int64_t smem_read = 0, smem_write = 0;
-    std::int64_t matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
-    std::int64_t recomputed_matmul_flops = 0;  // of matmul_flops: products the backward redoes (S = Q Kᵀ)
+    Count smem_read = 0, smem_write = 0;
+    Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0, barriers = 0;
+    Count recomputed_matmul_flops = 0;  // of matmul_flops: products the backward redoes (S = Q Kᵀ)
     // The matmul FLOPs the papers count for the passes: 4·B·H·d per visible (query, key) pair forward, 10
     // backward (2.5x); what causal skipping aims for, and what measured TFLOP/s divide by the time.
-    std::int64_t ideal_matmul_flops = 0;
-    std::int64_t global_bytes = 0;        // footprint of every global tensor (all heads): the peak allocation
+    Count ideal_matmul_flops = 0;
+    Count global_bytes = 0;               // footprint of every global tensor (all heads): the peak allocation
                                           // when nothing is freed
     // bwd, fwd+bwd: the bytes the forward keeps for the backward besides its output O (standard: P;
     // FlashAttention-2: LSE; FlashAttention-1: m and ℓ).
-    std::int64_t held_between_passes_bytes = 0;
+    Count held_between_passes_bytes = 0;
     bool fits_in_hbm = true;
     double time_s = 0;
 
@@ -62,7 +62,8 @@ const Algorithm& backward_program(const Algorithm& forward);
 // The global tensors a program declares (nothing is launched).
 std::vector<GlobalTensor> declared_tensors(const Algorithm& algo, const AttentionProblem& p, const TileConfig& tiles);
 
-// Number of (query, key) pairs the mask lets through: N·Nk, or fewer when causal.
+// Number of (query, key) pairs of one head the mask lets through: N·Nk, or fewer when causal (at most
+// 2^48 at N = Nk = 2^24: a 64-bit integer holds it).
 std::int64_t visible_pairs(const AttentionProblem& p);
 
 }  // namespace fasim

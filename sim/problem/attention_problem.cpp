@@ -35,19 +35,20 @@ std::string supported_head_dims_text() {
 }
 
 void validate(const AttentionProblem& p) {
-    auto range = [](const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi, const char* fix) {
+    auto range = [](const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi, const std::string& fix) {
         if (v < lo || v > hi)
             throw usage_error(std::string("--") + flag + " " + std::to_string(v) + " is out of range",
                               std::string(flag) + " must be " + std::to_string(lo) + ".." + std::to_string(hi), fix);
     };
     range("N", p.N, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 1048576 (2^20)");
     range("Nk", p.Nk, 1, ProblemLimits::max_seq, "pass a key length between 1 and 1048576 (2^20), or omit --Nk for self-attention");
-    range("batch", p.batch, 1, ProblemLimits::max_batch, "pass a batch size between 1 and 1024");
-    range("heads", p.heads, 1, ProblemLimits::max_heads, "pass a head count between 1 and 1024");
+    const std::string max_bh = limit_text(ProblemLimits::max_batch_heads);
+    range("batch", p.batch, 1, ProblemLimits::max_batch, "pass a batch size between 1 and " + max_bh);
+    range("heads", p.heads, 1, ProblemLimits::max_heads, "pass a head count between 1 and " + max_bh);
     if (p.batch_heads() > ProblemLimits::max_batch_heads)
         throw usage_error("--batch " + std::to_string(p.batch) + " x --heads " + std::to_string(p.heads) + " = " +
                               std::to_string(p.batch_heads()) + " is too many",
-                          "batch*heads must be at most 1024",
+                          "batch*heads must be at most " + max_bh + " (2^16)",
                           "lower --batch or --heads (traffic scales linearly with batch*heads)");
     if (p.kv_heads != 0 && (p.kv_heads < 1 || p.kv_heads > p.heads || p.heads % p.kv_heads != 0))
         throw usage_error("--kv-heads " + std::to_string(p.kv_heads) + " does not divide --heads " + std::to_string(p.heads),

@@ -32,13 +32,17 @@ struct AttentionProblem {
     std::string describe() const;  // "B=1 H=16 N=4096 Nk=4096 d=64 fp16 non-causal"
 };
 
-// Limits the simulator accepts; validate() throws UsageError naming value, range and fix.
+// Limits the simulator accepts; validate() throws UsageError naming value, range and fix. Batch and
+// heads may each reach max_batch_heads, their product too (training batches reach B·H in the thousands).
+// Every counter is exact far beyond these (common/count.hpp: N = Nk = 2^24 already).
 struct ProblemLimits {
     static constexpr std::int64_t max_seq = std::int64_t{1} << 20;   // 1,048,576
-    static constexpr std::int64_t max_batch_heads = 1024;
-    static constexpr std::int64_t max_batch = 1024;
-    static constexpr std::int64_t max_heads = 1024;
+    static constexpr std::int64_t max_batch_heads = std::int64_t{1} << 16;  // 65,536
+    static constexpr std::int64_t max_batch = max_batch_heads;
+    static constexpr std::int64_t max_heads = max_batch_heads;
 };
+// "65536": a limit as messages and --help write it.
+inline std::string limit_text(std::int64_t limit) { return std::to_string(limit); }
 
 // Head dimensions the product supports (the flash-attention family's set plus
 // a few non-powers of two that the reference and kernels handle).

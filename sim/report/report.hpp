@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exact_json.hpp"  // counts in JSON: write documents with json_text()
 #include "gpu/gpu_spec.hpp"
 #include "kernels/kernel_catalog.hpp"
 #include "model/simulation.hpp"
@@ -14,7 +15,9 @@
 
 namespace fasim {
 
-inline constexpr int kSchemaVersion = 1;
+// docs/output-schema.md. 2: counts are exact integers of any size (past 64 bits at the limits), batch·heads
+// up to 65536; the keys are version 1's.
+inline constexpr int kSchemaVersion = 2;
 
 struct ReportStyle {
     bool unicode = true;  // Unicode bars and symbols; plain ASCII when not a terminal

@@ -211,7 +211,7 @@ void print_report(std::ostream& out, const AlgorithmResult& r, const GpuSpec& gp
 
     out << "Work\n";
     out << "  matmul FLOPs      " << units::flops(static_cast<double>(r.matmul_flops));
-    const std::int64_t unit = p.batch_heads() * p.N * p.Nk * p.d;  // B*H*N*Nk*d
+    const Count unit = Count(p.batch_heads()) * p.N * p.Nk * p.d;  // B*H*N*Nk*d: 2^72 at the limits
     if (p.causal)
         out << " (causal ideal " << units::flops(static_cast<double>(r.ideal_matmul_flops)) << "; whole tiles are computed)";
     else if (r.matmul_flops % unit == 0)

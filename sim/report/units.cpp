@@ -8,10 +8,11 @@ namespace fasim::units {
 namespace {
 
 std::string si(double v, const char* unit) {
-    static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+    // Up to yotta: 2^74 matmul FLOPs (B·H = 2^16, N = Nk = 2^24, d = 256) print as "18.9 ZFLOP".
+    static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
     int i = 0;
     double a = std::fabs(v);
-    while (a >= 999.95 && i < 6) {
+    while (a >= 999.95 && i < 8) {
         a /= 1000;
         v /= 1000;
         ++i;
@@ -29,9 +30,9 @@ std::string si(double v, const char* unit) {
 std::string bytes(double b) { return si(b, "B"); }
 
 std::string capacity(double b) {
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"};
     int i = 0;
-    while (b >= 1024 && i < 4) {
+    while (b >= 1024 && i < 7) {
         b /= 1024;
         ++i;
     }

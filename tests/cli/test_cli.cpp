@@ -35,13 +35,34 @@ TEST_CASE("bad sizes name the value, the range and a fix", "[cli][errors]") {
     expect_usage_error("--N 0", "--N 0 is out of range");
     expect_usage_error("--N -5", "--N -5");
     expect_usage_error("--N abc", "'abc' is not a whole number");
-    expect_usage_error("--N 2097152", "1..1048576");  // N^2 beyond what 64-bit counters were sized for
+    expect_usage_error("--N 2097152", "1..1048576");  // N up to 2^20 until the fast counting path (issue 24)
     expect_usage_error("--N 99999999999999999999", "too large");
     expect_usage_error("--Nk 0", "--Nk 0");
     expect_usage_error("--d 65", "--d 65 is not a supported head dimension");
     expect_usage_error("--heads 0", "--heads 0");
-    expect_usage_error("--batch 2000", "--batch 2000");
-    expect_usage_error("--batch 64 --heads 32", "2048 is too many");
+    expect_usage_error("--batch 65537", "--batch 65537 is out of range: batch must be a whole number 1..65536");
+    expect_usage_error("--heads 65537", "--heads 65537 is out of range: heads must be a whole number 1..65536");
+    expect_usage_error("--batch 2 --heads 32769", "--batch 2 x --heads 32769 = 65538 is too many: batch*heads must be at most 65536");
+    expect_usage_error("--batch 65536 --heads 65536", "= 4294967296 is too many");
+}
+
+TEST_CASE("batch*heads = 65536 runs - its counts exact in JSON and CSV", "[cli][limits]") {
+    // 256 x 256 heads of FA2 at N = 4096, d = 128, fp16: HBM reads B·H·e·(N·d + (N/Br)·2·N·d), writes
+    // B·H·(e·N·d + 4·N), matmul FLOPs 4·B·H·N²·d (Br = 128 here).
+    const auto json = run_command(fa_sim("--algo fa2 --batch 256 --heads 256 --N 4096 --d 128 --json"));
+    REQUIRE(json.exit_code == 0);
+    const auto a = nlohmann::json::parse(json.out).at("algorithms").at(0);
+    REQUIRE(a.at("tiles").at("Br") == 128);
+    const std::int64_t BH = 65536, N = 4096, d = 128, e = 2;
+    CHECK(a.at("hbm").at("read_bytes").get<std::int64_t>() == BH * e * (N * d + N / 128 * 2 * N * d));
+    CHECK(a.at("hbm").at("write_bytes").get<std::int64_t>() == BH * (e * N * d + 4 * N));
+    CHECK(a.at("flops").at("matmul").get<std::int64_t>() == 4 * BH * N * N * d);  // 2^49
+    CHECK(a.at("kernels").at(0).at("grid") == BH * 32);
+    const auto csv = run_command(fa_sim("--algo fa2 --batch 256 --heads 256 --N 4096 --d 128 --csv"));
+    REQUIRE(csv.exit_code == 0);
+    CHECK(csv.out.find(",fa2,256,256,4096,4096,128,fp16,0,128,") != std::string::npos);
+    const std::string matmul = std::to_string(4 * BH * N * N * d);
+    CHECK(csv.out.find("," + matmul + ",") != std::string::npos);
 }
 
 TEST_CASE("bad choices name the value and the choices", "[cli][errors]") {
@@ -148,7 +169,7 @@ TEST_CASE("json output carries the versioned schema's required keys for each alg
     const auto r = run_command(fa_sim("--algo all --N 1024 --json"));
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
-    CHECK(j.at("schema_version") == 1);
+    CHECK(j.at("schema_version") == 2);
     REQUIRE(j.at("algorithms").size() == 4);
     for (const auto& a : j.at("algorithms")) {
         for (const char* level : {"hbm", "dram", "l2"}) {
@@ -230,7 +251,7 @@ TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are
     }
     CHECK(algos[2].at("flops").at("recomputed_matmul").get<std::int64_t>() == 2LL * 16 * 1024 * 1024 * 64);
     const auto csv = run_command(fa_sim("--algo fa2 --pass bwd --N 1024 --csv"));
-    CHECK(csv.out.find("\n1,A100-SXM4-40GB,fa2_bwd,") != std::string::npos);
+    CHECK(csv.out.find("\n2,A100-SXM4-40GB,fa2_bwd,") != std::string::npos);
     const auto bwd = run_command(fa_sim("--algo fa2_bwd --N 1024"));
     CHECK(bwd.exit_code == 0);
     CHECK(bwd.out.find("Pass     backward") != std::string::npos);

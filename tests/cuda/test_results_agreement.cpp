@@ -826,14 +826,28 @@ TEST_CASE("decode run: FlashDecoding predicted within 21%, FA2 without a split 2
     // makes most predictions 11-18% fast. FA2 at batch 1: the model has the idle SMs, and its Little's-law term
     // (32 KB in flight over Hopper's 352 ns DRAM latency: 93 GB/s per SM) does not bind below the issue
     // term's 33 GB/s; the card's lone blocks streamed 16 GB/s (docs/model.md, "Memory latency").
+    //
+    // Batch 64 x 32 heads (B*H = 2048) was over the simulator's batch*heads limit (1024) when the run was
+    // made and first predicted with the limit at 65536: every configuration 11-26% fast on the preset, as
+    // the datasheet bandwidth makes it (FlashDecoding 0.74-0.88, FA2 0.85-0.89: at batch 64 the grid fills
+    // the SMs without a split).
     const GpuSpec gpu = find_gpu_preset("H100-SXM");
     const json doc = load(kRunDecode + "validate_decode.json");
-    int fd_within_20 = 0, predicted = 0;
+    int fd_within_20 = 0, predicted = 0, predicted_64 = 0, fd_within_20_64 = 0;
     for (const json& r : doc.at("results")) {
-        if (!r.contains("measured_s") || r.at("batch").get<int>() * r.at("heads").get<int>() > ProblemLimits::max_batch_heads) continue;
+        if (!r.contains("measured_s")) continue;
+        REQUIRE(r.at("batch").get<int>() * r.at("heads").get<int>() <= ProblemLimits::max_batch_heads);
         const std::string algo = r.at("algo");
         CAPTURE(algo, r.at("batch").get<int>(), r.at("kv_heads").get<int>(), r.at("Nk").get<int>());
         const double rt = ratio(predict(r, gpu).time_s, r.at("measured_s"));
+        if (r.at("batch") == 64) {
+            ++predicted_64;
+            CHECK(rt > 0.73);
+            CHECK(rt < 0.90);
+            if (algo == "flash_decoding") fd_within_20_64 += std::abs(rt - 1) <= 0.20;
+            else CHECK(rt > 0.85);
+            continue;
+        }
         ++predicted;
         if (algo == "flash_decoding") {
             CHECK(rt == Approx(1.0).epsilon(0.21));
@@ -847,6 +861,8 @@ TEST_CASE("decode run: FlashDecoding predicted within 21%, FA2 without a split 2
     }
     CHECK(predicted == 30 + 10);
     CHECK(fd_within_20 == 28);
+    CHECK(predicted_64 == 14 + 4);
+    CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
 
 TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding within 10% on average", "[hardware][decode][calibrate]") {
@@ -863,12 +879,22 @@ TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding within 
     const json doc = load(kRunCalibrated + "validate_decode.json");
     double abs_error_calibrated = 0, abs_error_preset = 0;
     int n = 0, within_10 = 0;
+    // Batch 64 (B*H = 2048, over the batch*heads limit when the run was made; predicted since the limit is
+    // 65536): the file brings FlashDecoding's mean error from 14% to 5%, every configuration still fast.
+    double abs_error_calibrated_64 = 0, abs_error_preset_64 = 0;
+    int n_64 = 0;
     for (const json& r : doc.at("results")) {
-        if (!r.contains("measured_s") || r.at("algo") != "flash_decoding" ||
-            r.at("batch").get<int>() * r.at("heads").get<int>() > ProblemLimits::max_batch_heads)
-            continue;
+        if (!r.contains("measured_s") || r.at("algo") != "flash_decoding") continue;
         CAPTURE(r.at("batch").get<int>(), r.at("kv_heads").get<int>(), r.at("Nk").get<int>());
         const double e = ratio(predict(r, calibrated).time_s, r.at("measured_s")) - 1;
+        if (r.at("batch") == 64) {
+            abs_error_calibrated_64 += std::abs(e);
+            abs_error_preset_64 += std::abs(ratio(predict(r, preset).time_s, r.at("measured_s")) - 1);
+            ++n_64;
+            CHECK(e > -0.19);  // MHA with a 1k cache: -18%; the rest -7..-2%
+            CHECK(e < 0);
+            continue;
+        }
         abs_error_calibrated += std::abs(e);
         abs_error_preset += std::abs(ratio(predict(r, preset).time_s, r.at("measured_s")) - 1);
         within_10 += std::abs(e) <= 0.10;
@@ -880,6 +906,9 @@ TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding within 
     CHECK(abs_error_calibrated / n < 0.075);
     CHECK(abs_error_preset / n > 0.12);
     CHECK(within_10 >= 25);
+    CHECK(n_64 == 14);
+    CHECK(abs_error_calibrated_64 / n_64 < 0.055);
+    CHECK(abs_error_preset_64 / n_64 > 0.13);
 }
 
 TEST_CASE("fa1_tc's launcher rule, applied before a run, gives the q_splits the runs launched", "[hardware][paper][fa1_tc]") {

@@ -147,14 +147,14 @@ TEST_CASE("the FA1 vs FA2 difference in non-matmul work is what the functional r
     const HeadInputs in = random_heads(p, 3);
     auto nonmatmul = [&](const Algorithm& a) {
         const auto run = run_functional(a, p, gpu(), choose_tiles(a, p, gpu(), req), in.Q, in.K, in.V);
-        std::int64_t n = 0;
+        Count n = 0;
         for (const auto& k : run.kernels) n += k.nonmatmul_flops;
         return n;
     };
     // Per inner step FA1 rescales O twice, adds and divides (4·Br·d) where FA2 rescales once (Br·d);
     // FA2 divides once at the end. 16 steps of 32x32 (d = 32).
     const std::int64_t Br = 32, d = 32, steps = 16;
-    const std::int64_t fa1 = nonmatmul(algorithm("fa1")), fa2 = nonmatmul(algorithm("fa2"));
+    const Count fa1 = nonmatmul(algorithm("fa1")), fa2 = nonmatmul(algorithm("fa2"));
     CHECK(fa1 > fa2);
     CHECK(fa1 - fa2 >= steps * 3 * Br * d - 4 * Br * d);
 }

@@ -114,6 +114,8 @@ def tolerance(O_ref, Q, K, V, causal, dtype):
     ({"algo": "flash_decoding", "N": 1, "Nk": 8192, "heads": 32, "kv_heads": 8, "d": 128},
      ["--algo", "flash_decoding", "--N", "1", "--Nk", "8192", "--heads", "32", "--kv-heads", "8", "--d", "128"]),
     ({"algo": "fa2", "N": 1024, "pass_": "fwd+bwd"}, ["--algo", "fa2", "--N", "1024", "--pass", "fwd+bwd"]),
+    ({"algo": "fa2", "N": 4096, "d": 128, "batch": 256, "heads": 256},  # batch*heads at its limit, 65536
+     ["--algo", "fa2", "--N", "4096", "--d", "128", "--batch", "256", "--heads", "256"]),
     ({"algo": "fa2_bwd", "N": 512, "Br": 64, "Bc": 64}, ["--algo", "fa2_bwd", "--N", "512", "--Br", "64", "--Bc", "64"]),
     ({"algo": "standard", "N": 1024, "matmul": "naive", "cuda_cores": True, "dtype": "fp32"},
      ["--algo", "standard", "--N", "1024", "--matmul", "naive", "--cuda-cores", "--dtype", "fp32"]),
@@ -142,6 +144,18 @@ def test_sweep_equals_fa_sim_json():
     assert nk == cli_json("--algo", "flash_decoding", "--sweep", "Nk=1024:2048", "--N", "1", "--heads", "32",
                           "--kv-heads", "8", "--d", "128")
     assert [run["problem"]["Nk"] for run in nk["runs"]] == [1024, 2048]
+
+
+def test_counts_past_64_bits_arrive_as_exact_ints():
+    # simulate() and sweep() build their dicts from fa-sim's JSON document with the conversion this hook
+    # runs (docs/output-schema.md: counts are integers of any size). 2^74 + 1 has no double of its own.
+    text = ('{"flops": {"matmul": 18889465931478580854785, "nonmatmul": 3}, "ratio": 0.5, '
+            '"list": [73786976294838206464, -1180591620717411303424, 18446744073709551615], "name": "fa2"}')
+    got = fasim._fasim._json_to_python(text)
+    assert got == json.loads(text)
+    assert got["flops"]["matmul"] == 2**74 + 1 and type(got["flops"]["matmul"]) is int
+    assert got["list"] == [2**66, -(2**70), 2**64 - 1]
+    assert fasim.SCHEMA_VERSION == 2
 
 
 @pytest.mark.parametrize("N, Nk, d, dtype, heads, batch", [
@@ -305,6 +319,8 @@ def test_errors():
     one_line_error(lambda: fasim.simulate("fa3"), "fa3", "fa2")
     one_line_error(lambda: fasim.simulate("fa2", heads=16, kv_heads=3), "kv-heads 3", "divisor")
     one_line_error(lambda: fasim.simulate("fa2", N=0), "N")
+    one_line_error(lambda: fasim.simulate("fa2", heads=65537), "65537", "1..65536")
+    one_line_error(lambda: fasim.simulate("fa2", batch=2, heads=32769), "65538 is too many", "at most 65536")
     one_line_error(lambda: fasim.simulate("fa2", dtype="fp8"), "fp8")
     one_line_error(lambda: fasim.simulate("fa2", gpu="V100"), "V100")
     one_line_error(lambda: fasim.simulate("standard", pass_="sideways"), "sideways")

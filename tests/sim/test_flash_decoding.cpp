@@ -103,7 +103,7 @@ TEST_CASE("a decode step's HBM traffic: K and V once per K/V head, Q, O, and the
 TEST_CASE("GQA: FlashDecoding reads each K/V head once for its whole group, FA2 once per query head", "[flash-decoding][gqa]") {
     const AttentionProblem mha = decode(1, 16384, 32, 32), gqa = decode(1, 16384, 32, 8), mqa = decode(1, 16384, 32, 1);
     auto kv_read = [](const AlgorithmResult& r) { return read_of(r.hbm, "K") + read_of(r.hbm, "V"); };
-    const std::int64_t mha_bytes = kv_read(simulate(flash_decoding(), mha, h100()));
+    const Count mha_bytes = kv_read(simulate(flash_decoding(), mha, h100()));
     CHECK(mha_bytes == 2 * 32 * 16384 * 128 * 2);
     CHECK(kv_read(simulate(flash_decoding(), gqa, h100())) * 4 == mha_bytes);
     CHECK(kv_read(simulate(flash_decoding(), mqa, h100())) * 32 == mha_bytes);
