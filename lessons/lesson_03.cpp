@@ -13,7 +13,7 @@ namespace {
 
 std::string b(Count v) { return units::bytes(to_double(v)); }
 
-// Largest power-of-two N (up to 2^20) whose tensors fit in the GPU's memory; 0 if none.
+// Largest power-of-two N (up to 2^24) whose tensors fit in the GPU's memory; 0 if none.
 std::int64_t largest_fitting_n(const Algorithm& algo, AttentionProblem p, const GpuSpec& gpu) {
     std::int64_t best = 0;
     for (std::int64_t n = 1; n <= ProblemLimits::max_seq; n *= 2) {
@@ -213,7 +213,7 @@ print(f"B={PROBLEM['batch']} H={PROBLEM['heads']} d={d} {PROBLEM['dtype']}, {fas
 table(["N", "standard", "FlashAttention-2", "fits (standard)"],
       [[N, quantity(footprint("standard", N), "B"), quantity(footprint("fa2", N), "B"),
         "yes" if footprint("standard", N) <= hbm else "no"] for N in (4096, 16384, 65536)])
-def largest_fitting_n(algo):  # powers of two up to 2^20, the largest N fa-sim takes
+def largest_fitting_n(algo):  # powers of two up to 2^24, the largest N fa-sim takes
     fits = [2**k for k in range(21) if footprint(algo, 2**k) <= hbm]
     return fits[-1] if fits else 0
 ns, nf = largest_fitting_n("standard"), largest_fitting_n("fa2")

@@ -145,7 +145,7 @@ void Lesson::problem_options(const AttentionProblem& defaults, unsigned flags) {
     heads_ = std::to_string(defaults.heads);
     batch_ = std::to_string(defaults.batch);
     dtype_ = dtype_name(defaults.dtype);
-    if (flags & kN) app.add_option("--N", n_, "sequence length, 1..1048576 (default " + n_ + ")")->type_name("INT");
+    if (flags & kN) app.add_option("--N", n_, "sequence length, 1..16777216 (default " + n_ + ")")->type_name("INT");
     if (flags & kD)
         app.add_option("--d", d_, "head dimension: " + supported_head_dims_text() + " (default " + d_ + ")")->type_name("INT");
     if (flags & kHeads)
@@ -212,7 +212,7 @@ int Lesson::run(int argc, char** argv, const std::function<void(Lesson&)>& build
         // Problem sizes, with fa-sim's messages.
         AttentionProblem& p = problem_;
         if (problem_flags_ & kN) {
-            p.N = parse_integer("--N", n_, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 1048576 (2^20)");
+            p.N = parse_integer("--N", n_, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 16777216 (2^24)");
             p.Nk = p.N;
         }
         if (problem_flags_ & kD) p.d = parse_integer("--d", d_, 1, 1024, "pick one of " + supported_head_dims_text());

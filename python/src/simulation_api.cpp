@@ -104,11 +104,11 @@ py::object sweep(const py::handle& algo, const std::string& parameter, const std
                           "'N' (the query length, and the key length with it) or 'Nk' (the key length alone)",
                           "e.g. parameter='N', values=[512, 1024, 2048]");
     if (!values || values->empty())
-        throw usage_error("sweep() was given no values", "values is a list of " + parameter + " values, 1..1048576",
+        throw usage_error("sweep() was given no values", "values is a list of " + parameter + " values, 1..16777216",
                           "e.g. values=[512, 1024, 2048, 4096]");
     for (std::int64_t v : *values)
         if (v < 1 || v > ProblemLimits::max_seq)
-            throw usage_error("values contains " + std::to_string(v), parameter + " must be 1..1048576", "drop or fix that value");
+            throw usage_error("values contains " + std::to_string(v), parameter + " must be 1..16777216", "drop or fix that value");
     SweepRequest req;
     req.parameter = parameter == "Nk" ? SweepParameter::Nk : SweepParameter::N;
     req.base = make_problem(problem);

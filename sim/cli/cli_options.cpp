@@ -162,8 +162,8 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     app.add_option("--pass", pass, "fwd (default), bwd (the backward pass: dQ, dK, dV from dO) or fwd+bwd (training: both, "
                                    "one after the other; with --plot the training figures)")
         ->type_name("PASS");
-    app.add_option("--N", n, "query sequence length, 1..1048576 (default 4096)")->type_name("INT");
-    app.add_option("--Nk", nk, "key sequence length, 1..1048576 (default: N, self-attention)")->type_name("INT");
+    app.add_option("--N", n, "query sequence length, 1..16777216 (default 4096)")->type_name("INT");
+    app.add_option("--Nk", nk, "key sequence length, 1..16777216 (default: N, self-attention)")->type_name("INT");
     app.add_option("--d", d, "head dimension: " + supported_head_dims_text() + " (default 64)")->type_name("INT");
     app.add_option("--heads", heads, "attention heads, 1.." + limit_text(ProblemLimits::max_heads) + " (default 16)")
         ->type_name("INT");
@@ -302,10 +302,10 @@ CliOptions parse_cli(int argc, const char* const* argv) {
     }
 
     AttentionProblem& p = o.problem;
-    p.N = parse_integer("--N", n, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 1048576 (2^20)");
+    p.N = parse_integer("--N", n, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 16777216 (2^24)");
     p.Nk = nk.empty() ? p.N
                       : parse_integer("--Nk", nk, 1, ProblemLimits::max_seq,
-                                      "pass a key length between 1 and 1048576, or omit --Nk for self-attention");
+                                      "pass a key length between 1 and 16777216, or omit --Nk for self-attention");
     p.d = parse_integer("--d", d, 1, 1024, "pick one of " + supported_head_dims_text());
     if (o.trace && app.count("--heads") == 0) heads = "1";  // documented in --help
     p.heads = parse_integer("--heads", heads, 1, ProblemLimits::max_heads,

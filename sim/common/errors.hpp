@@ -42,7 +42,7 @@ struct UsageError : std::runtime_error {
     explicit UsageError(const char* message) : UsageError(std::string(message)) {}
 };
 
-// "--N 0 is out of range: N must be 1..1048576. Fix: pass a positive sequence length."
+// "--N 0 is out of range: N must be 1..16777216. Fix: pass a positive sequence length."
 inline UsageError usage_error(const std::string& what, const std::string& allowed, const std::string& fix) {
     return UsageError(what + ": " + allowed + ". Fix: " + fix);
 }

@@ -39,7 +39,7 @@ struct TileInfo {
 struct Counters {
     BlockWork work;
     std::vector<TensorBytes> hbm, l2;
-    std::int64_t l2_read_requests = 0, l2_write_requests = 0, smem_read = 0, smem_write = 0;
+    Count l2_read_requests = 0, l2_write_requests = 0, smem_read = 0, smem_write = 0;
     bool operator==(const Counters&) const = default;
 };
 

@@ -40,8 +40,8 @@ void validate(const AttentionProblem& p) {
             throw usage_error(std::string("--") + flag + " " + std::to_string(v) + " is out of range",
                               std::string(flag) + " must be " + std::to_string(lo) + ".." + std::to_string(hi), fix);
     };
-    range("N", p.N, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 1048576 (2^20)");
-    range("Nk", p.Nk, 1, ProblemLimits::max_seq, "pass a key length between 1 and 1048576 (2^20), or omit --Nk for self-attention");
+    range("N", p.N, 1, ProblemLimits::max_seq, "pass a sequence length between 1 and 16777216 (2^24)");
+    range("Nk", p.Nk, 1, ProblemLimits::max_seq, "pass a key length between 1 and 16777216 (2^24), or omit --Nk for self-attention");
     const std::string max_bh = limit_text(ProblemLimits::max_batch_heads);
     range("batch", p.batch, 1, ProblemLimits::max_batch, "pass a batch size between 1 and " + max_bh);
     range("heads", p.heads, 1, ProblemLimits::max_heads, "pass a head count between 1 and " + max_bh);

@@ -36,7 +36,7 @@ struct AttentionProblem {
 // heads may each reach max_batch_heads, their product too (training batches reach B·H in the thousands).
 // Every counter is exact far beyond these (common/count.hpp: N = Nk = 2^24 already).
 struct ProblemLimits {
-    static constexpr std::int64_t max_seq = std::int64_t{1} << 20;   // 1,048,576
+    static constexpr std::int64_t max_seq = std::int64_t{1} << 24;   // 16,777,216
     static constexpr std::int64_t max_batch_heads = std::int64_t{1} << 16;  // 65,536
     static constexpr std::int64_t max_batch = max_batch_heads;
     static constexpr std::int64_t max_heads = max_batch_heads;

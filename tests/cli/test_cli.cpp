@@ -35,7 +35,7 @@ TEST_CASE("bad sizes name the value, the range and a fix", "[cli][errors]") {
     expect_usage_error("--N 0", "--N 0 is out of range");
     expect_usage_error("--N -5", "--N -5");
     expect_usage_error("--N abc", "'abc' is not a whole number");
-    expect_usage_error("--N 2097152", "1..1048576");  // N up to 2^20 until the fast counting path (issue 24)
+    expect_usage_error("--N 16777217", "1..16777216");  // N up to 2^24 (issue 24)
     expect_usage_error("--N 99999999999999999999", "too large");
     expect_usage_error("--Nk 0", "--Nk 0");
     expect_usage_error("--d 65", "--d 65 is not a supported head dimension");

@@ -7,8 +7,8 @@
 //     FLOPs 2^74, standard attention's S 2^66 bytes) are exact, digit for digit;
 //   - JSON and CSV carry counts past 2^64 with all their digits, and they read back exactly (a parse of the
 //     text, and Python's json).
-// N itself stays at most 2^20 (ProblemLimits::max_seq) until the fast counting path lands; simulating
-// N = 2^20 takes minutes on the per-block path, so the simulated checks use N up to 2^16.
+//   - N and Nk up to 2^24 (ProblemLimits::max_seq): the counting executor's class path simulates the
+//     flash algorithms there in under a second, and their counters equal the closed forms.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -180,7 +180,6 @@ TEST_CASE("counters at batch*heads = 65536 equal the 128-bit closed forms and 64
         {"fa1", PassSelection::bwd, MatmulMode::tiled, 1024, 64, DType::fp16},
         {"fa2", PassSelection::fwd, MatmulMode::tiled, 4096, 256, DType::fp32},
         {"fa2", PassSelection::fwd_bwd, MatmulMode::tiled, 2048, 128, DType::fp16},
-        // The largest N the per-block counting executor runs quickly (~0.1 s per head-simulation).
         {"fa2", PassSelection::fwd, MatmulMode::tiled, 65536, 64, DType::fp16},
     };
     for (const Case& c : cases) {
@@ -259,4 +258,55 @@ TEST_CASE("JSON and CSV carry counts past 2^64 with every digit, and they read b
     const std::string writes = to_string(r.hbm.write_bytes());
     CHECK(row.find("," + writes + ",") != std::string::npos);
     CHECK(row.rfind("2,", 0) == 0);  // schema version 2
+}
+
+TEST_CASE("counters at N = Nk = 2^24 and batch*heads = 2^16 equal the 128-bit closed forms", "[limits]") {
+    // The issue's limits together: 2^24 tokens, 65536 heads, d = 256 for FA2 (matmul FLOPs 2^74).
+    struct Case {
+        const char* algo;
+        PassSelection pass;
+        std::int64_t d;
+        DType dtype;
+    };
+    const Case cases[] = {
+        {"fa2", PassSelection::fwd, 256, DType::fp16},
+        {"fa2", PassSelection::bwd, 64, DType::bf16},
+        {"fa1", PassSelection::fwd, 64, DType::fp16},
+        {"fa1", PassSelection::bwd, 64, DType::fp32},
+        {"tiled", PassSelection::fwd, 128, DType::fp16},
+    };
+    const std::int64_t N = std::int64_t{1} << 24;
+    for (const Case& c : cases) {
+        CAPTURE(c.algo, pass_name(c.pass), c.d, dtype_name(c.dtype));
+        const AlgorithmResult r = simulate(algorithm(c.algo), c.pass, problem(4, 16384, N, c.d, c.dtype), a100());
+        const ClosedForm f = closed_forms(r);
+        REQUIRE(f.hbm);
+        REQUIRE(f.matmul_flops);
+        CHECK(r.hbm.read_bytes() == f.hbm->read);
+        CHECK(r.hbm.write_bytes() == f.hbm->write);
+        CHECK(r.matmul_flops == *f.matmul_flops);
+        const std::int64_t per_pair = c.pass == PassSelection::fwd ? 4 : 10;
+        CHECK(r.ideal_matmul_flops == Count(per_pair) * 65536 * N * N * c.d);
+        if (c.d == 256) CHECK(r.matmul_flops == pow2(74));  // 4 * 2^16 * 2^24 * 2^24 * 2^8
+        CHECK(r.time_s > 0);
+    }
+    // FlashDecoding: one token against 2^24 cached keys, 32 query heads over 8 K/V heads, batch 2048.
+    AttentionProblem decode = problem(2048, 32, 1, 128, DType::fp16, N);
+    decode.kv_heads = 8;
+    const AlgorithmResult fd = simulate(algorithm("flash_decoding"), decode, a100());
+    const ClosedForm f = fd.algo->closed_form(decode, fd.tiles);
+    CHECK(fd.hbm.read_bytes() == f.hbm->read);
+    CHECK(fd.hbm.write_bytes() == f.hbm->write);
+    CHECK(read_of(fd.hbm, "K") == Count(2048) * 8 * N * 128 * 2);  // each K/V head read once
+}
+
+TEST_CASE("N and Nk up to 2^24 - 2^24 + 1 is refused with the value, the range and a fix", "[limits]") {
+    AttentionProblem p = problem(1, 1, (std::int64_t{1} << 24) + 1, 64, DType::fp16);
+    try {
+        validate(p);
+        FAIL("N = 2^24 + 1 was accepted");
+    } catch (const UsageError& e) {
+        CHECK(std::string(e.what()).find("16777217") != std::string::npos);
+        CHECK(std::string(e.what()).find("1..16777216") != std::string::npos);
+    }
 }
