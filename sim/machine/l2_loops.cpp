@@ -135,7 +135,8 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     auto streamed_of = [&](TensorId id) -> LoopTiles::Streamed& {
         for (auto& t : tiles.streamed)
             if (t.id == id) return t;
-        tiles.streamed.push_back({id, {}, {}, {}, {}});
+        tiles.streamed.emplace_back();
+        tiles.streamed.back().id = id;
         return tiles.streamed.back();
     };
     struct Trim {  // whatever the answer, the list holds the tensors of this loop only
@@ -487,11 +488,25 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         if (steady) {
             // Per streamed tensor: did the item find all its moving regions unread, and did anything but this
             // loop record the tensor in this wave?
-            std::vector<bool> streamed_fresh, streamed_recorded_before;
+            std::vector<bool> streamed_fresh, streamed_recorded_before, streamed_far;
             for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
                 const auto& cls = cur.streamed_class[si];
                 streamed_fresh.push_back(std::all_of(cls.begin(), cls.end(), [](StreamedPre c) { return c == StreamedPre::absent; }));
                 streamed_recorded_before.push_back(wave_reads_.recorded_before(tiles.streamed[si].id, loop_stamp + 1));
+                // Where the later items' regions start, from item k's on: does any record start there?
+                const auto& t = tiles.streamed[si];
+                WaveReads::Box later;
+                const std::int64_t step[3] = {t.step.head, t.step.rows, t.step.cols};
+                for (std::size_t i = 0; i < t.moving.size(); ++i) {
+                    const std::int64_t at[3] = {t.moving[i].head, t.moving[i].row0, t.moving[i].col0};
+                    for (int c = 0; c < 3; ++c) {
+                        const std::int64_t a = at[c] + k * step[c], b = at[c] + (n - 1) * step[c];
+                        const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
+                        later.lo[c] = i == 0 ? lo : std::min(later.lo[c], lo);
+                        later.hi[c] = i == 0 ? hi : std::max(later.hi[c], hi);
+                    }
+                }
+                streamed_far.push_back(!t.moving.empty() && !wave_reads_.may_hold(t.id, later));
             }
             std::int64_t m = 0;
             for (std::int64_t j = k; j < n; ++j) {
@@ -514,8 +529,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                                 (wave != wave_reads_.wave() || !wave_reads_.may_hold(tiles.streamed[si].id, box_at(tiles.streamed[si], j)));
                         continue;
                     }
-                    // Regions nobody but this loop recorded are absent for all: no look-up needed.
-                    if (streamed_fresh[si] && (wave != wave_reads_.wave() || !streamed_recorded_before[si])) continue;
+                    // Regions nobody but this loop recorded, or none recorded near the rest of the loop's,
+                    // are absent for all: no look-up needed.
+                    if (streamed_fresh[si] && (wave != wave_reads_.wave() || !streamed_recorded_before[si] || streamed_far[si])) continue;
                     for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i)
                         alike = streamed_lookup(moved_key(tiles.streamed[si].moving[i], tiles.streamed[si].step, j), wave, block) ==
                                 cur.streamed_class[si][i];

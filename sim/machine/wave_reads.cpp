@@ -32,6 +32,7 @@ void WaveReads::start_wave(std::int64_t wave) {
     families_.clear();
     first_stamp_.clear();
     span_.clear();
+    single_span_.clear();
 }
 
 void WaveReads::widen(TensorId tensor, const Box& box) {
@@ -45,7 +46,20 @@ void WaveReads::widen(TensorId tensor, const Box& box) {
 
 bool WaveReads::may_hold(TensorId tensor, const Box& box) const {
     const auto it = span_.find(tensor);
-    return it != span_.end() && it->second.overlaps(box);
+    if (it == span_.end() || !it->second.overlaps(box)) return false;
+    // Closer: the regions recorded one by one, and each family's own span.
+    if (const auto single = single_span_.find(tensor); single != single_span_.end() && single->second.overlaps(box)) return true;
+    const auto families = families_.find(tensor);
+    if (families == families_.end()) return false;
+    for (const Family& f : families->second) {
+        Box fb;
+        for (int c = 0; c < 3; ++c) {
+            fb.lo[c] = f.lo[c];
+            fb.hi[c] = f.hi[c];
+        }
+        if (fb.overlaps(box)) return true;
+    }
+    return false;
 }
 
 // The element of family f at `key`, if there is one: its first dimension's index in `item`.
@@ -95,6 +109,12 @@ void WaveReads::record(const Key& key, std::int64_t block) {
     Box at;
     for (int c = 0; c < 3; ++c) at.lo[c] = at.hi[c] = coordinate(key, c);
     widen(key.tensor, at);
+    const auto [it, fresh] = single_span_.try_emplace(key.tensor, at);
+    if (!fresh)
+        for (int c = 0; c < 3; ++c) {
+            it->second.lo[c] = std::min(it->second.lo[c], at.lo[c]);
+            it->second.hi[c] = std::max(it->second.hi[c], at.hi[c]);
+        }
 }
 
 bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::int64_t, Move>>& dims, std::int64_t block0,

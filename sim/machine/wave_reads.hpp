@@ -80,6 +80,7 @@ private:
     std::unordered_map<TensorId, std::vector<Family>> families_;  // by tensor
     std::unordered_map<TensorId, std::int64_t> first_stamp_;  // per tensor, its first record in this wave
     std::unordered_map<TensorId, Box> span_;                 // per tensor, where its records start
+    std::unordered_map<TensorId, Box> single_span_;          // per tensor, where its one-by-one records start
     void widen(TensorId tensor, const Box& box);
 };
 

@@ -65,7 +65,8 @@ TEST_CASE("L2Model::loop gives the bytes and the state of running every item (ra
     for (int trial = 0; trial < 3000; ++trial) {
         // Tensors of 16..64 tiles of 1 KiB; the last is huge and finely gridded: untracked, streamed.
         std::vector<GlobalTensor> tensors;
-        for (int t = 0; t < 4; ++t) tensors.push_back({"T" + std::to_string(t), 1, 64 * pick(16, 64), 128, 4, 64, 128, false, t});
+        const char* const names[] = {"T0", "T1", "T2", "T3"};
+        for (int t = 0; t < 4; ++t) tensors.push_back({names[t], 1, 64 * pick(16, 64), 128, 4, 64, 128, false, t});
         tensors.push_back({"S", 1, 1 << 20, 1024, 4, 1, 32, false, 4});
         const std::int64_t capacity = 1024 * pick(8, 200);
         const bool blocks = pick(0, 1) == 1;
