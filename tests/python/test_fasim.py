@@ -290,6 +290,11 @@ def test_trace_of_fa2():
     matmuls = [s for s in steps if s["kind"] == "matmul"]
     assert matmuls[0]["operands"] == ["Q_i", "K_j"] and matmuls[0]["transpose_b"]
     assert any(s["kind"] == "map" and s["op"] == "exp" for s in steps)
+    # The running max keeps its name from the second K/V tile on (it once took the tile's, m_new).
+    maxes = [s["operands"] for s in steps if s["kind"] == "map" and s["op"] == "max"]
+    alphas = [s["operands"] for s in steps if s["kind"] == "map" and s["op"] == "expdiff"]
+    assert len(maxes) == len(alphas) == 4  # two blocks x two K/V tiles
+    assert all(ops == ["m_new", "m_i"] for ops in maxes) and all(ops == ["m_i", "m_new"] for ops in alphas)
 
 
 def test_trace_of_the_backward():
