@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
     std::string assignment, results = "results.json", build_log;
     std::int64_t seed = 1;
     bool list = false, version = false;
-    app.add_option("--assignment", assignment, "which assignment to grade (default: the one submission linked in)");
+    app.add_option("--assignment", assignment, "which assignment to grade (default: the one submission linked in)")->type_name("NAME");
     app.add_option("--seed", seed, "seed of the random inputs (the same seed gives the same results.json)")->type_name("INT");
     app.add_option("--results", results, "where results.json goes ('-': stdout)")->type_name("FILE");
     app.add_option("--build-log", build_log, "write the record of a submission that did not compile, with this compiler output")

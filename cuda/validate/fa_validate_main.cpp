@@ -660,8 +660,8 @@ int main(int argc, char** argv) {
     std::uint64_t seed = std::random_device{}();
     bool ncu = false;
     std::string ncu_path = "ncu";
-    app.add_option("--N", ns, "sequence lengths, comma separated (default 512..16384)");
-    app.add_option("--d", ds, "head dimensions (default 64,128)");
+    app.add_option("--N", ns, "sequence lengths, comma separated (default 512..16384)")->type_name("INT,...");
+    app.add_option("--d", ds, "head dimensions (default 64,128)")->type_name("INT,...");
     app.add_option("--causal", causal, "off, on or both (default both)");
     app.add_option("--dtype", dtypes, "storage dtypes, comma separated (default fp32)");
     app.add_option("--algo", algos, "kernels by their kernel-catalog names, comma separated: " + cuda_kernel_names() + "; or all");
@@ -682,9 +682,9 @@ int main(int argc, char** argv) {
     app.add_option("--grid", grid, "default (N = Nk, --N, --batch, --heads) or decode (one query row against Nk keys, "
                    "--Nk, --kv-heads, --batches; defaults: fp16, d 128, 32 heads, --algo flash_decoding)")
         ->check(CLI::IsMember({"default", "decode"}));
-    app.add_option("--Nk", nks, "decode grid: key lengths, comma separated (default 1024,4096,16384,65536,131072)");
-    app.add_option("--kv-heads", kv_heads, "decode grid: K/V head counts, divisors of --heads (default 32,8,1)");
-    app.add_option("--batches", batches, "decode grid: batch sizes, comma separated (default 1,8,64)");
+    app.add_option("--Nk", nks, "decode grid: key lengths, comma separated (default 1024,4096,16384,65536,131072)")->type_name("INT,...");
+    app.add_option("--kv-heads", kv_heads, "decode grid: K/V head counts, divisors of --heads (default 32,8,1)")->type_name("INT,...");
+    app.add_option("--batches", batches, "decode grid: batch sizes, comma separated (default 1,8,64)")->type_name("INT,...");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
