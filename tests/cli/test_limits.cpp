@@ -65,6 +65,16 @@ ClosedForm closed_forms(const AlgorithmResult& r) {
     return sum;
 }
 
+// HBM bytes read and written and matmul FLOPs equal the closed form's, to the byte.
+void check_against_closed_form(const AlgorithmResult& r) {
+    const ClosedForm f = closed_forms(r);
+    REQUIRE(f.hbm);
+    REQUIRE(f.matmul_flops);
+    CHECK(r.hbm.read_bytes() == f.hbm->read);
+    CHECK(r.hbm.write_bytes() == f.hbm->write);
+    CHECK(r.matmul_flops == *f.matmul_flops);
+}
+
 // Every counter the counting executor sums over heads, a run against k times the same run with k times
 // fewer heads: equal to the byte (DRAM bytes follow the L2 model, which sees the other heads, and time
 // follows the schedule: neither scales exactly).
@@ -188,12 +198,7 @@ TEST_CASE("counters at batch*heads = 65536 equal the 128-bit closed forms and 64
         tiles.matmul = c.matmul;
         const AttentionProblem big = problem(4, 16384, c.N, c.d, c.dtype), small = problem(4, 256, c.N, c.d, c.dtype);
         const AlgorithmResult r = simulate(algorithm(c.algo), c.pass, big, a100(), tiles);
-        const ClosedForm f = closed_forms(r);
-        REQUIRE(f.hbm);
-        REQUIRE(f.matmul_flops);
-        CHECK(r.hbm.read_bytes() == f.hbm->read);
-        CHECK(r.hbm.write_bytes() == f.hbm->write);
-        CHECK(r.matmul_flops == *f.matmul_flops);
+        check_against_closed_form(r);
         const std::int64_t per_pair = c.pass == PassSelection::fwd ? 4 : c.pass == PassSelection::bwd ? 10 : 14;
         CHECK(r.ideal_matmul_flops == Count(per_pair) * 65536 * c.N * c.N * c.d);
         check_scaled(r, simulate(algorithm(c.algo), c.pass, small, a100(), tiles), 64);
@@ -202,10 +207,7 @@ TEST_CASE("counters at batch*heads = 65536 equal the 128-bit closed forms and 64
     AttentionProblem decode = problem(64, 1024, 1, 128, DType::fp16, 16384);
     decode.kv_heads = 128;
     const AlgorithmResult fd = simulate(algorithm("flash_decoding"), decode, a100());
-    const ClosedForm f = fd.algo->closed_form(decode, fd.tiles);
-    CHECK(fd.hbm.read_bytes() == f.hbm->read);
-    CHECK(fd.hbm.write_bytes() == f.hbm->write);
-    CHECK(fd.matmul_flops == *f.matmul_flops);
+    check_against_closed_form(fd);
     CHECK(read_of(fd.hbm, "K") == Count(64) * 128 * 16384 * 128 * 2);  // each K/V head read once
 }
 
@@ -279,12 +281,7 @@ TEST_CASE("counters at N = Nk = 2^24 and batch*heads = 2^16 equal the 128-bit cl
     for (const Case& c : cases) {
         CAPTURE(c.algo, pass_name(c.pass), c.d, dtype_name(c.dtype));
         const AlgorithmResult r = simulate(algorithm(c.algo), c.pass, problem(4, 16384, N, c.d, c.dtype), a100());
-        const ClosedForm f = closed_forms(r);
-        REQUIRE(f.hbm);
-        REQUIRE(f.matmul_flops);
-        CHECK(r.hbm.read_bytes() == f.hbm->read);
-        CHECK(r.hbm.write_bytes() == f.hbm->write);
-        CHECK(r.matmul_flops == *f.matmul_flops);
+        check_against_closed_form(r);
         const std::int64_t per_pair = c.pass == PassSelection::fwd ? 4 : 10;
         CHECK(r.ideal_matmul_flops == Count(per_pair) * 65536 * N * N * c.d);
         if (c.d == 256) CHECK(r.matmul_flops == pow2(74));  // 4 * 2^16 * 2^24 * 2^24 * 2^8
@@ -294,9 +291,7 @@ TEST_CASE("counters at N = Nk = 2^24 and batch*heads = 2^16 equal the 128-bit cl
     AttentionProblem decode = problem(2048, 32, 1, 128, DType::fp16, N);
     decode.kv_heads = 8;
     const AlgorithmResult fd = simulate(algorithm("flash_decoding"), decode, a100());
-    const ClosedForm f = fd.algo->closed_form(decode, fd.tiles);
-    CHECK(fd.hbm.read_bytes() == f.hbm->read);
-    CHECK(fd.hbm.write_bytes() == f.hbm->write);
+    check_against_closed_form(fd);
     CHECK(read_of(fd.hbm, "K") == Count(2048) * 8 * N * 128 * 2);  // each K/V head read once
 }
 
