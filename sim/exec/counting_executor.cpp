@@ -55,6 +55,7 @@ void add(BlockWork& into, const BlockWork& w, std::int64_t times) {
     into.l2_requests += times * w.l2_requests;
     into.barriers += times * w.barriers;
     into.thread_instructions += times * w.thread_instructions;
+    into.shared_thread_instructions += times * w.shared_thread_instructions;
 }
 
 // after - before (as counters grow, every field of the difference is what happened in between).
@@ -81,11 +82,13 @@ Counters difference(const Counters& after, const Counters& before) {
 class CountingBlock final : public Block {
 public:
     CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2)
-        : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols), rec_(record), l2_(l2) {}
+        : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols),
+          warp_rows_(execution.instruction == MatrixInstruction::mma_sync ? execution.warp_rows : 0), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
     int row_blocks_per_warp = 1;  // most 16-row mma row blocks one warp works on (first block)
+    int active_warps = 0;         // most warps with rows of a split-Q product (KernelExecution::warp_rows)
 
     void start_block(bool record_accesses) {
         work = BlockWork{};
@@ -181,7 +184,7 @@ public:
         global_read(r, bytes, l2_requests(r));
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
-        else work.thread_instructions += issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_));
+        else shared_instructions(issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_)));
         if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to, false, true);
         const bool padded = to == Space::Shared && lanes_.pads(t.name);
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
@@ -267,7 +270,10 @@ public:
         const Count smem_before = work.smem_bytes;
         const bool lane_tiled = lanes_.lane_tiled;
         if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), lane_tiled);
-        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? W : 1), lane_tiled);
+        // Split-Q with fixed row bands: only the warps with rows load B's fragments (KernelExecution::warp_rows).
+        const std::int64_t row_warps = split == Split::Rows ? warps_with_rows(m) : W;
+        if (split == Split::Rows) active_warps = std::max(active_warps, static_cast<int>(row_warps));
+        if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? row_warps : 1), lane_tiled);
         if (lane_tiled) {
             cuda_core::WarpProduct share{split == Split::Rows ? (m + W - 1) / W : m,
                                          split == Split::Cols ? (n + W - 1) / W : n,
@@ -285,15 +291,17 @@ public:
             smem_write(C.bytes());
         }
         // (This product's shared-memory bytes: a few tiles, far inside 64 bits.)
-        work.thread_instructions += issue_cost::mma(flops) + issue_cost::fragment_loads((work.smem_bytes - smem_before).to_int64());
+        // The tensor cores compute whole 16-row fragments: a warp's missing rows cost as much as its present ones.
+        const std::int64_t issued_flops = split == Split::Rows ? op_cost::matmul_flops(executed_rows(m), n, k) : flops;
+        work.thread_instructions += issue_cost::mma(issued_flops) + issue_cost::fragment_loads((work.smem_bytes - smem_before).to_int64());
         tiles_[static_cast<std::size_t>(C.id())].warps_holding_rows = split == Split::Rows ? 1 : W;
         // Independent 16-row mma blocks per warp: latency hiding inside one warp (runtime model).
-        const std::int64_t rows_per_warp = split == Split::Rows ? (m + W - 1) / W : m;
+        const std::int64_t rows_per_warp = split == Split::Rows ? (warp_rows_ > 0 ? warp_rows_ : (m + W - 1) / W) : m;
         row_blocks_per_warp = std::max(row_blocks_per_warp, static_cast<int>(std::max<std::int64_t>(1, rows_per_warp / 16)));
     }
 
     void mask(Tile& S, const MaskSpec&) override {
-        elementwise(op_cost::mask(S.elements()), {&S}, &S, issue_cost::mask(S.elements()));
+        elementwise(op_cost::mask(S.elements()), {&S}, &S, issue_cost::mask(executed_elements(S)));
     }
     Tile reduce_rows(Reduce kind, const Tile& X, std::string_view, double) override {
         const op_cost::Cost cost = kind == Reduce::Max ? op_cost::row_max(X.elements()) : op_cost::row_sum(X.elements());
@@ -303,8 +311,9 @@ public:
     using Block::map;
     void map(Tile& out, Fn fn, std::span<const Arg> args) override {
         check_map(out, fn, args);
+        const std::int64_t rows = executed_rows(out);
         std::int64_t instructions = issue_cost::map_per_element(fn) *
-                                    (out.statistic() ? out.rows() * lanes_per_row(out) : out.elements());
+                                    (out.statistic() ? rows * lanes_per_row(rows) : executed_elements(out));
         std::vector<const Tile*> inputs;
         for (const Arg& a : args)
             if (a.tile) inputs.push_back(a.tile);
@@ -312,11 +321,11 @@ public:
             const Arg& divisor = args[1];
             const bool per_row_divisor = divisor.broadcast == Broadcast::rows || out.statistic();
             instructions += issue_cost::divide_reciprocals(
-                !divisor.tile ? 0 : per_row_divisor ? out.rows() * lanes_per_row(out) : out.elements());
+                !divisor.tile ? 0 : per_row_divisor ? rows * lanes_per_row(rows) : executed_elements(out));
         }
         elementwise(op_cost::map(fn, out.elements()), inputs, &out, instructions);
     }
-    void round_to_storage(Tile& X) override { work.thread_instructions += issue_cost::round_to_storage(X.elements()); }
+    void round_to_storage(Tile& X) override { work.thread_instructions += issue_cost::round_to_storage(executed_elements(X)); }
 
     // Every warp writes its partial into shared memory and the block sums them. The
     // buffer holds kExchangeRows rows of every warp's partial and is reused row chunk
@@ -334,7 +343,7 @@ public:
     }
     void barrier() override {
         ++work.barriers;
-        work.thread_instructions += issue_cost::barrier(warps_);
+        shared_instructions(issue_cost::barrier(warps_));
     }
 
     void release(int id) override {
@@ -432,15 +441,31 @@ private:
         work.l2_bytes += asked.sector_bytes;
         work.l2_requests += asked.requests;
     }
+    void shared_instructions(std::int64_t n) {
+        work.thread_instructions += n;
+        work.shared_thread_instructions += n;
+    }
     void add_cost(op_cost::Cost c) {
         work.nonmatmul_flops += c.flops;
         work.sfu_ops += c.sfu;
     }
     std::int64_t threads() const { return 32 * static_cast<std::int64_t>(warps_); }
-    std::int64_t lanes_per_row(const Tile& t) const { return issue_cost::lanes_per_row(t.rows(), threads()); }
+    std::int64_t lanes_per_row(std::int64_t rows) const { return issue_cost::lanes_per_row(rows, threads()); }
     std::int64_t row_reduce_instructions(const Tile& S) const {
-        return issue_cost::row_reduce(S.elements(), S.rows(), tiles_[static_cast<std::size_t>(S.id())].warps_holding_rows);
+        return issue_cost::row_reduce(executed_elements(S), executed_rows(S), tiles_[static_cast<std::size_t>(S.id())].warps_holding_rows);
     }
+    // Split-Q kernels whose warps own fixed bands of warp_rows_ query rows (KernelExecution::warp_rows):
+    // the warps a product of m rows keeps busy, and the rows they compute, whole bands (a one-row Q tile:
+    // one warp, 16 rows). Otherwise every warp, and the rows themselves.
+    std::int64_t warps_with_rows(std::int64_t m) const {
+        return warp_rows_ > 0 ? std::min<std::int64_t>(warps_, (m + warp_rows_ - 1) / warp_rows_) : warps_;
+    }
+    std::int64_t executed_rows(std::int64_t m) const {
+        return warp_rows_ > 0 ? std::max(m, warps_with_rows(m) * warp_rows_) : m;
+    }
+    // A register tile of query rows (S, P, O and their statistics) is worked on in whole bands too.
+    std::int64_t executed_rows(const Tile& t) const { return t.space() == Space::Registers ? executed_rows(t.rows()) : t.rows(); }
+    std::int64_t executed_elements(const Tile& t) const { return executed_rows(t) * t.cols(); }
     // Operands in shared memory are read, a result in shared memory is written.
     void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output,
                      std::int64_t thread_instructions) {
@@ -458,6 +483,7 @@ private:
     int warps_;
     LaneGrid lanes_;
     std::int64_t gather_warp_cols_ = 0;
+    std::int64_t warp_rows_ = 0;
     KernelRecord* rec_;
     L2Model* l2_;
     std::vector<TileInfo> tiles_;
@@ -548,6 +574,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.registers_per_thread =
             static_cast<int>(std::min<std::int64_t>(tile_regs + kAddressingRegisters, gpu_.max_registers_per_thread));
         rec.row_blocks_per_warp = block.row_blocks_per_warp;
+        rec.active_warps = block.active_warps > 0 ? block.active_warps : kernel.warps;
         if (registers_per_thread_ > 0 && block.work.matmul_flops > 0) {  // the compiled kernel's own count
             rec.registers_per_thread = registers_per_thread_;
             rec.registers_given = true;

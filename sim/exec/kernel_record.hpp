@@ -74,6 +74,9 @@ struct BlockWork {
     // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
     // instructions; kernels/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
     Count thread_instructions = 0;
+    // Of those, the ones every warp of the block issues its share of, whichever warps compute: tile
+    // copies into shared memory, their waits, barriers (KernelExecution::warp_rows).
+    Count shared_thread_instructions = 0;
     bool operator==(const BlockWork&) const = default;
 };
 
@@ -87,6 +90,7 @@ struct KernelRecord {
     bool registers_given = false;            // registers_per_thread came from the user, not the estimate
     bool register_spill = false;             // tiles alone need more than 255 per thread
     int row_blocks_per_warp = 1;             // independent 16-row mma blocks one warp works on
+    int active_warps = 0;                    // warps that compute (split-Q with few rows: fewer than desc.warps)
     Occupancy occupancy;
 
     LevelTraffic hbm;   // global loads/stores the algorithm issues (the papers' "HBM accesses")

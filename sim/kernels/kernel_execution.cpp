@@ -47,12 +47,23 @@ std::int64_t kv_tiles_in_flight(const AttentionProblem& p, std::int64_t Bc) {
     return 2 * Bc * p.d * p.elem_bytes();
 }
 
+// The rows each warp owns in the tensor-core split-Q kernels (S in registers): Br / warps, when that is
+// whole 16-row mma fragments (the kernels' tile rules make it so: fa2_tc 64 / 4, FlashDecoding 64 / 4,
+// flash-attention 128 / 8); otherwise 0, rows spread evenly.
+std::int64_t warp_row_band(std::int64_t Br, int warps) {
+    if (warps <= 0 || Br % warps != 0 || (Br / warps) % 16 != 0) return 0;
+    return Br / warps;
+}
+
 }  // namespace
 
 ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConfig& tiles) {
-    return [p, scores = tiles.scores, matmul = tiles.matmul, Bc = tiles.Bc](const KernelDesc& k) {
+    return [p, scores = tiles.scores, matmul = tiles.matmul, Br = tiles.Br, Bc = tiles.Bc](const KernelDesc& k) {
         KernelExecution e;
-        if (k.name == "fa2_forward" || k.name == "flash_decoding_split") e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
+        if (k.name == "fa2_forward" || k.name == "flash_decoding_split") {
+            e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
+            if (scores == Space::Registers) e.warp_rows = warp_row_band(Br, k.warps);
+        }
         if (k.name == "fa2_forward" || k.name == "tiled_two_pass")
             e.lanes = flash_lanes(p, std::int64_t{1} << 30, scores == Space::Shared);
         else if (k.name == "fa1_forward")

@@ -82,6 +82,12 @@ struct KernelExecution {
     // issues its tile loads (cp.async stages x tile bytes): with a DRAM latency L the block streams from
     // DRAM at most this / L (Little's law, model/runtime_model.cpp). 0: not modelled for this kernel.
     std::int64_t bytes_in_flight = 0;
+    // Split-Q mma.sync kernels (fa2_tc, flash-attention's forward, FlashDecoding's split kernel): warp w
+    // owns query rows [w * warp_rows, (w + 1) * warp_rows) of the Q tile and computes them as whole
+    // 16-row mma fragments, rows past the tile's end included; a warp with no row left only helps copy
+    // K and V. A one-row Q tile (a decoding step) so issues one warp's full 16-row work, on one
+    // scheduler. 0: the tile's rows are spread evenly over the warps.
+    std::int64_t warp_rows = 0;
 };
 
 // A kernel's model, by the kernel the program launches.

@@ -29,6 +29,9 @@ namespace {
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
+    // Schedulers of the SM over those that issue the computing warps' own instructions (1 unless a
+    // split-Q block has fewer computing warps than schedulers: KernelExecution::warp_rows).
+    double issue_concentration = 1;
     // CUDA-core runs (kernels/cuda_core_products.hpp): shared memory is timed by the wavefronts its pipe
     // serves (128 bytes each), which every lane's own operand loads multiply, and products by the FLOPs
     // the lanes execute (whole micro-tiles); otherwise by the bytes moved and the tile's FLOPs.
@@ -51,7 +54,11 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
     t.overlapped_products = r.overlapped_products;
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
-        t.issue = static_cast<double>(w.thread_instructions) / 32.0 / r.issue;
+        // The busiest scheduler's share, times the SM's schedulers: what every warp issues (copies,
+        // barriers) spreads over all of them, the computing warps' own work over theirs.
+        const double shared = static_cast<double>(w.shared_thread_instructions);
+        const double own = static_cast<double>(w.thread_instructions) - shared;
+        t.issue = (shared + own * r.issue_concentration) / 32.0 / r.issue;
     }
     return t;
 }
@@ -79,6 +86,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
                          : mma_sync           ? gpu.mma_sync_flops(dtype)
                                               : gpu.matmul_flops(dtype);
     const double warps_per_scheduler = static_cast<double>(resident * k.desc.warps) / gpu.model.schedulers_per_sm;
+    t.warps_per_scheduler = warps_per_scheduler;
+    // A split-Q block with fewer rows than warps (a decoding step's one query row) computes on its first
+    // warps only. Warps go to the schedulers by their slot in the SM (slot mod schedulers), so the
+    // computing warps of every resident block share the same few schedulers; the other warps only copy.
+    double issuing_schedulers = gpu.model.schedulers_per_sm;
+    if (k.active_warps > 0 && k.active_warps < k.desc.warps && k.desc.warps >= gpu.model.schedulers_per_sm)
+        issuing_schedulers = std::min<double>(gpu.model.schedulers_per_sm, k.active_warps);
     // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
     // Kernels without products (FA1's init, standard's softmax) are not: the cost table describes the
     // operations of flash kernels only.
@@ -97,7 +111,10 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double nonmatmul_rate = gpu.effective_fp32_flops() / 2;
     SmRates r{issue * mm_rate / sms, issue * nonmatmul_rate / sms, issue * gpu.effective_sfu_ops() / sms, smem_rate,
               gpu.l2_bandwidth / sms, gpu.l2_request_rate() / sms};
-    if (mma_latency) r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
+    if (mma_latency) {
+        r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
+        r.issue_concentration = gpu.model.schedulers_per_sm / issuing_schedulers;
+    }
     r.cuda_core_lanes = !options.tensor_cores;
     r.overlapped_products = options.tensor_cores && wgmma && dtype != DType::fp32;
     if (k.execution.bytes_in_flight > 0 && gpu.model.dram_latency_s > 0 && k.l2.total() > 0) {

@@ -51,6 +51,7 @@ struct KernelTiming {
     double sm_busy_fraction = 0;         // SM-time spent on blocks / (SMs x makespan)
     double issue_fraction = 1;           // share of cycles a scheduler issues (latency hiding): CUDA-core and
                                          // mma.sync runs; 1 for library GEMMs
+    double warps_per_scheduler = 0;      // the warps of the blocks an SM runs at once, per scheduler
 
     // Block-level terms, summed over the busiest SM's blocks (seconds).
     double matmul_s = 0, nonmatmul_s = 0, sfu_s = 0, smem_s = 0, l2_per_sm_s = 0;

@@ -48,6 +48,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
             {"lane_matmul_flops", k.lane_matmul_flops},
             {"registers_given", k.registers_given},
             {"row_blocks_per_warp", k.row_blocks_per_warp},
+            {"active_warps", k.active_warps},
             {"time",
              {{"matmul_s", t.matmul_s},
               {"issue_s", t.issue_s},

@@ -116,11 +116,14 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
         out << dot(st) << t.idle_sms << " of " << gpu.sm_count << " SMs idle: only " << plural(t.grid, "block", "blocks");
     out << '\n';
     if (t.issue_s > 0) {  // mma.sync kernels: timed by the instructions their warps issue (docs/model.md)
-        const double warps = static_cast<double>(k.occupancy.blocks_per_sm * k.desc.warps) / gpu.model.schedulers_per_sm;
+        const double warps = t.warps_per_scheduler;  // of the blocks an SM holds at once (fewer than fit when the grid is small)
         out << "  issue      " << units::count(static_cast<double>(k.warp_instructions)) << " warp instructions; "
             << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << (warps == 1 ? " warp" : " warps") << " per scheduler"
             << (k.row_blocks_per_warp > 1 ? " x " + std::to_string(k.row_blocks_per_warp) + " row blocks each" : "")
-            << " issue in " << static_cast<int>(t.issue_fraction * 100 + 0.5) << "% of cycles\n";
+            << " issue in " << static_cast<int>(t.issue_fraction * 100 + 0.5) << "% of cycles";
+        if (k.active_warps > 0 && k.active_warps < k.desc.warps)  // split-Q with few rows (docs/model.md)
+            out << dot(st) << k.active_warps << " of " << k.desc.warps << " warps compute (the others copy): too few rows for every warp's 16-row fragments";
+        out << '\n';
     }
 }
 
