@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
         const double block128 = bench::one_block_stream_bytes_per_s(128);
         const double block1024 = bench::one_block_stream_bytes_per_s(1024);
         const double launch = bench::launch_overhead_s();
+        const double clock_loaded = has_mma ? bench::sm_clock_under_mma_hz(sms, true) : 0;
+        const double clock_one_block = has_mma ? bench::sm_clock_under_mma_hz(sms, false) : 0;
         // Requests per second the L2 serves: the probes with 4 and 2 lines per warp load, where no two
         // warps of a block ask for a line at once (the 32-line probe's do, and the L1 merges a fifth of
         // them; the 1-line probe moves four sectors per line and is sector-bound).
@@ -154,6 +156,8 @@ int main(int argc, char** argv) {
         raw["one_block_1024_threads_bytes_per_s"] = block1024;
         raw["one_block_1024_threads_bytes_in_flight"] = block1024 * latency;
         raw["launch_overhead_s"] = launch;
+        raw["sm_clock_under_mma_whole_gpu_hz"] = clock_loaded;
+        raw["sm_clock_under_mma_one_block_hz"] = clock_one_block;
 
         // The GPU file: the preset for this card where fa-sim has one (its datasheet numbers and
         // sources), else the device's properties and architecture facts.
@@ -274,10 +278,11 @@ int main(int argc, char** argv) {
         }
         std::printf("%s: copy %.2f TB/s, cuBLAS fp16 %.0f / bf16 %.0f / fp32 %.1f TFLOP/s, mma.sync fp16 %.0f / bf16 %.0f TFLOP/s, "
                     "FFMA %.1f TFLOP/s, exp2 %.2f T/s, L2 %.2f TB/s and %.0f G requests/s, DRAM latency %.0f ns, one block "
-                    "streams %.0f GB/s (128 threads) / %.0f GB/s (1024), launch %.1f us\n",
+                    "streams %.0f GB/s (128 threads) / %.0f GB/s (1024), launch %.1f us, SM clock under mma.sync %.0f MHz "
+                    "(whole GPU) / %.0f MHz (one block)\n",
                     device.c_str(), copy / 1e12, gemm16 / 1e12, gemm_bf16 / 1e12, gemm32 / 1e12, mma16 / 1e12, mma_bf16 / 1e12,
                     ffma / 1e12, exp2 / 1e12, l2_read / 1e12, l2_req / 1e9, latency * 1e9, block128 / 1e9, block1024 / 1e9,
-                    launch * 1e6);
+                    launch * 1e6, clock_loaded / 1e6, clock_one_block / 1e6);
         std::printf("wrote %s: fa-sim --gpu-file %s --algo fa2 --N 4096\n", out_path.c_str(), out_path.c_str());
         return 0;
     } catch (const fasim::UsageError& e) {

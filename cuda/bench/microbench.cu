@@ -168,6 +168,51 @@ __global__ void stream_kernel(const float4* __restrict__ a, size_t n, float* sin
     if (s == 1234.5f) sink[0] = s;
 }
 
+// The SM clock while the tensor pipe works: the mma.sync loop of mma_kernel, with thread 0 of each block
+// reading the SM's cycle counter (clock64) and the global nanosecond timer (%globaltimer) around it.
+// Cycles over nanoseconds is the clock the block ran at, whatever the boost and power management chose.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
+__global__ void clocked_mma_kernel(unsigned long long* cycles_ns, int iters, float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __syncthreads();
+    const long long c0 = clock64();
+    const unsigned long long t0 = global_ns();
+    float d[kChains][4];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+        for (int k = 0; k < 4; ++k) d[c][k] = 0.f;
+    const unsigned a0 = 0x3c003c00u ^ threadIdx.x, a1 = 0x3c003c00u, b0 = 0x3c003c00u ^ threadIdx.x;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c)
+            asm volatile(
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                : "r"(a0), "r"(a1), "r"(a1), "r"(a0), "r"(b0), "r"(a1));
+    }
+    __syncthreads();
+    const long long c1 = clock64();
+    const unsigned long long t1 = global_ns();
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+    if (threadIdx.x == 0) {
+        cycles_ns[2 * blockIdx.x] = static_cast<unsigned long long>(c1 - c0);
+        cycles_ns[2 * blockIdx.x + 1] = t1 - t0;
+    }
+#else
+    (void)cycles_ns; (void)iters; (void)sink;
+#endif
+}
+
 __global__ void empty_kernel() {}
 
 template <typename Launch>
@@ -261,6 +306,50 @@ double mma_sync_flops_per_s(int sms, bool bf16) {
     CUDA_CHECK(cudaFree(sink));
     const double warps = static_cast<double>(grid.x) * kThreads / 32.0;
     return warps * kIters * kChains * 2.0 * 16 * 8 * 16 / (ms * 1e-3);
+}
+
+double sm_clock_under_mma_hz(int sms, bool whole_gpu) {
+    // Whole GPU: 4 blocks of 256 threads per SM, as mma_sync_flops_per_s, run for about two seconds first so
+    // the clock settles where power and temperature hold it; then the mean over every block of 5 launches.
+    // One block: a single block on an otherwise idle GPU (a decoding step's few busy SMs).
+    const unsigned blocks = whole_gpu ? static_cast<unsigned>(sms * kBlocksPerSm) : 1u;
+    const int iters = whole_gpu ? 65536 : 16384;
+    unsigned long long* cycles_ns = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&cycles_ns, 2 * sizeof(unsigned long long) * blocks));
+    CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
+    auto launch = [&] {
+        clocked_mma_kernel<<<blocks, kThreads>>>(cycles_ns, iters, sink);
+        CUDA_CHECK(cudaGetLastError());
+    };
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    float warm_ms = 0;
+    while (whole_gpu && warm_ms < 2000) {
+        CUDA_CHECK(cudaEventRecord(start));
+        launch();
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        warm_ms += ms;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    double cycles = 0, ns = 0;
+    std::vector<unsigned long long> host(2 * blocks);
+    for (int r = 0; r < 5; ++r) {
+        launch();
+        CUDA_CHECK(cudaMemcpy(host.data(), cycles_ns, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        for (unsigned b = 0; b < blocks; ++b) {
+            cycles += static_cast<double>(host[2 * b]);
+            ns += static_cast<double>(host[2 * b + 1]);
+        }
+    }
+    CUDA_CHECK(cudaFree(cycles_ns));
+    CUDA_CHECK(cudaFree(sink));
+    return ns > 0 ? cycles / (ns * 1e-9) : 0;
 }
 
 std::vector<L2Rate> l2_request_rates(int sms) {

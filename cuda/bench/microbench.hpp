@@ -14,6 +14,8 @@
 //   one block    bytes per second one block of `threads` threads streams from DRAM with 4 16-byte loads
 //                in flight per thread: with the latency, the bytes in flight it sustains (Little's law)
 //   launch       seconds per launch of 1000 empty kernels back to back
+//   SM clock     cycles per second (clock64 over %globaltimer) of blocks running the mma.sync loop: on the
+//                whole GPU once the clock has settled under that load, or as one block on an idle GPU
 #pragma once
 
 #include <cstddef>
@@ -35,5 +37,6 @@ double copy_bytes_per_s();
 double dram_latency_s(std::size_t l2_bytes);
 double one_block_stream_bytes_per_s(int threads);
 double launch_overhead_s();
+double sm_clock_under_mma_hz(int sms, bool whole_gpu);
 
 }  // namespace fasim::bench
