@@ -132,11 +132,16 @@ and the best it can do is read K and V once at the HBM bandwidth.
 
 FlashAttention-2 gives each Q tile of each (batch, head) a block: B·H·⌈N/Br⌉
 blocks. In training N is thousands; here N = 1, so the grid is B·H blocks,
-fewer than the GPU has SMs, and each block streams the whole cache alone.)",
+fewer than the GPU has SMs, and each block streams the whole cache alone.
+Inside a block it is worse still: FA2's warps each own a band of 16 or 32
+rows of the Q tile, and the tensor cores compute whole 16-row fragments, so
+the block's one row keeps one warp busy with its whole band, every row but
+one of it empty, while the other warps only help copy K and V.)",
                 [&](Ctx& c) {
                     const AlgorithmResult& f = sim_cached(fa2(), p, gpu);
                     const AlgorithmResult& fd = sim_cached(flash_decoding(), p, gpu, chosen);
                     const KernelTiming& k = main_timing(f);
+                    const KernelRecord& kr = main_kernel(f);
                     const double floor_s = kv_floor_s(fd, gpu);
                     const double ridge = gpu.matmul_flops(p.dtype) / gpu.effective_hbm_bandwidth();
                     const double intensity = static_cast<double>(f.matmul_flops) / static_cast<double>(kv_cache_bytes(fd));
@@ -146,6 +151,7 @@ fewer than the GPU has SMs, and each block streams the whole cache alone.)",
                     t.row({"waves", fixed(k.waves, 2)});
                     t.row({"idle SMs", std::to_string(k.idle_sms) + " of " + std::to_string(gpu.sm_count)});
                     t.row({"SM time busy", percent(k.sm_busy_fraction, 0)});
+                    t.row({"warps computing per block", std::to_string(kr.active_warps) + " of " + std::to_string(kr.desc.warps)});
                     t.row({"predicted time", units::seconds(f.time_s)});
                     t.print(c.out);
                     c.out << '\n';
@@ -163,6 +169,8 @@ fewer than the GPU has SMs, and each block streams the whole cache alone.)",
                     c.results["fa2_waves"] = k.waves;
                     c.results["fa2_idle_sms"] = k.idle_sms;
                     c.results["fa2_sm_busy_fraction"] = k.sm_busy_fraction;
+                    c.results["fa2_active_warps"] = kr.active_warps;
+                    c.results["fa2_warps_per_block"] = kr.desc.warps;
                     c.results["fa2_predicted_s"] = f.time_s;
                     c.results["fa2_bound"] = k.bound;
                     c.results["kv_cache_bytes"] = kv_cache_bytes(fd);
@@ -207,6 +215,7 @@ table(["FlashAttention-2", ""], [
     ["waves", f"{k['waves']:.2f}"],
     ["idle SMs", f"{k['idle_sms']} of {g['sm_count']}"],
     ["SM time busy", f"{k['sm_busy_fraction']:.0%}"],
+    ["warps computing per block", f"{k['active_warps']} of {k['warps_per_block']}"],
     ["predicted time", quantity(f["time"]["predicted_s"], "s")],
 ])
 print(f"\nBound by: {k['time']['bound']}.\n")
@@ -216,6 +225,7 @@ print(f"K and V of this step hold {quantity(kv_cache_bytes(fd['problem']), 'B')}
       f"of {ridge:.3g} (lesson 01, step 2): no schedule makes a decode step compute-bound.")
 RESULTS["decode"] = dict(problem=describe(f["problem"]), sm_count=g["sm_count"], fa2_grid=k["grid"], fa2_waves=k["waves"],
                          fa2_idle_sms=k["idle_sms"], fa2_sm_busy_fraction=k["sm_busy_fraction"],
+                         fa2_active_warps=k["active_warps"], fa2_warps_per_block=k["warps_per_block"],
                          fa2_predicted_s=f["time"]["predicted_s"], fa2_bound=k["time"]["bound"],
                          kv_cache_bytes=kv_cache_bytes(fd["problem"]), kv_floor_s=floor_s,
                          fa2_over_floor=f["time"]["predicted_s"] / floor_s, flops_per_kv_byte=intensity, ridge_point=ridge))PY"});

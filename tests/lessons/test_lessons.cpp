@@ -286,6 +286,8 @@ TEST_CASE("lesson 11: one query row idles FA2's SMs - the heuristic's splits fil
     const double kv_bytes = 2.0 * 8 * 65536 * 128 * 2;
     CHECK(num(r["decode"]["fa2_grid"]) == 32);  // B·H·⌈N/Br⌉ with N = 1
     CHECK(num(r["decode"]["fa2_idle_sms"]) == h100.sm_count - 32);
+    CHECK(num(r["decode"]["fa2_active_warps"]) == 1);  // one row: one warp's 16-row fragment computes
+    CHECK(num(r["decode"]["fa2_warps_per_block"]) == 4);
     CHECK(num(r["decode"]["kv_cache_bytes"]) == kv_bytes);
     CHECK(num(r["decode"]["fa2_over_floor"]) > 4);
     CHECK(num(r["decode"]["flops_per_kv_byte"]) < num(r["decode"]["ridge_point"]));
