@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -322,21 +323,11 @@ double sm_clock_under_mma_hz(int sms, bool whole_gpu) {
         clocked_mma_kernel<<<blocks, kThreads>>>(cycles_ns, iters, sink);
         CUDA_CHECK(cudaGetLastError());
     };
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    float warm_ms = 0;
-    while (whole_gpu && warm_ms < 2000) {
-        CUDA_CHECK(cudaEventRecord(start));
+    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (whole_gpu && std::chrono::steady_clock::now() < warm_until) {
         launch();
-        CUDA_CHECK(cudaEventRecord(stop));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        warm_ms += ms;
+        CUDA_CHECK(cudaDeviceSynchronize());
     }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
     double cycles = 0, ns = 0;
     std::vector<unsigned long long> host(2 * blocks);
     for (int r = 0; r < 5; ++r) {
