@@ -828,7 +828,7 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
     // one warp of four computes (a whole 16-row mma fragment) on one scheduler (KernelExecution::warp_rows,
     // docs/model.md "Split-Q blocks with few rows"): 8% slow. Until the model knew that, it spread a 1-row
     // tile's work over the four warps and predicted these 46-51% fast. MQA at batch 1 packs the 32 query
-    // heads as the rows of one tile: two computing warps per block, predicted 7-34% slow (a lone warp
+    // heads as the rows of one tile: two computing warps per block, predicted -9..+34% (a lone warp
     // issues more often than the readiness measured on whole kernels says: docs/model.md).
     //
     // Batch 64 x 32 heads (B*H = 2048) was over the simulator's batch*heads limit (1024) when the run was
