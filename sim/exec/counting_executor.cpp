@@ -5,7 +5,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <variant>
 
 #include "common/errors.hpp"
 #include "kernels/cuda_core_products.hpp"
@@ -610,7 +609,19 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.blocks_run = kernel.blocks_per_head;
     } else {
         // Of each run of alike blocks, three run (their counts and accesses show what each block adds);
-        // the others are counted by multiplicity and their accesses played as a loop.
+        // the others are counted by multiplicity and their accesses played as a loop. The accesses are
+        // played into L2 in launch order as soon as a run (or a run of rows) is described, and then dropped:
+        // a causal kernel has a run per Q tile, 2^17 of them at N = 2^24.
+        std::vector<L2Model::Dram> before;
+        std::int64_t slots = 0;
+        auto play = [&](const auto& runs) {
+            if (slots == 0) {  // the first block has run: occupancy, and so the blocks sharing L2, are known
+                before = l2_.dram_by_tensor();
+                slots = concurrent_blocks(gpu_, rec.occupancy);
+                l2_.begin_kernel(slots, kernel.grid(), kernel.blocks_per_head);
+            }
+            replay(l2_, runs, slots);
+        };
         auto describe = [&](std::int64_t b, AccessList& into) {
             ++rec.blocks_run;
             block.start_block(/*record_accesses=*/false);
@@ -619,8 +630,14 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             finish_block();
             configure();
         };
+        // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
         auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
-                                 std::vector<BlockRunAccesses>& runs) {
+                                 std::vector<BlockRunAccesses>& runs, bool play_now) {
+            auto played = [&] {
+                if (!play_now) return;
+                play(runs);
+                runs.clear();
+            };
             for (const auto& [first, end] : block_runs_in) {
                 const std::int64_t count = end - first;
                 if (count >= 3) {
@@ -641,20 +658,28 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                         block.add_counts(d, count - 3, false);
                         finish_blocks(count - 3);  // the same work as the three
                         runs.push_back({first, count, std::move(blocks[0])});
+                        played();
                         continue;
                     }
                     for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
-                    for (std::int64_t b = first + 3; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                    played();
+                    for (std::int64_t b = first + 3; b < end; ++b) {
+                        describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                        played();
+                    }
                     continue;
                 }
-                for (std::int64_t b = first; b < end; ++b) describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                for (std::int64_t b = first; b < end; ++b) {
+                    describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                    played();
+                }
             }
         };
         // In launch order: runs of blocks, or runs of alike rows of a grid.
-        std::vector<std::variant<std::vector<BlockRunAccesses>, RowRunAccesses>> segments;
+        std::vector<BlockRunAccesses> runs;  // described, not yet played
         const std::int64_t row_blocks = kernel.row_blocks;
         if (row_blocks <= 1 || kernel.blocks_per_head % row_blocks != 0) {
-            describe_runs(block_runs(kernel), std::get<0>(segments.emplace_back()));
+            describe_runs(block_runs(kernel), runs, true);
         } else {
             // Three rows of a run of alike rows run (each as its runs of blocks); the others are counted by
             // multiplicity: each adds what the third added, the same blocks' work in the same order.
@@ -675,7 +700,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             rows_desc.run_starts = kernel.row_run_starts;
             for (const auto& [r0, r1] : block_runs(rows_desc)) {
                 if (r1 - r0 < 3) {
-                    for (std::int64_t r = r0; r < r1; ++r) describe_runs(row_runs(r), std::get<0>(segments.emplace_back()));
+                    for (std::int64_t r = r0; r < r1; ++r) describe_runs(row_runs(r), runs, true);
                     continue;
                 }
                 std::vector<BlockRunAccesses> three[3];
@@ -684,7 +709,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                 at[0] = block.counters();
                 for (int i = 0; i < 3; ++i) {
                     work_log = &works[i];
-                    describe_runs(row_runs(r0 + i), three[i]);
+                    describe_runs(row_runs(r0 + i), three[i], false);
                     work_log = nullptr;
                     at[i + 1] = block.counters();
                 }
@@ -696,8 +721,8 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                     alike = three[0][j].count == three[1][j].count && three[0][j].count == three[2][j].count &&
                             alike_iterations(three[0][j].block, three[1][j].block, three[2][j].block);
                 if (!alike) {
-                    for (auto& row : three) segments.emplace_back(std::move(row));
-                    for (std::int64_t r = r0 + 3; r < r1; ++r) describe_runs(row_runs(r), std::get<0>(segments.emplace_back()));
+                    for (const auto& row : three) play(row);
+                    for (std::int64_t r = r0 + 3; r < r1; ++r) describe_runs(row_runs(r), runs, true);
                     continue;
                 }
                 for (std::size_t j = 0; j < three[0].size(); ++j) set_row_steps(three[0][j].block, three[1][j].block);
@@ -709,14 +734,10 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                         finish_blocks(times);
                     }
                 block.work = kept;
-                segments.emplace_back(RowRunAccesses{r0, r1 - r0, row_blocks, std::move(three[0])});
+                play(RowRunAccesses{r0, r1 - r0, row_blocks, std::move(three[0])});
             }
         }
         block.describe_into(nullptr);
-        const std::vector<L2Model::Dram> before = l2_.dram_by_tensor();
-        const std::int64_t slots = concurrent_blocks(gpu_, rec.occupancy);
-        l2_.begin_kernel(slots, kernel.grid(), kernel.blocks_per_head);
-        for (const auto& segment : segments) std::visit([&](const auto& runs) { replay(l2_, runs, slots); }, segment);
         l2_.end_kernel(kernel.heads);
         const std::vector<L2Model::Dram>& after = l2_.dram_by_tensor();
         for (std::size_t i = 0; i < after.size() && i < rec.dram.tensors.size(); ++i) {

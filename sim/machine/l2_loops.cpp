@@ -71,6 +71,22 @@ bool for_each_position(const ItemAccess& a, std::int64_t& budget, Visit&& visit)
     return true;
 }
 
+// The first u in [1, limit) at which a + b u > 0 is no longer as it is at u = 0, or limit.
+std::int64_t first_change_positive(L2Clock a, L2Clock b, std::int64_t limit) {
+    L2Clock u = limit;
+    if (a > 0 && b < 0) u = (a + (-b) - 1) / -b;  // a + b u <= 0 from u >= a / -b
+    if (a <= 0 && b > 0) u = -a / b + 1;          // a + b u > 0 from u > -a / b
+    return u < limit ? static_cast<std::int64_t>(u) : limit;
+}
+
+// The same for a + b u == 0.
+std::int64_t first_change_zero(L2Clock a, L2Clock b, std::int64_t limit) {
+    L2Clock u = limit;
+    if (b != 0 && a == 0) u = 1;
+    if (b != 0 && a != 0 && (-a) % b == 0 && -a / b > 0) u = -a / b;
+    return u < limit ? static_cast<std::int64_t>(u) : limit;
+}
+
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
     const std::int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -158,7 +174,7 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
             }
             std::vector<std::int64_t>& into = shift == 0 ? tt.recurring : tt.moving;
             const bool ok = for_each_position(a, budget, [&](const Region& r) {
-                for_each_entry(r, [&](Entry* e, std::int64_t) { into.push_back(e - s.entries.data()); });
+                for_each_index(r, [&](std::int64_t index, std::int64_t) { into.push_back(index); });
             });
             if (!ok) return false;
         } else if (!a.write && shape.wave_step != 0) {
@@ -347,8 +363,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
     using Rel = LoopScratch::Rel;
     using Item = LoopScratch::Item;
     constexpr std::int64_t kNoRead = LoopScratch::kNoRead;
-    auto tile_at = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t k) -> Entry& {
-        return tensors_[static_cast<std::size_t>(t.id)].entries[static_cast<std::size_t>(t.moving[i] + k * t.shift)];
+    auto tiles_of = [&](const LoopTiles::Tracked& t) -> TileStates& { return tensors_[static_cast<std::size_t>(t.id)].tiles; };
+    auto tile_at = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t k) {
+        return tiles_of(t).get(t.moving[i] + k * t.shift);
     };
     auto classify = [&](const Entry& e, L2Clock start, std::int64_t wave, std::int64_t block, L2Clock advance) {
         if (e.clock < 0) return Pre::miss;
@@ -389,6 +406,44 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         const std::int64_t w = wave - wave_base_;
         const std::int64_t chip = std::min(slots_, grid_ - w * slots_), mine = std::min(slots_, blocks_per_head_ - w * slots_);
         return std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
+    };
+
+    // From item j on (its block and wave given), how many items run in a wave of the same kind: a loop of
+    // blocks within j's wave, a loop of waves among the waves of the same scale (every block of a full wave
+    // is this head's), a loop inside a block anywhere.
+    auto same_context_items = [&](std::int64_t block, std::int64_t wave, std::int64_t limit) {
+        if (shape.wave_step != 0) {
+            const std::int64_t full_waves = std::min(grid_, blocks_per_head_) / slots_, w = wave - wave_base_;
+            if (shape.wave_step < 0 || w < 0 || w >= full_waves) return std::int64_t{1};
+            return std::min(limit, (full_waves - 1 - w) / shape.wave_step + 1);
+        }
+        if (shape.block_step != 0) {
+            if (shape.block_step < 0) return std::int64_t{1};
+            const std::int64_t last_block = (wave - wave_base_ + 1) * slots_ - 1;
+            return std::min(limit, (last_block - block) / shape.block_step + 1);
+        }
+        return limit;
+    };
+    // From item j on, how many items find moving tile i of `t` in the same class as item j found it: the
+    // tile's state follows one run's law (TileStates), so every comparison classify makes is an affine
+    // function of the item, and each changes sign at most once.
+    auto alike_tile_items = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t j, L2Clock start, std::int64_t wave,
+                                std::int64_t block, L2Clock advance, std::int64_t limit) {
+        const std::int64_t index = t.moving[i] + j * t.shift;
+        const TileStates::Piece piece = tiles_of(t).piece_at(index);
+        if (piece.run == nullptr || t.shift % piece.run->period != 0) return std::int64_t{1};
+        const std::int64_t inside = t.shift > 0 ? (piece.end - 1 - index) / t.shift + 1 : (index - piece.first) / -t.shift + 1;
+        limit = std::min(limit, inside);
+        const std::int64_t periods = t.shift / piece.run->period;  // per item
+        const Entry e = piece.run->at(index);
+        const L2Clock tile_clock = piece.run->step.clock * periods;
+        const L2Clock age = start - e.clock, age_step = advance - tile_clock;
+        limit = first_change_positive(-e.clock, -tile_clock, limit);  // never fetched
+        limit = first_change_zero(e.wave - wave, piece.run->step.wave * periods - shape.wave_step, limit);
+        limit = first_change_zero(e.block - block, piece.run->step.block * periods - shape.block_step, limit);
+        limit = first_change_positive(age - capacity_, age_step, limit);            // evicted before the item
+        limit = first_change_positive(age + advance - capacity_, age_step, limit);  // or during it
+        return limit;
     };
 
     // Two items' records: the one before and the one running.
@@ -440,11 +495,11 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         cur.moving_class.resize(tiles.tracked.size());
         for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
             const auto& t = tiles.tracked[ti];
-            const auto& entries = tensors_[static_cast<std::size_t>(t.id)].entries;
+            const TileStates& states = tiles_of(t);
             auto& rec = cur.recurring[ti];
             rec.clear();
             for (const std::int64_t r : t.recurring) {
-                const Entry& e = entries[static_cast<std::size_t>(r)];
+                const Entry e = states.get(r);
                 rec.push_back(e.clock < 0 ? Rel{0, 0, 0, false, e.dirty}
                                           : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block - block_, true, e.dirty});
             }
@@ -508,8 +563,14 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 }
                 streamed_far.push_back(!t.moving.empty() && !wave_reads_.may_hold(t.id, later));
             }
+            // Items whose streamed reads are each looked up in the record are checked one at a time.
+            bool streamed_one_by_one = false;
+            for (std::size_t si = 0; si < tiles.streamed.size(); ++si)
+                streamed_one_by_one = streamed_one_by_one || tiles.streamed[si].boxed || shape.wave_step != 0 ||
+                                      !(streamed_fresh[si] && (cur.ctx.wave_end != wave_reads_.wave() || !streamed_recorded_before[si] ||
+                                                               streamed_far[si]));
             std::int64_t m = 0;
-            for (std::int64_t j = k; j < n; ++j) {
+            for (std::int64_t j = k, span = 1; j < n; j += span) {
                 const std::int64_t t = j - cur.k;
                 const L2Clock start = cur.ctx.clock_start + advance * t;
                 const std::int64_t block = cur.ctx.block_end + shape.block_step * t;
@@ -537,7 +598,14 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                                 cur.streamed_class[si][i];
                 }
                 if (!alike) break;
-                ++m;
+                // How many items from j on are sure to be found alike as j was: the wave's or its scale's
+                // stretch, and where each moving tile's state and the item's clock, wave and block keep
+                // every comparison of classify the same.
+                span = streamed_one_by_one ? 1 : same_context_items(block, wave, n - j);
+                for (std::size_t ti = 0; span > 1 && ti < tiles.tracked.size(); ++ti)
+                    for (std::size_t i = 0; span > 1 && i < tiles.tracked[ti].moving.size(); ++i)
+                        span = alike_tile_items(tiles.tracked[ti], i, j, start, wave, block, advance, span);
+                m += span;
             }
             // A loop of whole waves carries over all but the last such wave, which runs: rule 1's record
             // then holds that wave's streamed reads as they were made.
@@ -556,20 +624,13 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 block_ = cur.ctx.block_end + shape.block_step * m;
                 for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
                     const auto& t = tiles.tracked[ti];
-                    auto& entries = tensors_[static_cast<std::size_t>(t.id)].entries;
+                    TileStates& states = tiles_of(t);
                     for (std::size_t i = 0; i < t.recurring.size(); ++i) {
                         const Rel& r = cur.recurring[ti][i];
-                        Entry& e = entries[static_cast<std::size_t>(t.recurring[i])];
-                        e = r.touched ? Entry{clock_ + r.clock, wave_ + r.wave, block_ + r.block, r.dirty} : Entry{-1, -1, -1, r.dirty};
+                        states.set(t.recurring[i], r.touched ? Entry{clock_ + r.clock, wave_ + r.wave, block_ + r.block, r.dirty}
+                                                             : Entry{-1, -1, -1, r.dirty});
                     }
-                    for (std::int64_t s = 1; s <= m; ++s)
-                        for (std::size_t i = 0; i < t.moving.size(); ++i) {
-                            Entry e = cur.moving_post[ti][i];
-                            e.clock += advance * s;
-                            e.wave += shape.wave_step * s;
-                            e.block += shape.block_step * s;
-                            tile_at(t, i, cur.k + s) = e;
-                        }
+                    carry_moving_tiles(tiles, ti, cur.moving_post[ti], cur.k, m, {advance, shape.wave_step, shape.block_step});
                 }
                 // (A loop of whole waves leaves the record to the wave it runs last: carried waves are over.)
                 if (!tiles.streamed.empty() && shape.wave_step == 0) {
@@ -618,6 +679,29 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         last = &cur;
         cur_record = last == &records[0] ? &records[1] : &records[0];
     }
+}
+
+// Items k0 + 1 .. k0 + m leave their moving tiles as item k0 left its own, advanced once per item. Where
+// each item's tiles are `shift` consecutive ones, the items' tiles are one stretch without gaps: one run.
+void L2Model::carry_moving_tiles(const LoopTiles& tiles, std::size_t tensor, const std::vector<Entry>& post, std::int64_t k0,
+                                 std::int64_t m, const TileStates::Advance& per_item) {
+    const LoopTiles::Tracked& t = tiles.tracked[tensor];
+    if (t.moving.empty() || m <= 0) return;
+    TileStates& states = tensors_[static_cast<std::size_t>(t.id)].tiles;
+    const std::int64_t width = t.shift > 0 ? t.shift : -t.shift;
+    if (static_cast<std::int64_t>(t.moving.size()) == width && t.moving.back() - t.moving.front() + 1 == width) {
+        // Ascending tiles: item k0 + 1 first when the items move up the grid, item k0 + m first when down.
+        const bool up = t.shift > 0;
+        const std::int64_t first_item = up ? 1 : m;
+        std::vector<Entry> base;
+        base.reserve(post.size());
+        for (const Entry& e : post) base.push_back(TileStates::advanced(e, per_item, first_item));
+        const TileStates::Advance step = up ? per_item : TileStates::Advance{-per_item.clock, -per_item.wave, -per_item.block};
+        states.set_run(t.moving.front() + (k0 + first_item) * t.shift, m, std::move(base), step);
+        return;
+    }
+    for (std::int64_t s = 1; s <= m; ++s)
+        for (std::size_t i = 0; i < t.moving.size(); ++i) states.set(t.moving[i] + (k0 + s) * t.shift, TileStates::advanced(post[i], per_item, s));
 }
 
 }  // namespace fasim

@@ -44,7 +44,7 @@ L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
         const std::int64_t regions = s.grid_rows * s.grid_cols;
         const bool streamed = regions > kFineGrid && t.bytes_per_head() > 2 * capacity_;
         s.tracked = regions <= kMaxTrackedRegions && !streamed;
-        if (s.tracked) s.entries.assign(static_cast<std::size_t>(s.grid_rows * s.grid_cols), Entry{});
+        if (s.tracked) s.tiles.reset(s.grid_rows * s.grid_cols);
     }
     return s;
 }

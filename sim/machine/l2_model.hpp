@@ -34,13 +34,11 @@
 #include <memory>
 #include <vector>
 
+#include "machine/tile_states.hpp"
 #include "machine/wave_reads.hpp"
 #include "tile/tensors.hpp"
 
 namespace fasim {
-
-// The L2's clock counts bytes touched chip-wide, which passes 2^63 at the problem limits.
-__extension__ typedef __int128 L2Clock;
 
 class L2Model {
 public:
@@ -104,20 +102,16 @@ public:
     std::int64_t items_carried_over() const { return carried_over_; }
 
 private:
-    struct Entry {
-        L2Clock clock = -1;       // chip-wide insertion clock at last use; -1: never touched
-        std::int64_t wave = -1;   // global wave index of last use
-        std::int64_t block = -1;  // block position (within its kernel) of last use
-        bool dirty = false;
-    };
+    using Entry = TileState;
     struct TensorState {
         bool initialised = false, tracked = false;
         std::int64_t grid_rows = 0, grid_cols = 0;
-        std::vector<Entry> entries;
+        TileStates tiles;
     };
 
     TensorState& state_for(const GlobalTensor& t);
     template <class Visit> void for_each_entry(const Region& r, Visit&& visit);
+    template <class Visit> void for_each_index(const Region& r, Visit&& visit);
     bool resident(const Entry& e) const;
     bool concurrent_hit(const Entry& e) const;
     void insert(std::int64_t bytes);
@@ -142,28 +136,37 @@ private:
     struct Context;
     struct LoopScratch;
     bool can_carry_over(const LoopShape& shape, LoopTiles& tiles);
+    void carry_moving_tiles(const LoopTiles& tiles, std::size_t tensor, const std::vector<Entry>& post, std::int64_t k0,
+                            std::int64_t m, const TileStates::Advance& per_item);
     std::int64_t carried_over_ = 0;
     std::vector<std::unique_ptr<LoopScratch>> scratch_;  // one per nesting level of loop()
     std::size_t loop_depth_ = 0;
 };
 
-// Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
+// Calls visit(tile_index, bytes) for each grid tile of a tracked tensor the region overlaps.
 template <class Visit>
-void L2Model::for_each_entry(const Region& r, Visit&& visit) {
+void L2Model::for_each_index(const Region& r, Visit&& visit) {
     const GlobalTensor& t = *r.tensor;
-    TensorState& s = state_for(t);
-    if (!s.tracked) {
-        visit(static_cast<Entry*>(nullptr), r.bytes());
-        return;
-    }
+    const TensorState& s = state_for(t);
     const std::int64_t rr = t.region_rows, rc = t.region_cols;
     for (std::int64_t gr = r.row0 / rr; gr * rr < r.row0 + r.nrows; ++gr) {
         const std::int64_t rows = std::min((gr + 1) * rr, r.row0 + r.nrows) - std::max(gr * rr, r.row0);
         for (std::int64_t gc = r.col0 / rc; gc * rc < r.col0 + r.ncols; ++gc) {
             const std::int64_t cols = std::min((gc + 1) * rc, r.col0 + r.ncols) - std::max(gc * rc, r.col0);
-            visit(&s.entries[static_cast<std::size_t>(gr * s.grid_cols + gc)], rows * cols * t.elem_bytes);
+            visit(gr * s.grid_cols + gc, rows * cols * t.elem_bytes);
         }
     }
+}
+
+// Calls visit(entry_or_null, bytes) for each grid tile the region overlaps.
+template <class Visit>
+void L2Model::for_each_entry(const Region& r, Visit&& visit) {
+    TensorState& s = state_for(*r.tensor);
+    if (!s.tracked) {
+        visit(static_cast<Entry*>(nullptr), r.bytes());
+        return;
+    }
+    for_each_index(r, [&](std::int64_t index, std::int64_t bytes) { visit(&s.tiles.at(index), bytes); });
 }
 
 }  // namespace fasim

@@ -1,0 +1,100 @@
+#include "machine/tile_states.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace fasim {
+
+TileState TileStates::advanced(TileState s, const Advance& step, std::int64_t times) {
+    s.clock += step.clock * times;
+    s.wave += step.wave * times;
+    s.block += step.block * times;
+    return s;
+}
+
+TileState TileStates::Run::at(std::int64_t index) const {
+    const std::int64_t offset = index - first;
+    return advanced(base[static_cast<std::size_t>(offset % period)], step, offset / period);
+}
+
+void TileStates::reset(std::int64_t tiles) {
+    runs_.clear();
+    size_ = tiles;
+    pages_.clear();
+    pages_.resize(static_cast<std::size_t>((tiles + kPageTiles - 1) / kPageTiles));
+}
+
+TileState& TileStates::stored(std::int64_t index) {
+    std::unique_ptr<Page>& page = pages_[static_cast<std::size_t>(index / kPageTiles)];
+    if (!page) page = std::make_unique<Page>();
+    return (*page)[static_cast<std::size_t>(index % kPageTiles)];
+}
+
+TileState TileStates::get(std::int64_t index) const {
+    auto it = runs_.upper_bound(index);
+    if (it != runs_.begin()) {
+        const Run& run = std::prev(it)->second;
+        if (index < run.end) return run.at(index);
+    }
+    const std::unique_ptr<Page>& page = pages_[static_cast<std::size_t>(index / kPageTiles)];
+    return page ? (*page)[static_cast<std::size_t>(index % kPageTiles)] : TileState{};
+}
+
+void TileStates::store(const Run& run, std::int64_t from, std::int64_t to) {
+    for (std::int64_t i = from; i < to; ++i) stored(i) = run.at(i);
+}
+
+void TileStates::cut(std::int64_t index) {
+    auto it = runs_.upper_bound(index);
+    if (it == runs_.begin()) return;
+    --it;
+    Run& run = it->second;
+    if (index <= run.first || index >= run.end) return;
+    // The run's period holding `index`: its tiles before `index` go one by one unless it starts there.
+    const std::int64_t q = (index - run.first) / run.period;
+    const std::int64_t period_start = run.first + q * run.period;
+    const std::int64_t right_start = period_start == index ? index : std::min(run.end, period_start + run.period);
+    if (right_start != index) store(run, period_start, right_start);
+    if (right_start < run.end) {
+        Run right{right_start, run.end, run.period, run.base, run.step};
+        for (TileState& s : right.base) s = advanced(s, run.step, (right_start - run.first) / run.period);
+        runs_.emplace(right_start, std::move(right));
+    }
+    run.end = period_start;
+    if (run.end <= run.first) runs_.erase(it);
+}
+
+TileState& TileStates::at(std::int64_t index) {
+    cut(index);
+    cut(index + 1);
+    const auto it = runs_.find(index);  // a run of exactly this tile is left: store it
+    if (it != runs_.end()) {
+        store(it->second, index, index + 1);
+        runs_.erase(it);
+    }
+    return stored(index);
+}
+
+void TileStates::set_run(std::int64_t first, std::int64_t periods, std::vector<TileState> base, const Advance& step) {
+    const auto period = static_cast<std::int64_t>(base.size());
+    const std::int64_t end = first + periods * period;
+    if (periods <= 0 || period == 0) return;
+    cut(first);
+    cut(end);
+    runs_.erase(runs_.lower_bound(first), runs_.lower_bound(end));
+    runs_.emplace(first, Run{first, end, period, std::move(base), step});
+}
+
+TileStates::Piece TileStates::piece_at(std::int64_t index) const {
+    const auto next = runs_.upper_bound(index);
+    std::int64_t first = 0;
+    if (next != runs_.begin()) {
+        const Run& run = std::prev(next)->second;
+        if (index < run.end) return {run.first, run.end, &run};
+        first = run.end;
+    }
+    return {first, next == runs_.end() ? size() : next->first, nullptr};
+}
+
+}  // namespace fasim

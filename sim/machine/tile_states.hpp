@@ -1,0 +1,80 @@
+// The L2 model's state of every tile of one tensor's tracking grid (machine/l2_model.hpp).
+//
+// Tiles are stored one by one, in pages allocated when a tile of theirs is first set (a tile never set is
+// in the state TileState{}, never touched). A loop the L2 model carries over (machine/l2_loops.cpp) leaves its
+// items' tiles in states that advance by a fixed amount per item: item s's tile is item 1's tile moved
+// by s - 1 steps of the clock, the wave and the block. Such a stretch is kept as one run, a base and a
+// step, however many items it spans, so that carrying a loop over costs the same for 10 items as for
+// 10^6, and a later loop can ask where the states stop following one law (piece_at) instead of reading
+// them one by one. Runs never overlap; a tile a run covers is the run's, whatever its own slot holds.
+#pragma once
+
+#include <cstdint>
+#include <array>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace fasim {
+
+// The L2's clock counts bytes touched chip-wide, which passes 2^63 at the problem limits.
+__extension__ typedef __int128 L2Clock;
+
+struct TileState {
+    L2Clock clock = -1;       // chip-wide insertion clock at last use; -1: never touched
+    std::int64_t wave = -1;   // global wave index of last use
+    std::int64_t block = -1;  // block position (within its kernel) of last use
+    bool dirty = false;
+    bool operator==(const TileState&) const = default;
+};
+
+class TileStates {
+public:
+    // How a run's states advance from one period to the next.
+    struct Advance {
+        L2Clock clock = 0;
+        std::int64_t wave = 0, block = 0;
+    };
+    static TileState advanced(TileState s, const Advance& step, std::int64_t times);
+    // Tiles [first, end): tile first + q * period + r is base[r] advanced by q steps.
+    struct Run {
+        std::int64_t first = 0, end = 0, period = 1;
+        std::vector<TileState> base;
+        Advance step;
+        TileState at(std::int64_t index) const;
+    };
+    // The longest stretch around a tile whose states come from one place: one run, or tiles stored one
+    // by one (run == nullptr) between two runs.
+    struct Piece {
+        std::int64_t first = 0, end = 0;
+        const Run* run = nullptr;
+    };
+
+    void reset(std::int64_t tiles);
+    std::int64_t size() const { return size_; }
+
+    TileState get(std::int64_t index) const;
+    // The tile's state, stored on its own from now on (a run covering it is cut around it).
+    TileState& at(std::int64_t index);
+    void set(std::int64_t index, const TileState& state) { at(index) = state; }
+    // Tiles first + q * period + r for q < periods, r < period become base[r] advanced by q steps.
+    void set_run(std::int64_t first, std::int64_t periods, std::vector<TileState> base, const Advance& step);
+    Piece piece_at(std::int64_t index) const;
+
+    std::size_t runs() const { return runs_.size(); }
+
+private:
+    // Stores run `it`'s tiles [from, to) one by one.
+    void store(const Run& run, std::int64_t from, std::int64_t to);
+    // Cuts the runs at `index`: afterwards no run spans both index - 1 and index.
+    void cut(std::int64_t index);
+
+    static constexpr std::int64_t kPageTiles = 1024;
+    using Page = std::array<TileState, kPageTiles>;
+    std::int64_t size_ = 0;
+    std::vector<std::unique_ptr<Page>> pages_;  // null: every tile of the page never touched
+    std::map<std::int64_t, Run> runs_;          // by first tile
+    TileState& stored(std::int64_t index);
+};
+
+}  // namespace fasim
