@@ -8,8 +8,10 @@
 // places p.. with their times unchanged, the earliest of them at place p as the order is sorted, and those
 // that took a block, free at time + duration. The greedy takes the least of all (slots differ, so the order
 // is strict and ties go to the lower slot): place p exactly when it comes before every slot that took a
-// block. deal_round checks just that, for every p, against the least of those so far. When the check
-// fails the round goes through a binary heap, one block at a time, as the greedy itself.
+// block. deal_round checks just that, for every p, against the least of those so far, unless the latest
+// slot is free before the earliest plus the shortest block of the round (then no slot that took a block
+// comes before any that did not). When the check fails the round goes through a binary heap, one block
+// at a time, as the greedy itself.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +40,8 @@ public:
     const std::vector<int>& takers() const { return takers_; }
 
 private:
+    bool each_takes_one() const;  // of the round in next_: the check above, place by place
+
     std::vector<SlotTime> order_, next_;
     std::vector<int> takers_;
     SlotSorter sorter_;
