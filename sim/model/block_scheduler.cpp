@@ -394,7 +394,10 @@ void GreedyScheduler::run_stretch(std::size_t from) {
         queue_[wrap(first + queued)] = took;
         ++queued;
     }
-    credit_singles(from, taker_.data(), taker_.size());
+    // Credited at once: the few thousand entries a head starts with keep their terms in cache, where the
+    // log would only add its own pass.
+    if (!taker_.empty()) terms_of(from + taker_.size() - 1);
+    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], own_terms_[from + i], 1);
     // Back into the ring, in order.
     rest_.assign(untouched_.begin() + static_cast<std::ptrdiff_t>(next), untouched_.end());
     for (std::size_t i = 0, r = 0, q = 0; i < n; ++i) {
