@@ -42,9 +42,10 @@ public:
     // head starts a batch.
     template <class Credit>
     void flush(Credit&& credit) {
+        const std::size_t used = row_ == kNoRow ? 0 : row_ + 1;  // flushes between heads leave rows unused
         for (std::size_t e = low_; e < high_; ++e) {
             std::uint16_t* row = &takers_[e * rows_];
-            for (std::size_t r = 0; r < rows_; ++r) {
+            for (std::size_t r = 0; r < used; ++r) {
                 if (row[r] == kNone) continue;
                 credit(static_cast<int>(row[r]), e);
                 row[r] = kNone;
