@@ -36,7 +36,7 @@ std::vector<int> greedy_takers(std::vector<SlotTime>& slots, const std::vector<F
 
 }  // namespace
 
-TEST_CASE("SlotSorter: the greedy's order, from close ties to times 2^120 apart", "[model][scheduler]") {
+TEST_CASE("Block scheduler, SlotSorter: the greedy's order, from close ties to times 2^120 apart", "[model][scheduler]") {
     std::mt19937_64 rng(7);
     SlotSorter sorter;
     for (int i = 0; i < 600; ++i) {
@@ -65,7 +65,7 @@ TEST_CASE("SlotSorter: the greedy's order, from close ties to times 2^120 apart"
     }
 }
 
-TEST_CASE("SlotRounds: a round dealt at once only where the greedy gives every slot one block, in order", "[model][scheduler]") {
+TEST_CASE("Block scheduler, SlotRounds: a round dealt at once only where the greedy gives every slot one block, in order", "[model][scheduler]") {
     std::mt19937_64 rng(11);
     std::size_t dealt = 0, refused = 0;
     for (int i = 0; i < 400; ++i) {
@@ -103,7 +103,7 @@ TEST_CASE("SlotRounds: a round dealt at once only where the greedy gives every s
     CHECK(refused > 50);
 }
 
-TEST_CASE("TakerLog: every block logged is credited once, over batches and flushes between them", "[model][scheduler]") {
+TEST_CASE("Block scheduler, TakerLog: every block logged is credited once, over batches and flushes between them", "[model][scheduler]") {
     std::mt19937_64 rng(3);
     for (const std::size_t entries : {std::size_t{1}, std::size_t{37}, std::size_t{5000}, std::size_t{1} << 18}) {
         const std::int64_t heads = 40;
