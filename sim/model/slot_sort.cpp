@@ -43,7 +43,7 @@ void SlotSorter::sort(std::vector<SlotTime>& times) {
     for (std::size_t i = 0; i < n; ++i) {
         const SlotTime& t = times[i];
         by_slot_[static_cast<std::size_t>(t.slot)] = t.time;
-        keys_[i] = static_cast<std::uint64_t>((t.time - earliest) >> cut) << slot_bits | static_cast<std::uint64_t>(t.slot);
+        keys_[i] = (static_cast<std::uint64_t>((t.time - earliest) >> cut) << slot_bits) | static_cast<std::uint64_t>(t.slot);
         largest = std::max(largest, keys_[i]);
     }
     // Counting pass on the keys' leading bits.
