@@ -9,6 +9,8 @@
 
 #include "model/fixed_point.hpp"
 #include "model/slot_ring.hpp"
+#include "model/slot_rounds.hpp"
+#include "model/taker_log.hpp"
 
 namespace fasim {
 
@@ -71,8 +73,11 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //    first-out order, and the next block goes to the earlier of that queue's first and the first slot not
 //    yet taken, O(1) a block; once the slots' free times lie within one block they take the rest in turn,
 //    each slot's share a sum of every slots-th duration from there (summed where heads get there, kept);
-//  - other single blocks, many in a row (durations that shrink), go through a binary heap, O(log slots)
-//    a block where the ring's order costs O(slots);
+//  - other single blocks, many in a row (durations that shrink: FlashAttention-2's causal backward), go
+//    a round at a time where every slot takes one of them (model/slot_rounds.hpp: one pass and a sort of
+//    the slots), else through a binary heap, O(log slots) a block where the ring's order costs O(slots);
+//    the slots that took them are logged and their terms added entry by entry, a batch of heads at once
+//    (model/taker_log.hpp);
 //  - every head runs the same blocks: once the slots' free times relative to the earliest, slot by slot,
 //    repeat after a cycle of heads, each further cycle adds the same time to every slot and the same terms
 //    to every SM, and whole cycles are added at once. Repetition is tested exactly, on the fixed-point
@@ -110,6 +115,9 @@ private:
     void run_singles(std::size_t from, std::size_t to);
     void deal_stretch(std::size_t from);
     void settle();
+    // Single blocks of entries first.. went to `takers`: logged, or credited at once.
+    void credit_singles(std::size_t first, const int* takers, std::size_t count);
+    void flush_log();
     // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
     const TermSums& terms_of(std::size_t e) {
         while (own_terms_.size() <= e) {
@@ -152,6 +160,8 @@ private:
     std::vector<SlotTime> untouched_, queue_, rest_;  // run_stretch's
     std::vector<int> taker_;
     SlotRing ring_;
+    SlotRounds rounds_;  // run_singles'
+    TakerLog log_;       // single blocks' takers, credited a batch of heads at a time
     std::vector<int> sm_of_slot_;
     std::vector<TermSums> sm_terms_;
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
@@ -166,7 +176,7 @@ private:
 GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
                                  int slots_per_sm, std::size_t timeline_blocks)
     : head_(head), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
-      ring_(sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
+      ring_(sm_count * slots_per_sm), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
       sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
     for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = s % sm_count_;
     // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
@@ -205,10 +215,15 @@ BlockSchedule GreedyScheduler::run() {
             h += skipped;
             if (h >= heads_) break;
         }
+        if (log_.logging() && !log_.next_head()) {
+            flush_log();
+            log_.next_head();
+        }
         run_head(position);
         ++h;
     }
     settle();
+    flush_log();
     out_.makespan_s = time_.to_seconds(ring_.back_time());
     Fixed all = 0;
     for (std::size_t e = 0; e < head_.size(); ++e) all += duration_[e] * head_[e].count;
@@ -379,6 +394,8 @@ void GreedyScheduler::run_stretch(std::size_t from) {
         queue_[wrap(first + queued)] = took;
         ++queued;
     }
+    // Credited at once: the few thousand entries a head starts with keep their terms in cache, where the
+    // log would only add its own pass.
     if (!taker_.empty()) terms_of(from + taker_.size() - 1);
     for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], own_terms_[from + i], 1);
     // Back into the ring, in order.
@@ -391,27 +408,21 @@ void GreedyScheduler::run_stretch(std::size_t from) {
     if (j < end) deal_stretch(j);
 }
 
-// Single blocks from `from` to `to` in a binary heap of free times (earliest on top).
+// Single blocks from `from` to `to` a round at a time where each slot takes one (model/slot_rounds.hpp),
+// else one at a time through a binary heap.
 void GreedyScheduler::run_singles(std::size_t from, std::size_t to) {
     settle();
     const std::size_t n = static_cast<std::size_t>(slots_);
-    std::vector<SlotTime>& heap = untouched_;
-    heap.resize(n);
-    for (std::size_t p = 0; p < n; ++p) heap[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};  // sorted: a heap
-    for (std::size_t j = from; j < to; ++j) {
-        credit(heap[0].slot, terms_of(j), 1);
-        // The top takes the block and sinks to its place.
-        const SlotTime took{heap[0].time + duration_[j], heap[0].slot};
-        std::size_t i = 0;
-        for (std::size_t child = 1; child < n; i = child, child = 2 * i + 1) {
-            if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
-            if (!(heap[child] < took)) break;
-            heap[i] = heap[child];
-        }
-        heap[i] = took;
+    untouched_.resize(n);
+    for (std::size_t p = 0; p < n; ++p) untouched_[p] = {ring_.time_at(static_cast<int>(p)), ring_.slot_at(static_cast<int>(p))};
+    rounds_.assign_in_order(untouched_);
+    for (std::size_t j = from; j < to;) {
+        const std::size_t count = std::min(n, to - j);
+        if (count < n || !rounds_.deal_round(&duration_[j])) rounds_.deal_one_at_a_time(&duration_[j], count);
+        credit_singles(j, rounds_.takers().data(), count);
+        j += count;
     }
-    std::sort(heap.begin(), heap.end());
-    ring_.assign_in_order(heap);
+    ring_.assign_in_order(rounds_.in_order());
 }
 
 // The rest of a stretch, from `from`, when the slots take it in turn: the slot at position p takes the
@@ -451,6 +462,21 @@ const GreedyScheduler::InTurnSums& GreedyScheduler::in_turn_sums(std::size_t fro
     return sums;
 }
 
+void GreedyScheduler::credit_singles(std::size_t first, const int* takers, std::size_t count) {
+    if (count == 0) return;
+    if (log_.logging()) {
+        log_.record(first, takers, count);
+        return;
+    }
+    terms_of(first + count - 1);
+    for (std::size_t i = 0; i < count; ++i) credit(takers[i], own_terms_[first + i], 1);
+}
+
+void GreedyScheduler::flush_log() {
+    if (log_.recorded_end() > 0) terms_of(log_.recorded_end() - 1);
+    log_.flush([this](int slot, std::size_t entry) { credit(slot, own_terms_[entry], 1); });
+}
+
 void GreedyScheduler::settle() {
     ring_.settle();
     std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
@@ -480,6 +506,7 @@ std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
         if (scratch_ == saved_.relative) {
             detect_ = false;
             settle();
+            flush_log();
             const std::int64_t period = heads_done - saved_.heads_done, cycles = (heads_ - heads_done) / period;
             ring_.add_to_all((earliest - saved_.earliest) * cycles);
             for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm)
@@ -490,6 +517,7 @@ std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
     }
     if (++since_saved_ >= power_ || saved_.heads_done < 0) {
         settle();
+        flush_log();
         relative_state(saved_.relative, saved_.earliest);
         saved_.heads_done = heads_done;
         saved_.signature = now;

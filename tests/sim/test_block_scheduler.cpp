@@ -347,3 +347,131 @@ TEST_CASE("Block scheduler: blocks all alike give the whole-wave results to the 
         }
     }
 }
+
+namespace {
+
+// Heads of single blocks whose durations shrink (FlashAttention-2's causal backward: K/V tile j visits
+// Tr - j Q tiles), with the ties and turns that decide the greedy's choices: the scheduler deals them a
+// round at a time where every slot takes one (model/slot_rounds.hpp) and through a heap elsewhere.
+class ShrinkingCases {
+public:
+    explicit ShrinkingCases(std::uint64_t seed) : rng_(seed) {}
+
+    static constexpr int kKinds = 6;
+    // Dyadic kinds: every sum exact in double precision, so the double reference agrees to the bit.
+    static bool dyadic(int kind) { return kind <= 2; }
+
+    Case make(int kind) {
+        Case c;
+        static const int sms[] = {1, 2, 3, 7, 16, 132};
+        c.sm_count = sms[uniform(0, std::size(sms) - 1)];
+        c.slots_per_sm = static_cast<int>(uniform(1, 3));
+        const std::int64_t slots = static_cast<std::int64_t>(c.sm_count) * c.slots_per_sm;
+        // Long enough for rounds: at least two rounds of the slots, often many.
+        const std::int64_t n = uniform(2 * slots, std::max<std::int64_t>(2 * slots + 1, std::min<std::int64_t>(40 * slots, 6000)));
+        std::vector<double> work;  // seconds of each block at one resident block
+        switch (kind) {
+            case 0: {  // causal backward exactly: a + (n - 1 - i) b, dyadic, so that sums tie exactly
+                const double a = dyadic_value(1, 64), b = dyadic_value(1, 16);
+                for (std::int64_t i = 0; i < n; ++i) work.push_back(a + static_cast<double>(n - 1 - i) * b);
+                c.what = "shrinking, linear (exact ties)";
+                break;
+            }
+            case 1: {  // plateaus: a few values, each for a random run, largest first
+                std::vector<double> values(static_cast<std::size_t>(uniform(1, 6)));
+                for (double& v : values) v = dyadic_value(1, 4096);
+                std::sort(values.rbegin(), values.rend());
+                for (std::int64_t i = 0; i < n; ++i) work.push_back(values[static_cast<std::size_t>(i * static_cast<std::int64_t>(values.size()) / n)]);
+                c.what = "shrinking, plateaus";
+                break;
+            }
+            case 2: {  // dyadic values sorted down, many equal neighbours
+                for (std::int64_t i = 0; i < n; ++i) work.push_back(dyadic_value(1, 256));
+                std::sort(work.rbegin(), work.rend());
+                c.what = "shrinking, random dyadic";
+                break;
+            }
+            case 3: {  // generic doubles: a causal backward's rounded terms
+                const double a = generic(), b = generic() * 1e-3;
+                for (std::int64_t i = 0; i < n; ++i) work.push_back(a + static_cast<double>(n - 1 - i) * b);
+                c.what = "shrinking, linear (rounded)";
+                break;
+            }
+            case 4: {  // shrinking geometrically to far below the slots' spread: the last rounds fail. Down to
+                       // 2^-24 of the first at most: fixed_point.hpp holds such values exactly.
+                double v = generic() * 1e3;
+                const double ratio = std::exp2(-static_cast<double>(uniform(4, 24)) / static_cast<double>(n));
+                for (std::int64_t i = 0; i < n; ++i, v *= ratio) work.push_back(v);
+                c.what = "shrinking to tiny";
+                break;
+            }
+            default: {  // mixed: stretches that shrink, grow (some a round or longer) or stay, and runs of blocks
+                while (static_cast<std::int64_t>(work.size()) < n) {
+                    const std::int64_t len = uniform(1, 3 * slots);
+                    const int shape = static_cast<int>(uniform(0, 2));
+                    const double a = generic(), b = generic() * 1e-2;
+                    for (std::int64_t i = 0; i < len; ++i)
+                        work.push_back(shape == 2 ? a : a + static_cast<double>(shape == 0 ? len - 1 - i : i) * b);
+                }
+                c.what = "mixed stretches";
+                break;
+            }
+        }
+        for (std::size_t i = 0; i < work.size(); ++i) {
+            BlockTerms t;
+            t.matmul = work[i];
+            if (!dyadic(kind)) t.sfu = work[i] * 0.25;  // a second term, rounded
+            c.head.push_back({t, 0, 1});
+            if (kind == 5 && uniform(0, 40) == 0) c.head.push_back({t, 0, uniform(2, 2 * slots)});  // a run among them
+        }
+        std::int64_t per_head = 0;
+        for (const TimedBlocks& b : c.head) per_head += b.count;
+        c.heads = uniform(1, std::clamp<std::int64_t>(80000 / per_head, 1, 40));
+        const std::int64_t grid = per_head * c.heads;
+        const int resident = static_cast<int>(std::min<std::int64_t>(c.slots_per_sm, (grid + c.sm_count - 1) / c.sm_count));
+        for (TimedBlocks& b : c.head) b.duration = b.terms.duration(resident);
+        c.timeline_blocks = static_cast<std::size_t>(uniform(0, 3) == 0 ? uniform(1, 3 * slots) : 0);
+        return c;
+    }
+
+private:
+    std::int64_t uniform(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_); }
+    // A multiple of 2^-12 between lo and hi 2^-12 (well inside 2^53 quanta: sums stay exact).
+    double dyadic_value(std::int64_t lo, std::int64_t hi) { return std::ldexp(static_cast<double>(uniform(lo, hi)), -12); }
+    double generic() { return std::uniform_real_distribution<double>(0.05, 4.0)(rng_) * 1e-6; }
+
+    std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+TEST_CASE("Block scheduler: shrinking, plateaued and mixed single blocks, as the greedy list schedule", "[model][scheduler]") {
+    ShrinkingCases make(20261128);
+    for (int i = 0; i < 240; ++i) {
+        const int kind = i % ShrinkingCases::kKinds;
+        const Case c = make.make(kind);
+        INFO("case " << i << ", " << describe(c));
+        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
+        check_same(got, reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
+        if (ShrinkingCases::dyadic(kind))
+            check_same(got, reference_schedule<DoubleSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
+    }
+}
+
+// Every block equal and one per slot at first: every round is a tie of all slots at once, broken by the
+// slot index, round after round, head after head.
+TEST_CASE("Block scheduler: rounds of equal single blocks tie every slot and go by slot index", "[model][scheduler]") {
+    for (const int sms : {1, 3, 132})
+        for (const std::int64_t heads : {1, 5}) {
+            const int slots_per_sm = 2, slots = sms * slots_per_sm;
+            std::vector<TimedBlocks> head;
+            for (int i = 0; i < 5 * slots + 3; ++i) {
+                BlockTerms t;
+                t.matmul = 0.5 + 0.125 * (i % 3 == 0);  // a few a little longer: the ties come and go
+                head.push_back({t, t.duration(slots_per_sm), 1});
+            }
+            INFO(sms << " SMs, " << heads << " heads");
+            check_same(schedule_blocks(head, heads, sms, slots_per_sm, 2 * slots),
+                       reference_schedule<DoubleSums>(head, heads, sms, slots_per_sm, 2 * slots));
+        }
+}
