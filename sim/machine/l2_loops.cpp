@@ -97,14 +97,34 @@ void sort_unique(std::vector<std::int64_t>& v) {
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
+// Ranges [first, end) sorted and joined where they overlap or touch.
+void merge_ranges(std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) {
+    if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+        if (out > 0 && ranges[i].first <= ranges[out - 1].second) {
+            ranges[out - 1].second = std::max(ranges[out - 1].second, ranges[i].second);
+            continue;
+        }
+        ranges[out++] = ranges[i];
+    }
+    ranges.resize(out);
+}
+
+constexpr std::int64_t kShortRange = 64;  // recurring tiles checked one by one against the moving windows
+
 }  // namespace
 
 // What a loop's items touch, found from item 0's accesses.
 struct L2Model::LoopTiles {
     struct Tracked {
         TensorId id = -1;
-        std::vector<std::int64_t> recurring, moving;  // entry indices; moving: item 0's
-        std::int64_t shift = 0;                       // entries the moving tiles move per item
+        // The tiles every item touches, as ranges [first, end) of tile indices (sorted, apart): a block's loop
+        // over all K/V tiles is one range, however many tiles.
+        std::vector<std::pair<std::int64_t, std::int64_t>> recurring;
+        std::vector<std::int64_t> recurring_tiles;  // found one by one, before they join `recurring`
+        std::vector<std::int64_t> moving;  // item 0's tile indices
+        std::int64_t shift = 0;            // entries the moving tiles move per item
     };
     struct Streamed {  // reads of an untracked tensor (rule 1's record)
         TensorId id = -1;
@@ -135,6 +155,7 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     for (auto& t : tiles.tracked) {
         t.id = -1;
         t.recurring.clear();
+        t.recurring_tiles.clear();
         t.moving.clear();
         t.shift = 0;
     }
@@ -172,7 +193,8 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
                 if (tt.shift != 0 && tt.shift != shift) return false;
                 tt.shift = shift;
             }
-            std::vector<std::int64_t>& into = shift == 0 ? tt.recurring : tt.moving;
+            if (shift == 0 && recurring_range(a, s, tt.recurring)) continue;
+            std::vector<std::int64_t>& into = shift == 0 ? tt.recurring_tiles : tt.moving;
             const bool ok = for_each_position(a, budget, [&](const Region& r) {
                 for_each_index(r, [&](std::int64_t index, std::int64_t) { into.push_back(index); });
             });
@@ -223,19 +245,28 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         }
     }
     for (auto& t : tiles.tracked) {
-        sort_unique(t.recurring);
+        sort_unique(t.recurring_tiles);
+        for (const std::int64_t r : t.recurring_tiles) t.recurring.emplace_back(r, r + 1);
+        merge_ranges(t.recurring);
         sort_unique(t.moving);
         if (t.moving.empty()) continue;
         // Each item's moving tiles are its own: the windows do not overlap, and no recurring tile lies in
-        // any item's window.
+        // any item's window (a long recurring range: none lies between the first window and the last).
         const std::int64_t lo = t.moving.front(), hi = t.moving.back();
         if (hi - lo >= (t.shift > 0 ? t.shift : -t.shift)) return false;
-        for (const std::int64_t r : t.recurring) {
-            const std::int64_t k0 = floor_div(r - lo, t.shift);  // the window over r, if any, is k0's or a neighbour's
-            for (std::int64_t k = k0 - 1; k <= k0 + 1; ++k) {
-                const std::int64_t at = r - k * t.shift;
-                if (k >= 0 && k < n && at >= lo && at <= hi && std::binary_search(t.moving.begin(), t.moving.end(), at))
-                    return false;
+        const std::int64_t reach_lo = lo + std::min<std::int64_t>(0, (n - 1) * t.shift), reach_hi = hi + std::max<std::int64_t>(0, (n - 1) * t.shift);
+        for (const auto& [first, end] : t.recurring) {
+            if (end - first > kShortRange) {
+                if (first <= reach_hi && end - 1 >= reach_lo) return false;
+                continue;
+            }
+            for (std::int64_t r = first; r < end; ++r) {
+                const std::int64_t k0 = floor_div(r - lo, t.shift);  // the window over r, if any, is k0's or a neighbour's
+                for (std::int64_t k = k0 - 1; k <= k0 + 1; ++k) {
+                    const std::int64_t at = r - k * t.shift;
+                    if (k >= 0 && k < n && at >= lo && at <= hi && std::binary_search(t.moving.begin(), t.moving.end(), at))
+                        return false;
+                }
             }
         }
     }
@@ -295,6 +326,31 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     return true;
 }
 
+// The tiles an access touches at every position of the loops inside its item, as one range of tile
+// indices, where they are one: its region covers part of one row of the grid's tiles or whole rows, and
+// at most one loop inside the item moves it, by whole tiles and no further than the range is long.
+bool L2Model::recurring_range(const ItemAccess& a, const TensorState& s, std::vector<std::pair<std::int64_t, std::int64_t>>& out) const {
+    const Region& r = a.region;
+    const std::int64_t rr = r.tensor->region_rows, rc = r.tensor->region_cols;
+    if (r.nrows <= 0 || r.ncols <= 0) return false;
+    const std::int64_t gr0 = r.row0 / rr, gr1 = (r.row0 + r.nrows - 1) / rr, gc0 = r.col0 / rc, gc1 = (r.col0 + r.ncols - 1) / rc;
+    const bool whole_rows = gc0 == 0 && gc1 == s.grid_cols - 1;
+    if (gr0 != gr1 && !whole_rows) return false;
+    const std::int64_t first = gr0 * s.grid_cols + gc0, length = (gr1 - gr0) * s.grid_cols + gc1 - gc0 + 1;
+    std::int64_t count = 1, shift = 0;
+    for (const auto& [c, step] : a.inner) {
+        if (c <= 1 || (step.rows == 0 && step.cols == 0)) continue;  // another head's: the same tiles (one head is tracked)
+        if (count > 1) return false;                                 // two loops move it
+        if (step.rows % rr != 0 || step.cols % rc != 0 || (whole_rows && step.cols != 0)) return false;
+        count = c;
+        shift = step.rows / rr * s.grid_cols + step.cols / rc;
+    }
+    if ((shift > 0 ? shift : -shift) > length) return false;  // gaps between the positions' tiles
+    const std::int64_t reach = (count - 1) * shift;
+    out.emplace_back(first + std::min<std::int64_t>(0, reach), first + length + std::max<std::int64_t>(0, reach));
+    return true;
+}
+
 namespace {
 
 // What a moving tile's state means for the item that touches it first.
@@ -319,11 +375,20 @@ struct L2Model::LoopScratch {
         bool touched = false, dirty = false;
         bool operator==(const Rel&) const = default;
     };
+    // Recurring tiles [first, end) after an item: tile first + q * period + r is base[r] advanced by q
+    // steps (period = base.size(); a stretch of tiles stored one by one is a single period).
+    struct RelRun {
+        std::int64_t first = 0, end = 0;
+        std::vector<Rel> base;
+        TileStates::Advance step;
+        bool operator==(const RelRun&) const = default;
+        bool one_by_one() const { return end - first == static_cast<std::int64_t>(base.size()); }
+    };
     struct Item {
         std::int64_t k = 0;
         Context ctx;
         std::vector<Dram> dram;                                  // by tensor id
-        std::vector<std::vector<Rel>> recurring;                 // per LoopTiles::tracked, after the item
+        std::vector<std::vector<RelRun>> recurring;              // per LoopTiles::tracked, after the item
         std::vector<std::vector<Entry>> moving_pre, moving_post; // per LoopTiles::tracked
         std::vector<std::vector<Pre>> moving_class;
         std::vector<std::vector<std::int64_t>> streamed_recurring;  // reader block - block_end, or kNoRead
@@ -431,8 +496,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                                 std::int64_t block, L2Clock advance, std::int64_t limit) {
         const std::int64_t index = t.moving[i] + j * t.shift;
         const TileStates::Piece piece = tiles_of(t).piece_at(index);
-        if (piece.run == nullptr || t.shift % piece.run->period != 0) return std::int64_t{1};
         const std::int64_t inside = t.shift > 0 ? (piece.end - 1 - index) / t.shift + 1 : (index - piece.first) / -t.shift + 1;
+        if (piece.untouched) return std::min(limit, inside);  // never fetched, whatever the item
+        if (piece.run == nullptr || t.shift % piece.run->period != 0) return std::int64_t{1};
         limit = std::min(limit, inside);
         const std::int64_t periods = t.shift / piece.run->period;  // per item
         const Entry e = piece.run->at(index);
@@ -444,6 +510,36 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         limit = first_change_positive(age - capacity_, age_step, limit);            // evicted before the item
         limit = first_change_positive(age + advance - capacity_, age_step, limit);  // or during it
         return limit;
+    };
+
+    // The recurring tiles' states relative to the item that just ended: runs of TileStates stay runs (whole
+    // periods of them), tiles stored one by one are listed.
+    auto recurring_states = [&](const TileStates& states, const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges,
+                                std::vector<LoopScratch::RelRun>& out) {
+        out.clear();
+        auto rel_of = [&](const Entry& e) {
+            return e.clock < 0 ? Rel{0, 0, 0, false, e.dirty}
+                               : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block - block_, true, e.dirty};
+        };
+        for (const auto& [first, end] : ranges)
+            for (std::int64_t x = first; x < end;) {
+                const TileStates::Piece piece = states.piece_at(x);
+                const std::int64_t stop = std::min(piece.end, end);
+                const TileStates::Run* run = piece.run;
+                if (run && stop - x >= 2 * run->period &&
+                    std::all_of(run->base.begin(), run->base.end(), [](const Entry& e) { return e.clock >= 0; })) {
+                    const std::int64_t whole = (stop - x) / run->period * run->period;
+                    LoopScratch::RelRun& r = out.emplace_back(LoopScratch::RelRun{x, x + whole, {}, run->step});
+                    for (std::int64_t i = 0; i < run->period; ++i) r.base.push_back(rel_of(run->at(x + i)));
+                    x += whole;
+                    continue;
+                }
+                for (; x < stop; ++x) {  // one by one, joined to the list before where it ends here
+                    if (out.empty() || !out.back().one_by_one() || out.back().end != x) out.push_back({x, x, {}, {}});
+                    out.back().base.push_back(rel_of(states.get(x)));
+                    ++out.back().end;
+                }
+            }
     };
 
     // Two items' records: the one before and the one running.
@@ -496,13 +592,7 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
             const auto& t = tiles.tracked[ti];
             const TileStates& states = tiles_of(t);
-            auto& rec = cur.recurring[ti];
-            rec.clear();
-            for (const std::int64_t r : t.recurring) {
-                const Entry e = states.get(r);
-                rec.push_back(e.clock < 0 ? Rel{0, 0, 0, false, e.dirty}
-                                          : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block - block_, true, e.dirty});
-            }
+            recurring_states(states, t.recurring, cur.recurring[ti]);
             auto& post = cur.moving_post[ti];
             auto& cls = cur.moving_class[ti];
             post.clear();
@@ -625,10 +715,16 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 for (std::size_t ti = 0; ti < tiles.tracked.size(); ++ti) {
                     const auto& t = tiles.tracked[ti];
                     TileStates& states = tiles_of(t);
-                    for (std::size_t i = 0; i < t.recurring.size(); ++i) {
-                        const Rel& r = cur.recurring[ti][i];
-                        states.set(t.recurring[i], r.touched ? Entry{clock_ + r.clock, wave_ + r.wave, block_ + r.block, r.dirty}
-                                                             : Entry{-1, -1, -1, r.dirty});
+                    for (const LoopScratch::RelRun& run : cur.recurring[ti]) {
+                        std::vector<Entry> base;
+                        for (const Rel& r : run.base)
+                            base.push_back(r.touched ? Entry{clock_ + r.clock, wave_ + r.wave, block_ + r.block, r.dirty} : Entry{-1, -1, -1, r.dirty});
+                        if (run.one_by_one())
+                            for (std::size_t i = 0; i < base.size(); ++i) states.set(run.first + static_cast<std::int64_t>(i), base[i]);
+                        else {
+                            const std::int64_t periods = (run.end - run.first) / static_cast<std::int64_t>(base.size());
+                            states.set_run(run.first, periods, std::move(base), run.step);
+                        }
                     }
                     carry_moving_tiles(tiles, ti, cur.moving_post[ti], cur.k, m, {advance, shape.wave_step, shape.block_step});
                 }

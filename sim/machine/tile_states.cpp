@@ -94,7 +94,16 @@ TileStates::Piece TileStates::piece_at(std::int64_t index) const {
         if (index < run.end) return {run.first, run.end, &run};
         first = run.end;
     }
-    return {first, next == runs_.end() ? size() : next->first, nullptr};
+    std::int64_t end = next == runs_.end() ? size() : next->first;
+    // Within the gap, the pages never allocated hold tiles never touched (looked for up to a few pages
+    // either way: a caller walking the tiles asks again further on).
+    constexpr std::int64_t kPagesLookedAt = 16;
+    auto page_of = [&](std::int64_t i) { return pages_[static_cast<std::size_t>(i / kPageTiles)].get(); };
+    if (page_of(index) != nullptr) return {first, end, nullptr};
+    std::int64_t lo = index / kPageTiles * kPageTiles, hi = lo + kPageTiles;
+    for (int p = 0; p < kPagesLookedAt && lo > first && page_of(lo - 1) == nullptr; ++p) lo -= kPageTiles;
+    for (int p = 0; p < kPagesLookedAt && hi < end && page_of(hi) == nullptr; ++p) hi += kPageTiles;
+    return {std::max(first, lo), std::min(end, hi), nullptr, true};
 }
 
 }  // namespace fasim

@@ -34,6 +34,7 @@ public:
     struct Advance {
         L2Clock clock = 0;
         std::int64_t wave = 0, block = 0;
+        bool operator==(const Advance&) const = default;
     };
     static TileState advanced(TileState s, const Advance& step, std::int64_t times);
     // Tiles [first, end): tile first + q * period + r is base[r] advanced by q steps.
@@ -43,11 +44,12 @@ public:
         Advance step;
         TileState at(std::int64_t index) const;
     };
-    // The longest stretch around a tile whose states come from one place: one run, or tiles stored one
-    // by one (run == nullptr) between two runs.
+    // The longest stretch around a tile whose states come from one place: one run, tiles never touched
+    // (untouched: all TileState{}), or tiles stored one by one (run == nullptr) between two runs.
     struct Piece {
         std::int64_t first = 0, end = 0;
         const Run* run = nullptr;
+        bool untouched = false;
     };
 
     void reset(std::int64_t tiles);
