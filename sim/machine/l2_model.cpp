@@ -42,7 +42,7 @@ L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
         s.grid_rows = (t.rows + t.region_rows - 1) / t.region_rows;
         s.grid_cols = (t.cols + t.region_cols - 1) / t.region_cols;
         const std::int64_t regions = s.grid_rows * s.grid_cols;
-        const bool streamed = regions > kFineGrid && t.bytes_per_head() > 2 * capacity_;
+        const bool streamed = t.cols > kWidestHeadDim && regions > kFineGrid && t.bytes_per_head() > 2 * capacity_;
         s.tracked = regions <= kMaxTrackedRegions && !streamed;
         if (s.tracked) s.tiles.reset(s.grid_rows * s.grid_cols);
     }

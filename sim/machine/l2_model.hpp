@@ -15,12 +15,14 @@
 // region_rows × region_cols), for one representative head: heads are identical
 // and disjoint, so the chip-wide rate at which data enters L2 is the head's own
 // rate times (blocks running at once) / (blocks of this head running at once).
-// A finely tracked tensor (more than kFineGrid tiles per head) that is also more
-// than twice the L2 size per head is streamed: written or read in order, it is
-// evicted before any re-read, as LRU would do, so every access goes to DRAM,
-// except that rule 1 still holds: a region another block of the same wave read is
-// a hit (the naive GEMM's blocks that share a row band of P read it together).
-// (That is S and P of standard attention at long sequences.)
+// A tensor as wide as a key sequence (more columns than any head dimension: S, P and
+// their gradients, N x Nk) that is finely tracked (more than kFineGrid tiles per head)
+// and more than twice the L2 size per head is streamed: written once and read once in
+// order, it is evicted before any re-read, as LRU would do, so every access goes to
+// DRAM, except that rule 1 still holds: a region another block of the same wave read is
+// a hit (the naive GEMM's blocks that share a row band of P read it together). Q, K, V
+// and O stay tracked at any length (up to kMaxTrackedRegions tiles): a GEMM's blocks
+// re-read their row bands from one wave to the next.
 //
 // Two ways in: read() and write() take one access at a time, in program order (the counting
 // executor's per-block path); loop() takes a loop of alike items, runs some of them through read()
@@ -44,6 +46,7 @@ class L2Model {
 public:
     static constexpr std::int64_t kFineGrid = std::int64_t{1} << 18;
     static constexpr std::int64_t kMaxTrackedRegions = std::int64_t{1} << 22;
+    static constexpr std::int64_t kWidestHeadDim = 256;
 
     explicit L2Model(std::int64_t capacity_bytes);
     ~L2Model();
