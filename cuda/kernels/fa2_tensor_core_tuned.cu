@@ -22,6 +22,7 @@
 // Measured throughput: cuda/results/ (the ladder runs; docs/kernel-ladder.md).
 // Run:  build/cuda/cuda-check --algo fa2_tc_tuned
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -48,9 +49,42 @@ struct TunedParams {
     int N, Nk;
     int causal;
     float scale_log2;  // scale * log2(e)
+    int heavy_first;   // EXPERIMENT: causal Q tiles launched heaviest first
+    int skip_masked;   // EXPERIMENT: a warp skips a K/V tile that its rows see none of
 };
 
-template <typename T, int D, int BC>
+// EXPERIMENT (FASIM_TUNED_VARIANT bits, read by the launcher): 1 heavy-first, 2 full-tile copies with
+// precomputed addresses, 4 lazy rescale, 8 skip fully masked warp tiles.
+constexpr float kLazyRescaleLog2 = 8.f;  // rescale O and l only when a row's max grows by more than 2^8
+
+// cp.async of 16 bytes, always valid (no src-size operand).
+__device__ __forceinline__ void cp_async_16_full(unsigned smem_dst, const void* gmem_src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_dst), "l"(gmem_src) : "memory");
+}
+
+// A whole ROWS x D tile (no row past the end) by cp.async, each thread's addresses computed once:
+// thread tid copies the 16-byte chunk (tid % kChunks) of rows tid / kChunks + kRowStep * it.
+template <typename T, int D, int ROWS, int LD, int THREADS>
+struct FullTileCopy {
+    static constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;
+    static constexpr int kRowStep = THREADS / kChunks;
+    static_assert(THREADS % kChunks == 0 && ROWS % kRowStep == 0, "whole rows per pass");
+    unsigned dst;   // shared byte address of this thread's first chunk in a tile at offset 0
+    const T* src;   // this thread's first chunk of row 0
+    __device__ __forceinline__ FullTileCopy(const T* smem_tile0, const T* head, int tid) {
+        const int r = tid / kChunks, c = (tid % kChunks) * (16 / static_cast<int>(sizeof(T)));
+        dst = smem_addr(smem_tile0 + r * LD + c);
+        src = head + r * D + c;
+    }
+    __device__ __forceinline__ void issue(unsigned dst_offset_bytes, int row0) const {
+        const T* s = src + static_cast<long long>(row0) * D;
+#pragma unroll
+        for (int it = 0; it < ROWS / kRowStep; ++it)
+            cp_async_16_full(dst + dst_offset_bytes + it * kRowStep * LD * static_cast<unsigned>(sizeof(T)), s + it * kRowStep * D);
+    }
+};
+
+template <typename T, int D, int BC, bool FAST_COPY, bool LAZY, bool SKIP>
 __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     (void)p;
@@ -67,7 +101,8 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
     const int warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     const int bh = static_cast<int>(blockIdx.y);
-    const int q0 = static_cast<int>(blockIdx.x) * kBr;
+    const int q_tile = p.heavy_first != 0 && p.causal != 0 ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+    const int q0 = q_tile * kBr;
     const int q_rows = imin(kBr, p.N - q0);
     const int wq0 = q0 + 32 * warp;  // the warp's first query row; row block r starts at wq0 + 16r
     const bool warp_active = wq0 < p.N;
@@ -152,33 +187,86 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
                         if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[r][nt][i] = -INFINITY;
                     }
         }
+        if constexpr (LAZY) {
+            // Lazy rescale (FlashAttention-4's way): the row maxima m move, and O and l are rescaled, only when
+            // some row of the warp sees its maximum grow by more than 2^8; otherwise P = exp2(s - m) with the
+            // old m (at most 2^8, exact in fp16 and bf16 ranges) and O, l keep their scale. O / l is unchanged.
+            float m_new[RB][2];
+            bool grow = false;
 #pragma unroll
-        for (int r = 0; r < RB; ++r) {
+            for (int r = 0; r < RB; ++r)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float mx = -INFINITY;
+                for (int h = 0; h < 2; ++h) {
+                    float mx = -INFINITY;
 #pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-                const float m_new = fmaxf(m[r][h], mx * p.scale_log2);
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
-                const float alpha = fast_exp2(m[r][h] - m_use);
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) {
-                    s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
-                    s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
-                    sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
+                    for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                    m_new[r][h] = fmaxf(m[r][h], mx * p.scale_log2);
+                    grow |= m_new[r][h] > m[r][h] + kLazyRescaleLog2;
                 }
-                l[r][h] = l[r][h] * alpha + sum;
-                m[r][h] = m_new;
+            if (__any_sync(kFullMask, grow)) {
 #pragma unroll
-                for (int nt = 0; nt < NT_O; ++nt) {
-                    o[r][nt][2 * h] *= alpha;
-                    o[r][nt][2 * h + 1] *= alpha;
+                for (int r = 0; r < RB; ++r)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const float m_use = m_new[r][h] == -INFINITY ? 0.f : m_new[r][h];
+                        const float alpha = fast_exp2(m[r][h] - m_use);
+                        l[r][h] *= alpha;
+                        m[r][h] = m_new[r][h];
+#pragma unroll
+                        for (int nt = 0; nt < NT_O; ++nt) {
+                            o[r][nt][2 * h] *= alpha;
+                            o[r][nt][2 * h + 1] *= alpha;
+                        }
+                    }
+            }
+#pragma unroll
+            for (int r = 0; r < RB; ++r)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float m_use = m[r][h] == -INFINITY ? 0.f : m[r][h];  // nothing visible yet: P = 0
+                    float sum = 0.f;
+#pragma unroll
+                    for (int nt = 0; nt < NT_S; ++nt) {
+                        s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
+                        s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
+                        sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
+                    }
+                    l[r][h] += sum;
+                }
+        } else {
+    #pragma unroll
+            for (int r = 0; r < RB; ++r) {
+    #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float mx = -INFINITY;
+    #pragma unroll
+                    for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                    const float m_new = fmaxf(m[r][h], mx * p.scale_log2);
+                    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+                    const float alpha = fast_exp2(m[r][h] - m_use);
+                    float sum = 0.f;
+    #pragma unroll
+                    for (int nt = 0; nt < NT_S; ++nt) {
+                        s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
+                        s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
+                        sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
+                    }
+                    l[r][h] = l[r][h] * alpha + sum;
+                    m[r][h] = m_new;
+    #pragma unroll
+                    for (int nt = 0; nt < NT_O; ++nt) {
+                        o[r][nt][2 * h] *= alpha;
+                        o[r][nt][2 * h + 1] *= alpha;
+                    }
                 }
             }
+        }
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
             // P as A fragments of k-step ks: n-tiles 2ks and 2ks + 1 of the score accumulators.
 #pragma unroll
             for (int ks = 0; ks < KS_KV; ++ks) {
@@ -190,27 +278,42 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
         }
     };
 
+    using TileCopy = FullTileCopy<T, D, BC, LD, kFlashThreads>;
+    const TileCopy kcopy(Ks, Kg, tid);
+    const TileCopy vcopy(Vs, Vg, tid);
+    constexpr unsigned kBufBytes = BC * LD * static_cast<unsigned>(sizeof(T));
+    // The last key row any row of this warp may see (causal); a tile past it is all masked for the warp.
+    const int warp_last_key = wq0 + 31 + diag;
+
     for (int j = 0; j < n_tiles; ++j) {
         const int buf = j & 1;
         const int k0 = j * BC;
         cp_async_wait<1>();  // K_j (with Q at j = 0) has landed for this thread; V_j may still be in flight ...
         __syncthreads();     // ... and for every thread; every warp is also done with S_{j-1}, so K buffer buf ^ 1 is free
-        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        const bool next_full = FAST_COPY && k0 + 2 * BC <= p.Nk;
+        if (j + 1 < n_tiles) {
+            if (next_full) kcopy.issue((buf ^ 1) * kBufBytes, k0 + BC);
+            else load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        }
         cp_async_commit();
 
         unsigned pf[RB][KS_KV][4];
         const bool need_mask = k0 + BC > p.Nk || (p.causal != 0 && k0 + BC - 1 > wq0 + diag);
-        if (warp_active) {
+        const bool warp_computes = warp_active && (!SKIP || p.causal == 0 || k0 <= warp_last_key);
+        if (warp_computes) {
             if (need_mask) scores_and_softmax(pf, Ks + buf * BC * LD, k0, true);
             else scores_and_softmax(pf, Ks + buf * BC * LD, k0, false);
         }
 
         cp_async_wait<1>();  // V_j has landed (K_{j+1} may be in flight) ...
         __syncthreads();     // ... for every thread; every warp is done with P V_{j-1}, so V buffer buf ^ 1 is free
-        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Vs + (buf ^ 1) * BC * LD, Vg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        if (j + 1 < n_tiles) {
+            if (next_full) vcopy.issue((buf ^ 1) * kBufBytes, k0 + BC);
+            else load_tile_async<T, D, BC, LD, kFlashThreads>(Vs + (buf ^ 1) * BC * LD, Vg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        }
         cp_async_commit();
 
-        if (warp_active) {
+        if (warp_computes) {
             const T* Vt = Vs + buf * BC * LD + vrow;
 #pragma unroll
             for (int ks = 0; ks < KS_KV; ++ks) {
@@ -255,7 +358,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
 #endif
 }
 
-template <typename T>
+template <typename T, bool FAST_COPY, bool LAZY, bool SKIP>
 void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
     const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
     auto go = [&](auto kernel) {
@@ -264,8 +367,8 @@ void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& in
             launch_kernel("fa2_tc_tuned_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
     };
     switch (a.d) {  // the head dims with code (the catalog row's)
-        case 64: go(fa2_tc_tuned_kernel<T, 64, tile_rules::fa2_tc_tuned_bc(64)>); return;
-        case 128: go(fa2_tc_tuned_kernel<T, 128, tile_rules::fa2_tc_tuned_bc(128)>); return;
+        case 64: go(fa2_tc_tuned_kernel<T, 64, tile_rules::fa2_tc_tuned_bc(64), FAST_COPY, LAZY, SKIP>); return;
+        case 128: go(fa2_tc_tuned_kernel<T, 128, tile_rules::fa2_tc_tuned_bc(128), FAST_COPY, LAZY, SKIP>); return;
         default: break;
     }
     throw std::invalid_argument(cuda_kernel("fa2_tc_tuned").unsupported(a.dtype, a.d, "--algo"));
@@ -286,10 +389,21 @@ CudaKernelLaunch launch_fa2_tc_tuned(const FlashArgs& a, cudaStream_t stream) {
     info.Br = kBr;
     info.Bc = tile_rules::fa2_tc_tuned_bc(a.d);
     info.grid = {static_cast<unsigned>(ceil_div(a.N, kBr)), static_cast<unsigned>(a.BH), 1u};
+    const char* env = std::getenv("FASIM_TUNED_VARIANT");  // EXPERIMENT
+    const int variant = env != nullptr ? std::atoi(env) : 0;
     const TunedParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
-                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
-    if (a.dtype == DType::fp16) launch_dtype<__half>(a, p, info, stream);
-    else launch_dtype<__nv_bfloat16>(a, p, info, stream);
+                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634), variant & 1, 0};
+    // Instances: 0 (as before), 2 (fast copies), 6 (fast + lazy), 14 (fast + lazy + skip); bit 1 at run time.
+    const bool fast = (variant & 2) != 0, lazy = (variant & 4) != 0, skip = (variant & 8) != 0;
+    auto dispatch = [&](auto tag) {
+        using T = decltype(tag);
+        if (skip) launch_dtype<T, true, true, true>(a, p, info, stream);
+        else if (lazy) launch_dtype<T, true, true, false>(a, p, info, stream);
+        else if (fast) launch_dtype<T, true, false, false>(a, p, info, stream);
+        else launch_dtype<T, false, false, false>(a, p, info, stream);
+    };
+    if (a.dtype == DType::fp16) dispatch(__half{});
+    else dispatch(__nv_bfloat16{});
     return info;
 }
 
