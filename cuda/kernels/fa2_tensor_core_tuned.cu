@@ -11,18 +11,28 @@
 //   - K/V tiles of 64 keys at d = 128 and 128 at d = 64 (FlashAttention-2's own forward tiles): the
 //     accumulators are S 32 x Bc and O 32 x d per warp, 192 fp32 registers at both head dims;
 //   - Q is not held in registers (32 x 128 of it would not fit beside O): each k-step reloads the
-//     warp's two Q fragments from shared memory, once for all the K fragments of that k-step.
+//     warp's two Q fragments from shared memory, once for all the K fragments of that k-step;
+//   - a whole K or V tile is copied with addresses each thread computes once (FullTileCopy: 8 cp.async
+//     and a few instructions instead of ~120 of bounds checks and 64-bit address arithmetic per tile
+//     at 255 registers); only a tile that runs past the end of K takes the checked copy;
+//   - the lazy rescale (FlashAttention-4's): a warp moves its rows' running maxima, and rescales O and l,
+//     only when some row's maximum grows by more than 2^8; otherwise P = exp2(s - m) with the old m
+//     (at most 2^8) and the 64 (d = 64) or 128 (d = 128) multiplies of O per tile are skipped;
+//   - causal: the heaviest Q tiles launch first (block x takes Q tile gridDim.x - 1 - x), and a warp
+//     skips a K/V tile that all of its rows have masked out (it still takes part in the barriers).
+// What each of these bought, measured on an H100 (cuda/results/2026-11-28-h100-tuned-variants): the copies
+// +3-6%, the lazy rescale +2-8% (more at d = 64), the causal launch order and the skipped tiles +0-3%.
 // Two blocks of 4 warps share an SM (shared memory 104 KB at d = 128, 92 KB at d = 64; at most 255
 // registers per thread), as FlashAttention-2's kernel runs. The online softmax per score is fa2_tc's:
 // one FMNMX, one FFMA + one MUFU.EX2, one FADD, half an F2FP pack.
 //
-//   grid  = (ceil(N/128), B*H); block = 128 threads; warp w owns Q-tile rows [32w, 32w + 32).
+//   grid  = (ceil(N/128), B*H); block = 128 threads; warp w owns Q-tile rows [32w, 32w + 32);
+//   causal: block x takes Q tile ceil(N/128) - 1 - x (the simulator's model launches them so too).
 //   tiles = Br = 128, Bc = tile_rules::fa2_tc_tuned_bc(d), fixed.
 //
 // Measured throughput: cuda/results/ (the ladder runs; docs/kernel-ladder.md).
 // Run:  build/cuda/cuda-check --algo fa2_tc_tuned
 #include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -49,13 +59,11 @@ struct TunedParams {
     int N, Nk;
     int causal;
     float scale_log2;  // scale * log2(e)
-    int heavy_first;   // EXPERIMENT: causal Q tiles launched heaviest first
-    int skip_masked;   // EXPERIMENT: a warp skips a K/V tile that its rows see none of
 };
 
-// EXPERIMENT (FASIM_TUNED_VARIANT bits, read by the launcher): 1 heavy-first, 2 full-tile copies with
-// precomputed addresses, 4 lazy rescale, 8 skip fully masked warp tiles.
-constexpr float kLazyRescaleLog2 = 8.f;  // rescale O and l only when a row's max grows by more than 2^8
+// The online softmax's lazy rescale: a warp moves its rows' maxima m (and rescales O and l) only when some
+// row's maximum grows by more than this, in log2 units; otherwise P = exp2(s - m) <= 2^8 with the old m.
+constexpr float kLazyRescaleLog2 = 8.f;
 
 // cp.async of 16 bytes, always valid (no src-size operand).
 __device__ __forceinline__ void cp_async_16_full(unsigned smem_dst, const void* gmem_src) {
@@ -84,7 +92,7 @@ struct FullTileCopy {
     }
 };
 
-template <typename T, int D, int BC, bool FAST_COPY, bool LAZY, bool SKIP>
+template <typename T, int D, int BC>
 __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     (void)p;
@@ -101,7 +109,9 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
     const int warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     const int bh = static_cast<int>(blockIdx.y);
-    const int q_tile = p.heavy_first != 0 && p.causal != 0 ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+    // With the causal mask the heaviest Q tiles (the last ones: they see the most keys) launch first, so that
+    // the lightest fill the tail of the grid.
+    const int q_tile = p.causal != 0 ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
     const int q0 = q_tile * kBr;
     const int q_rows = imin(kBr, p.N - q0);
     const int wq0 = q0 + 32 * warp;  // the warp's first query row; row block r starts at wq0 + 16r
@@ -187,84 +197,54 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
                         if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[r][nt][i] = -INFINITY;
                     }
         }
-        if constexpr (LAZY) {
-            // Lazy rescale (FlashAttention-4's way): the row maxima m move, and O and l are rescaled, only when
-            // some row of the warp sees its maximum grow by more than 2^8; otherwise P = exp2(s - m) with the
-            // old m (at most 2^8, exact in fp16 and bf16 ranges) and O, l keep their scale. O / l is unchanged.
-            float m_new[RB][2];
-            bool grow = false;
+        // Lazy rescale (FlashAttention-4's way): the row maxima m move, and O and l are rescaled, only when
+        // some row of the warp sees its maximum grow by more than 2^8 (a warp-uniform branch); otherwise
+        // P = exp2(s - m) with the old m, at most 2^8, well inside fp16's and bf16's range, and O and l keep
+        // their common scale: O / l and m + log2(l) are the same.
+        float m_new[RB][2];
+        bool grow = false;
 #pragma unroll
-            for (int r = 0; r < RB; ++r)
+        for (int r = 0; r < RB; ++r)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float mx = -INFINITY;
+            for (int h = 0; h < 2; ++h) {
+                float mx = -INFINITY;
 #pragma unroll
-                    for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-                    m_new[r][h] = fmaxf(m[r][h], mx * p.scale_log2);
-                    grow |= m_new[r][h] > m[r][h] + kLazyRescaleLog2;
-                }
-            if (__any_sync(kFullMask, grow)) {
-#pragma unroll
-                for (int r = 0; r < RB; ++r)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const float m_use = m_new[r][h] == -INFINITY ? 0.f : m_new[r][h];
-                        const float alpha = fast_exp2(m[r][h] - m_use);
-                        l[r][h] *= alpha;
-                        m[r][h] = m_new[r][h];
-#pragma unroll
-                        for (int nt = 0; nt < NT_O; ++nt) {
-                            o[r][nt][2 * h] *= alpha;
-                            o[r][nt][2 * h + 1] *= alpha;
-                        }
-                    }
+                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+                m_new[r][h] = fmaxf(m[r][h], mx * p.scale_log2);
+                grow |= m_new[r][h] > m[r][h] + kLazyRescaleLog2;
             }
+        if (__any_sync(kFullMask, grow)) {
 #pragma unroll
             for (int r = 0; r < RB; ++r)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const float m_use = m[r][h] == -INFINITY ? 0.f : m[r][h];  // nothing visible yet: P = 0
-                    float sum = 0.f;
-#pragma unroll
-                    for (int nt = 0; nt < NT_S; ++nt) {
-                        s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
-                        s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
-                        sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
-                    }
-                    l[r][h] += sum;
-                }
-        } else {
-    #pragma unroll
-            for (int r = 0; r < RB; ++r) {
-    #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float mx = -INFINITY;
-    #pragma unroll
-                    for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-                    const float m_new = fmaxf(m[r][h], mx * p.scale_log2);
-                    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+                    const float m_use = m_new[r][h] == -INFINITY ? 0.f : m_new[r][h];
                     const float alpha = fast_exp2(m[r][h] - m_use);
-                    float sum = 0.f;
-    #pragma unroll
-                    for (int nt = 0; nt < NT_S; ++nt) {
-                        s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
-                        s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
-                        sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
-                    }
-                    l[r][h] = l[r][h] * alpha + sum;
-                    m[r][h] = m_new;
-    #pragma unroll
+                    l[r][h] *= alpha;
+                    m[r][h] = m_new[r][h];
+#pragma unroll
                     for (int nt = 0; nt < NT_O; ++nt) {
                         o[r][nt][2 * h] *= alpha;
                         o[r][nt][2 * h + 1] *= alpha;
                     }
                 }
-            }
         }
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float m_use = m[r][h] == -INFINITY ? 0.f : m[r][h];  // nothing visible yet: P = 0
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < NT_S; ++nt) {
+                    s[r][nt][2 * h] = fast_exp2(fmaf(s[r][nt][2 * h], p.scale_log2, -m_use));
+                    s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
+                    sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
+                }
+                l[r][h] += sum;
+            }
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
             // P as A fragments of k-step ks: n-tiles 2ks and 2ks + 1 of the score accumulators.
@@ -290,7 +270,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
         const int k0 = j * BC;
         cp_async_wait<1>();  // K_j (with Q at j = 0) has landed for this thread; V_j may still be in flight ...
         __syncthreads();     // ... and for every thread; every warp is also done with S_{j-1}, so K buffer buf ^ 1 is free
-        const bool next_full = FAST_COPY && k0 + 2 * BC <= p.Nk;
+        const bool next_full = k0 + 2 * BC <= p.Nk;  // K_{j+1}, V_{j+1} have no row past the end
         if (j + 1 < n_tiles) {
             if (next_full) kcopy.issue((buf ^ 1) * kBufBytes, k0 + BC);
             else load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
@@ -299,7 +279,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
 
         unsigned pf[RB][KS_KV][4];
         const bool need_mask = k0 + BC > p.Nk || (p.causal != 0 && k0 + BC - 1 > wq0 + diag);
-        const bool warp_computes = warp_active && (!SKIP || p.causal == 0 || k0 <= warp_last_key);
+        const bool warp_computes = warp_active && (p.causal == 0 || k0 <= warp_last_key);
         if (warp_computes) {
             if (need_mask) scores_and_softmax(pf, Ks + buf * BC * LD, k0, true);
             else scores_and_softmax(pf, Ks + buf * BC * LD, k0, false);
@@ -358,7 +338,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
 #endif
 }
 
-template <typename T, bool FAST_COPY, bool LAZY, bool SKIP>
+template <typename T>
 void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& info, cudaStream_t stream) {
     const dim3 grid(info.grid[0], info.grid[1], info.grid[2]);
     auto go = [&](auto kernel) {
@@ -367,8 +347,8 @@ void launch_dtype(const FlashArgs& a, const TunedParams& p, CudaKernelLaunch& in
             launch_kernel("fa2_tc_tuned_forward", kernel, grid, dim3(kFlashThreads), info.dynamic_smem_bytes, stream, p);
     };
     switch (a.d) {  // the head dims with code (the catalog row's)
-        case 64: go(fa2_tc_tuned_kernel<T, 64, tile_rules::fa2_tc_tuned_bc(64), FAST_COPY, LAZY, SKIP>); return;
-        case 128: go(fa2_tc_tuned_kernel<T, 128, tile_rules::fa2_tc_tuned_bc(128), FAST_COPY, LAZY, SKIP>); return;
+        case 64: go(fa2_tc_tuned_kernel<T, 64, tile_rules::fa2_tc_tuned_bc(64)>); return;
+        case 128: go(fa2_tc_tuned_kernel<T, 128, tile_rules::fa2_tc_tuned_bc(128)>); return;
         default: break;
     }
     throw std::invalid_argument(cuda_kernel("fa2_tc_tuned").unsupported(a.dtype, a.d, "--algo"));
@@ -389,21 +369,10 @@ CudaKernelLaunch launch_fa2_tc_tuned(const FlashArgs& a, cudaStream_t stream) {
     info.Br = kBr;
     info.Bc = tile_rules::fa2_tc_tuned_bc(a.d);
     info.grid = {static_cast<unsigned>(ceil_div(a.N, kBr)), static_cast<unsigned>(a.BH), 1u};
-    const char* env = std::getenv("FASIM_TUNED_VARIANT");  // EXPERIMENT
-    const int variant = env != nullptr ? std::atoi(env) : 0;
     const TunedParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
-                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634), variant & 1, 0};
-    // Instances: 0 (as before), 2 (fast copies), 6 (fast + lazy), 14 (fast + lazy + skip); bit 1 at run time.
-    const bool fast = (variant & 2) != 0, lazy = (variant & 4) != 0, skip = (variant & 8) != 0;
-    auto dispatch = [&](auto tag) {
-        using T = decltype(tag);
-        if (skip) launch_dtype<T, true, true, true>(a, p, info, stream);
-        else if (lazy) launch_dtype<T, true, true, false>(a, p, info, stream);
-        else if (fast) launch_dtype<T, true, false, false>(a, p, info, stream);
-        else launch_dtype<T, false, false, false>(a, p, info, stream);
-    };
-    if (a.dtype == DType::fp16) dispatch(__half{});
-    else dispatch(__nv_bfloat16{});
+                        static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
+    if (a.dtype == DType::fp16) launch_dtype<__half>(a, p, info, stream);
+    else launch_dtype<__nv_bfloat16>(a, p, info, stream);
     return info;
 }
 
