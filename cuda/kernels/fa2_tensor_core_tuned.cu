@@ -11,12 +11,23 @@
 //   - K/V tiles of 64 keys at d = 128 and 128 at d = 64 (FlashAttention-2's own forward tiles): the
 //     accumulators are S 32 x Bc and O 32 x d per warp, 192 fp32 registers at both head dims;
 //   - Q is not held in registers (32 x 128 of it would not fit beside O): each k-step reloads the
-//     warp's two Q fragments from shared memory, once for all the K fragments of that k-step.
+//     warp's two Q fragments from shared memory, once for all the K fragments of that k-step;
+//   - a whole K or V tile is copied with addresses each thread computes once (FullTileCopy: 8 cp.async
+//     and a few instructions instead of ~120 of bounds checks and 64-bit address arithmetic per tile
+//     at 255 registers); only a tile that runs past the end of K takes the checked copy;
+//   - the lazy rescale (FlashAttention-4's): a warp moves its rows' running maxima, and rescales O and l,
+//     only when some row's maximum grows by more than 2^8; otherwise P = exp2(s - m) with the old m
+//     (at most 2^8) and the 64 (d = 64) or 128 (d = 128) multiplies of O per tile are skipped;
+//   - causal: the heaviest Q tiles launch first (block x takes Q tile gridDim.x - 1 - x), and a warp
+//     skips a K/V tile that all of its rows have masked out (it still takes part in the barriers).
+// What each of these bought, measured on an H100 (cuda/results/2026-11-28-h100-tuned-variants): the copies
+// +3-6%, the lazy rescale +2-8% (more at d = 64), the causal launch order and the skipped tiles +0-3%.
 // Two blocks of 4 warps share an SM (shared memory 104 KB at d = 128, 92 KB at d = 64; at most 255
 // registers per thread), as FlashAttention-2's kernel runs. The online softmax per score is fa2_tc's:
 // one FMNMX, one FFMA + one MUFU.EX2, one FADD, half an F2FP pack.
 //
-//   grid  = (ceil(N/128), B*H); block = 128 threads; warp w owns Q-tile rows [32w, 32w + 32).
+//   grid  = (ceil(N/128), B*H); block = 128 threads; warp w owns Q-tile rows [32w, 32w + 32);
+//   causal: block x takes Q tile ceil(N/128) - 1 - x (the simulator's model launches them so too).
 //   tiles = Br = 128, Bc = tile_rules::fa2_tc_tuned_bc(d), fixed.
 //
 // Measured throughput: cuda/results/ (the ladder runs; docs/kernel-ladder.md).
@@ -50,6 +61,37 @@ struct TunedParams {
     float scale_log2;  // scale * log2(e)
 };
 
+// The online softmax's lazy rescale: a warp moves its rows' maxima m (and rescales O and l) only when some
+// row's maximum grows by more than this, in log2 units; otherwise P = exp2(s - m) <= 2^8 with the old m.
+constexpr float kLazyRescaleLog2 = 8.f;
+
+// cp.async of 16 bytes, always valid (no src-size operand).
+__device__ __forceinline__ void cp_async_16_full(unsigned smem_dst, const void* gmem_src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_dst), "l"(gmem_src) : "memory");
+}
+
+// A whole ROWS x D tile (no row past the end) by cp.async, each thread's addresses computed once:
+// thread tid copies the 16-byte chunk (tid % kChunks) of rows tid / kChunks + kRowStep * it.
+template <typename T, int D, int ROWS, int LD, int THREADS>
+struct FullTileCopy {
+    static constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;
+    static constexpr int kRowStep = THREADS / kChunks;
+    static_assert(THREADS % kChunks == 0 && ROWS % kRowStep == 0, "whole rows per pass");
+    unsigned dst;   // shared byte address of this thread's first chunk in a tile at offset 0
+    const T* src;   // this thread's first chunk of row 0
+    __device__ __forceinline__ FullTileCopy(const T* smem_tile0, const T* head, int tid) {
+        const int r = tid / kChunks, c = (tid % kChunks) * (16 / static_cast<int>(sizeof(T)));
+        dst = smem_addr(smem_tile0 + r * LD + c);
+        src = head + r * D + c;
+    }
+    __device__ __forceinline__ void issue(unsigned dst_offset_bytes, int row0) const {
+        const T* s = src + static_cast<long long>(row0) * D;
+#pragma unroll
+        for (int it = 0; it < ROWS / kRowStep; ++it)
+            cp_async_16_full(dst + dst_offset_bytes + it * kRowStep * LD * static_cast<unsigned>(sizeof(T)), s + it * kRowStep * D);
+    }
+};
+
 template <typename T, int D, int BC>
 __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -67,7 +109,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
     const int warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     const int bh = static_cast<int>(blockIdx.y);
-    const int q0 = static_cast<int>(blockIdx.x) * kBr;
+    // With the causal mask the heaviest Q tiles (the last ones: they see the most keys) launch first, so that
+    // the lightest fill the tail of the grid.
+    const int q_tile = p.causal != 0 ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+    const int q0 = q_tile * kBr;
     const int q_rows = imin(kBr, p.N - q0);
     const int wq0 = q0 + 32 * warp;  // the warp's first query row; row block r starts at wq0 + 16r
     const bool warp_active = wq0 < p.N;
@@ -152,8 +197,14 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
                         if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[r][nt][i] = -INFINITY;
                     }
         }
+        // Lazy rescale (FlashAttention-4's way): the row maxima m move, and O and l are rescaled, only when
+        // some row of the warp sees its maximum grow by more than 2^8 (a warp-uniform branch); otherwise
+        // P = exp2(s - m) with the old m, at most 2^8, well inside fp16's and bf16's range, and O and l keep
+        // their common scale: O / l and m + log2(l) are the same.
+        float m_new[RB][2];
+        bool grow = false;
 #pragma unroll
-        for (int r = 0; r < RB; ++r) {
+        for (int r = 0; r < RB; ++r)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 float mx = -INFINITY;
@@ -161,9 +212,30 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
                 for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[r][nt][2 * h], s[r][nt][2 * h + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-                const float m_new = fmaxf(m[r][h], mx * p.scale_log2);
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
-                const float alpha = fast_exp2(m[r][h] - m_use);
+                m_new[r][h] = fmaxf(m[r][h], mx * p.scale_log2);
+                grow |= m_new[r][h] > m[r][h] + kLazyRescaleLog2;
+            }
+        if (__any_sync(kFullMask, grow)) {
+#pragma unroll
+            for (int r = 0; r < RB; ++r)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float m_use = m_new[r][h] == -INFINITY ? 0.f : m_new[r][h];
+                    const float alpha = fast_exp2(m[r][h] - m_use);
+                    l[r][h] *= alpha;
+                    m[r][h] = m_new[r][h];
+#pragma unroll
+                    for (int nt = 0; nt < NT_O; ++nt) {
+                        o[r][nt][2 * h] *= alpha;
+                        o[r][nt][2 * h + 1] *= alpha;
+                    }
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float m_use = m[r][h] == -INFINITY ? 0.f : m[r][h];  // nothing visible yet: P = 0
                 float sum = 0.f;
 #pragma unroll
                 for (int nt = 0; nt < NT_S; ++nt) {
@@ -171,14 +243,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
                     s[r][nt][2 * h + 1] = fast_exp2(fmaf(s[r][nt][2 * h + 1], p.scale_log2, -m_use));
                     sum += s[r][nt][2 * h] + s[r][nt][2 * h + 1];
                 }
-                l[r][h] = l[r][h] * alpha + sum;
-                m[r][h] = m_new;
-#pragma unroll
-                for (int nt = 0; nt < NT_O; ++nt) {
-                    o[r][nt][2 * h] *= alpha;
-                    o[r][nt][2 * h + 1] *= alpha;
-                }
+                l[r][h] += sum;
             }
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
             // P as A fragments of k-step ks: n-tiles 2ks and 2ks + 1 of the score accumulators.
 #pragma unroll
             for (int ks = 0; ks < KS_KV; ++ks) {
@@ -190,27 +258,42 @@ __global__ void __launch_bounds__(kFlashThreads, 2) fa2_tc_tuned_kernel(TunedPar
         }
     };
 
+    using TileCopy = FullTileCopy<T, D, BC, LD, kFlashThreads>;
+    const TileCopy kcopy(Ks, Kg, tid);
+    const TileCopy vcopy(Vs, Vg, tid);
+    constexpr unsigned kBufBytes = BC * LD * static_cast<unsigned>(sizeof(T));
+    // The last key row any row of this warp may see (causal); a tile past it is all masked for the warp.
+    const int warp_last_key = wq0 + 31 + diag;
+
     for (int j = 0; j < n_tiles; ++j) {
         const int buf = j & 1;
         const int k0 = j * BC;
         cp_async_wait<1>();  // K_j (with Q at j = 0) has landed for this thread; V_j may still be in flight ...
         __syncthreads();     // ... and for every thread; every warp is also done with S_{j-1}, so K buffer buf ^ 1 is free
-        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        const bool next_full = k0 + 2 * BC <= p.Nk;  // K_{j+1}, V_{j+1} have no row past the end
+        if (j + 1 < n_tiles) {
+            if (next_full) kcopy.issue((buf ^ 1) * kBufBytes, k0 + BC);
+            else load_tile_async<T, D, BC, LD, kFlashThreads>(Ks + (buf ^ 1) * BC * LD, Kg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        }
         cp_async_commit();
 
         unsigned pf[RB][KS_KV][4];
         const bool need_mask = k0 + BC > p.Nk || (p.causal != 0 && k0 + BC - 1 > wq0 + diag);
-        if (warp_active) {
+        const bool warp_computes = warp_active && (p.causal == 0 || k0 <= warp_last_key);
+        if (warp_computes) {
             if (need_mask) scores_and_softmax(pf, Ks + buf * BC * LD, k0, true);
             else scores_and_softmax(pf, Ks + buf * BC * LD, k0, false);
         }
 
         cp_async_wait<1>();  // V_j has landed (K_{j+1} may be in flight) ...
         __syncthreads();     // ... for every thread; every warp is done with P V_{j-1}, so V buffer buf ^ 1 is free
-        if (j + 1 < n_tiles) load_tile_async<T, D, BC, LD, kFlashThreads>(Vs + (buf ^ 1) * BC * LD, Vg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        if (j + 1 < n_tiles) {
+            if (next_full) vcopy.issue((buf ^ 1) * kBufBytes, k0 + BC);
+            else load_tile_async<T, D, BC, LD, kFlashThreads>(Vs + (buf ^ 1) * BC * LD, Vg, k0 + BC, imin(BC, p.Nk - k0 - BC));
+        }
         cp_async_commit();
 
-        if (warp_active) {
+        if (warp_computes) {
             const T* Vt = Vs + buf * BC * LD + vrow;
 #pragma unroll
             for (int ks = 0; ks < KS_KV; ++ks) {

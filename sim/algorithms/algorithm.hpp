@@ -65,6 +65,9 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // all in the tile program.
     std::int64_t launched_smem_bytes = 0;
     std::string smem_source{};  // where launched_smem_bytes comes from
+    // FA2 with the causal mask: each head's Q tiles launched last first, the heaviest first (the kernel
+    // being modelled does so: the kernel catalog's causal_heaviest_first). false: in order, lightest first.
+    bool heaviest_first = false;
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -86,6 +89,7 @@ struct TileConfig {
     DqMode dq = DqMode::atomic;          // FA2's backward: TileRequest::dq
     int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
     std::int64_t launched_smem_bytes = 0;  // TileRequest::launched_smem_bytes, checked against the GPU
+    bool heaviest_first = false;         // TileRequest::heaviest_first
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

@@ -87,7 +87,7 @@ constexpr KernelVariant kCatalog[] = {
     {.name = "fa2_tc_tuned",
      .algorithm = "fa2",
      .what = "FlashAttention-2 on the tensor cores (mma.sync), tuned: 128-row Q tiles (32 rows per warp), "
-             "FlashAttention-2's K/V tiles, K and V double-buffered",
+             "FlashAttention-2's K/V tiles, K and V double-buffered, lazy rescale, causal Q tiles heaviest first",
      .source = "cuda/kernels/fa2_tensor_core_tuned.cu",
      .products = Products::mma_sync,
      .tiles = TileRule::fa2_tc_tuned,
@@ -95,7 +95,8 @@ constexpr KernelVariant kCatalog[] = {
      .head_dims = kTensorCoreHeadDims,
      .min_compute_capability = 80,
      .registers = kFa2TcTunedRegisters,
-     .calibration = Calibration::mma_sync_warp},
+     .calibration = Calibration::mma_sync_warp,
+     .causal_heaviest_first = true},
     {.name = "fa2_wgmma",
      .algorithm = "fa2",
      .what = "FlashAttention-2 on Hopper (sm_90a): wgmma products, TMA copies, a producer warpgroup and two "

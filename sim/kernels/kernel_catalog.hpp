@@ -72,6 +72,9 @@ struct KernelVariant {
     std::array<int, 2> registers{0, 0};
     Calibration calibration = Calibration::lone_warp_cuda_core;
     int warps = 0;  // warps per block where the algorithm leaves it open (FA2's backward); 0: the algorithm's
+    // With the causal mask, each head's Q tiles are launched last first: the heaviest first, so that the
+    // lightest fill the tail of the grid (FA2 forward kernels; PyTorch's flash launches them in order).
+    bool causal_heaviest_first = false;
     // A backward kernel: the forward kernel whose outputs it reads (O and LSE, or P); cuda-check and
     // fa-validate run that one first. Empty for a forward kernel.
     std::string_view forward_kernel{};

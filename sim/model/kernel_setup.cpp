@@ -68,6 +68,7 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
     if (k.products == Products::wgmma) s.options.flash_instruction = MatrixInstruction::wgmma;
     TileRequest& req = s.tiles;
     req.matmul = k.matmul;
+    req.heaviest_first = k.causal_heaviest_first;
     if (!s.algorithm->tunable_tiles) return s;  // standard attention: the GEMM tiles follow req.matmul
     if (recorded.Br > 0 && recorded.Bc > 0) {
         req.Br = recorded.Br;

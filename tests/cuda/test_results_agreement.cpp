@@ -1318,6 +1318,72 @@ TEST_CASE("kernel ladder on the H100: the Hopper rung reaches 630-681 TFLOP/s at
     CHECK(highest_flash > 1.1);
 }
 
+TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full-tile copies, the lazy rescale and causal Q "
+          "tiles heaviest first passes cuda-check and compute-sanitizer and reaches 98-117% of PyTorch's FlashAttention-2",
+          "[hardware][ladder][yardstick]") {
+    // Issue 22's tuned-rung target after the changes of 40d8ea4 (cuda/results/2026-11-28-h100-ladder, one call, the
+    // predictions committed before it in 060d6a2): >= 100% of PyTorch's flash backend at N >= 2048, every d and causal
+    // setting. Not met: 6 of 32 configurations below 1.0 (d=64 causal at N = 2048..8192, d=128 non-causal at N = 2048),
+    // the lowest 0.982 (d=64 causal bf16 N = 2048); it was 18 of 32 and 0.935 in 2026-11-27-h100-ladder.
+    const std::string folder = kResults + "2026-11-28-h100-ladder/";
+    std::ifstream check(folder + "ladder_check.txt"), sanitizer(folder + "ladder_sanitizer.txt");
+    const std::string check_text((std::istreambuf_iterator<char>(check)), {}), sanitizer_text((std::istreambuf_iterator<char>(sanitizer)), {});
+    CHECK(check_text.find("310 passed, 0 failed") != std::string::npos);
+    CHECK(check_text.find("exit 0") != std::string::npos);
+    CHECK(sanitizer_text.find("RACECHECK SUMMARY: 0 hazards") != std::string::npos);
+    CHECK(sanitizer_text.find("memcheck: exit 0") != std::string::npos);
+    CHECK(sanitizer_text.find("synccheck: exit 0") != std::string::npos);
+    double lowest = 10, highest = 0;
+    int configurations = 0, below = 0, accurate = 0;
+    for (const int d : {64, 128}) {
+        const LadderRun run{folder, d, "H100 80GB HBM3", "310 passed, 0 failed"};
+        const auto t = ladder_times(run);
+        for (const int N : {2048, 4096, 8192, 16384})
+            for (const char* dtype : {"fp16", "bf16"}) {
+                const json doc = load(folder + "ladder_" + std::string(dtype) + "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+                CHECK(doc.at("gpu").get<std::string>().find(run.gpu) != std::string::npos);
+                for (const json& r : doc.at("results"))
+                    if (r.contains("accuracy")) accurate += r.at("accuracy").at("pass").get<bool>() ? 1 : -1000;
+                for (const bool causal : {false, true}) {
+                    CAPTURE(d, N, causal, dtype);
+                    const double share = t.at({"torch_flash", dtype, N, causal}) / t.at({"fa2_tc_tuned", dtype, N, causal});
+                    CHECK(share >= 0.98);
+                    CHECK(share <= 1.18);
+                    lowest = std::min(lowest, share);
+                    highest = std::max(highest, share);
+                    below += share < 1.0;
+                    ++configurations;
+                    CHECK(t.at({"fa2_tc_tuned", dtype, N, causal}) < t.at({"fa2_tc", dtype, N, causal}));
+                    CHECK(t.at({"fa2_wgmma", dtype, N, causal}) < t.at({"fa2_tc_tuned", dtype, N, causal}));
+                }
+            }
+    }
+    CHECK(accurate == 112);
+    CHECK(configurations == 32);
+    CHECK(below == 6);  // not met
+    CHECK(lowest < 0.983);
+    CHECK(highest > 1.16);
+    // The predictions written before the run: fa2_tc_tuned within 15% with both the card's fa-calibrate file and the preset.
+    for (const char* which : {"calibrated", "preset"}) {
+        const json doc = load(folder + "predicted_before_ladder_" + std::string(which) + ".json");
+        CHECK(doc.at("simulator_commit").get<std::string>().rfind("c4f464d", 0) == 0);
+        int compared = 0;
+        for (const json& p : doc.at("results")) {
+            if (p.at("algo") != "fa2_tc_tuned") continue;
+            const int N = p.at("N"), d = p.at("d");
+            const json m = load(folder + "ladder_fp16_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+            for (const json& r : m.at("results"))
+                if (r.at("algo") == "fa2_tc_tuned" && r.at("causal") == p.at("causal")) {
+                    const double e = (p.at("predicted_s").get<double>() - r.at("measured_s").get<double>()) / r.at("measured_s").get<double>();
+                    CAPTURE(which, N, d, e);
+                    CHECK(std::abs(e) <= 0.15);
+                    ++compared;
+                }
+        }
+        CHECK(compared == 16);
+    }
+}
+
 TEST_CASE("kernel ladder: every rung runs within 4% of its H200 time on the H100, configuration by configuration",
           "[hardware][ladder]") {
     // The same kernels (runs -c and -e on the H200, 2026-11-27-h100-ladder): compute-bound, on two cards with the same
