@@ -41,6 +41,8 @@ run() {  # label, then fa-sim's arguments
   done
   run "--algo tiled --N 16777216" --algo tiled --N 16777216
   for n in 1048576 16777216; do run "--algo fa2 --N $n --causal" --algo fa2 --N "$n" --causal; done
+  run "--algo fa2 --N 16777216 --causal --pass bwd" --algo fa2 --N 16777216 --causal --pass bwd
+  for n in 1048576 4194304; do run "--algo fa1 --N $n --causal" --algo fa1 --N "$n" --causal; done
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
@@ -54,4 +56,5 @@ run() {  # label, then fa-sim's arguments
   echo "# sweeps:"
   run "--algo all --sweep N=512:1048576" --algo all --sweep N=512:1048576
   run "--algo all --sweep N=512:16777216" --algo all --sweep N=512:16777216
+  run "--algo fa2,fa1,tiled --sweep N=512:16777216" --algo fa2,fa1,tiled --sweep N=512:16777216
 } | tee "$out"
