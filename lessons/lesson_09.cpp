@@ -409,7 +409,7 @@ core; a line counts them.)",
                     print_para(c.out, "The measurements come from " + grouped(static_cast<std::int64_t>(runs.size())) +
                                           (runs.size() == 1 ? " run" : " runs") + " (folders of result files; --json lists every file):");
                     c.out << '\n';
-                    Table rt({"run", "files", "measurements", "date", "predicted with"}, "lrrll");
+                    Table rt({"run", "files", "entries", "date", "predicted with"}, "lrrll");
                     for (const auto& [folder, r] : runs)
                         rt.row({folder, grouped(r.files), grouped(r.measurements), joined(r.dates), joined(r.presets)});
                     rt.print(c.out);
@@ -474,7 +474,7 @@ else:
             if value not in r[key]:
                 r[key].append(value)
     print(f"\nThe measurements come from {len(runs)} runs (folders of result files; data['files'] lists every file):\n")
-    table(["run", "files", "measurements", "date", "predicted with"],
+    table(["run", "files", "entries", "date", "predicted with"],
           [[name, len(r["files"]), r["n"], ", ".join(r["dates"]), ", ".join(r["presets"])] for name, r in sorted(runs.items())])
     print()
     for device in dict.fromkeys(f"{m['gpu']}, driver {m['driver']}, "
