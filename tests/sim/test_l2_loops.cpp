@@ -48,6 +48,14 @@ L2Model::LoopShape shape_of(const std::vector<Access>& accesses, std::int64_t co
     return s;
 }
 
+// Runs `count` items of the accesses from block `first`: as a loop (L2Model::loop), or item by item.
+void play_loop(L2Model& l2, const std::vector<Access>& accesses, std::int64_t count, std::int64_t first, bool blocks, bool by_loop) {
+    if (!blocks) l2.begin_block(first);
+    if (by_loop) l2.loop(shape_of(accesses, count, blocks), [&](std::int64_t k) { play_item(l2, accesses, k, first, blocks); });
+    else
+        for (std::int64_t k = 0; k < count; ++k) play_item(l2, accesses, k, first, blocks);
+}
+
 // What the model holds afterwards, seen through one more read of every tile of every tensor.
 std::vector<std::int64_t> probe(L2Model& l2, const std::vector<GlobalTensor>& tensors) {
     std::vector<std::int64_t> dram;
@@ -57,6 +65,18 @@ std::vector<std::int64_t> probe(L2Model& l2, const std::vector<GlobalTensor>& te
         if (t.name != "S")  // streamed: nothing is kept of it but this wave's reads
             for (std::int64_t r = 0; r < t.rows; r += t.region_rows) dram.push_back(l2.read({&t, 0, r, t.region_rows, 0, t.cols}));
     return dram;
+}
+
+// The DRAM bytes by tensor so far, then what probe() finds.
+std::vector<std::int64_t> outcome(L2Model& l2, const std::vector<GlobalTensor>& tensors) {
+    std::vector<std::int64_t> out;
+    for (const auto& d : l2.dram_by_tensor()) {
+        out.push_back(d.read);
+        out.push_back(d.write);
+    }
+    const std::vector<std::int64_t> after = probe(l2, tensors);
+    out.insert(out.end(), after.begin(), after.end());
+    return out;
 }
 
 TEST_CASE("L2Model::loop gives the bytes and the state of running every item (random loops)", "[l2][counting]") {
@@ -115,19 +135,9 @@ TEST_CASE("L2Model::loop gives the bytes and the state of running every item (ra
             }
             for (std::int64_t p = 0; p < passes; ++p) {
                 const std::int64_t first = first_block + (next_blocks ? p * (blocks ? count : 1) : 0);
-                if (!blocks) l2.begin_block(first);
-                const std::vector<Access>& in_pass = pass_accesses[static_cast<std::size_t>(p)];
-                if (by_loop) l2.loop(shape_of(in_pass, count, blocks), [&](std::int64_t k) { play_item(l2, in_pass, k, first, blocks); });
-                else
-                    for (std::int64_t k = 0; k < count; ++k) play_item(l2, in_pass, k, first, blocks);
+                play_loop(l2, pass_accesses[static_cast<std::size_t>(p)], count, first, blocks, by_loop);
             }
-            std::vector<std::int64_t> out;
-            for (const auto& d : l2.dram_by_tensor()) {
-                out.push_back(d.read);
-                out.push_back(d.write);
-            }
-            const std::vector<std::int64_t> after = probe(l2, tensors);
-            out.insert(out.end(), after.begin(), after.end());
+            const std::vector<std::int64_t> out = outcome(l2, tensors);
             carried += by_loop ? l2.items_carried_over() : 0;
             return out;
         };
@@ -184,20 +194,9 @@ TEST_CASE("A loop over the tiles an earlier loop left as one run stops carrying 
                                     for (int p = 0; p < 2; ++p) {
                                         const bool blocks = (kinds >> p & 1) != 0;
                                         const std::int64_t first = p == 0 ? 0 : (kinds & 1) != 0 ? count - 1 + later : later;
-                                        if (!blocks) l2.begin_block(first);
-                                        const std::vector<Access>& in_pass = passes[p];
-                                        if (by_loop)
-                                            l2.loop(shape_of(in_pass, count, blocks), [&](std::int64_t k) { play_item(l2, in_pass, k, first, blocks); });
-                                        else
-                                            for (std::int64_t k = 0; k < count; ++k) play_item(l2, in_pass, k, first, blocks);
+                                        play_loop(l2, passes[p], count, first, blocks, by_loop);
                                     }
-                                    std::vector<std::int64_t> out;
-                                    for (const auto& d : l2.dram_by_tensor()) {
-                                        out.push_back(d.read);
-                                        out.push_back(d.write);
-                                    }
-                                    const std::vector<std::int64_t> after = probe(l2, tensors);
-                                    out.insert(out.end(), after.begin(), after.end());
+                                    const std::vector<std::int64_t> out = outcome(l2, tensors);
                                     carried += by_loop ? l2.items_carried_over() : 0;
                                     return out;
                                 };
