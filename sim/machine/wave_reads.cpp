@@ -9,6 +9,14 @@ namespace {
 std::int64_t coordinate(const WaveReads::Key& k, int c) { return c == 0 ? k.head : c == 1 ? k.row0 : k.col0; }
 std::int64_t coordinate(const WaveReads::Move& m, int c) { return c == 0 ? m.head : c == 1 ? m.rows : m.cols; }
 
+// `into` grown to hold `box` too.
+void widen_box(WaveReads::Box& into, const WaveReads::Box& box) {
+    for (int c = 0; c < 3; ++c) {
+        into.lo[c] = std::min(into.lo[c], box.lo[c]);
+        into.hi[c] = std::max(into.hi[c], box.hi[c]);
+    }
+}
+
 }  // namespace
 
 std::size_t WaveReads::KeyHash::operator()(const Key& k) const {
@@ -32,23 +40,21 @@ void WaveReads::start_wave(std::int64_t wave) {
     families_.clear();
     first_stamp_.clear();
     span_.clear();
-    single_span_.clear();
+    single_spans_.clear();
 }
 
 void WaveReads::widen(TensorId tensor, const Box& box) {
     const auto [it, fresh] = span_.try_emplace(tensor, box);
-    if (fresh) return;
-    for (int c = 0; c < 3; ++c) {
-        it->second.lo[c] = std::min(it->second.lo[c], box.lo[c]);
-        it->second.hi[c] = std::max(it->second.hi[c], box.hi[c]);
-    }
+    if (!fresh) widen_box(it->second, box);
 }
 
 bool WaveReads::may_hold(TensorId tensor, const Box& box) const {
     const auto it = span_.find(tensor);
     if (it == span_.end() || !it->second.overlaps(box)) return false;
-    // Closer: the regions recorded one by one, and each family's own span.
-    if (const auto single = single_span_.find(tensor); single != single_span_.end() && single->second.overlaps(box)) return true;
+    // Closer: the regions recorded one by one, block by block, and each family's own span.
+    if (const auto single = single_spans_.find(tensor); single != single_spans_.end())
+        for (const BlockSpan& s : single->second)
+            if (s.box.overlaps(box)) return true;
     const auto families = families_.find(tensor);
     if (families == families_.end()) return false;
     for (const Family& f : families->second) {
@@ -109,12 +115,16 @@ void WaveReads::record(const Key& key, std::int64_t block) {
     Box at;
     for (int c = 0; c < 3; ++c) at.lo[c] = at.hi[c] = coordinate(key, c);
     widen(key.tensor, at);
-    const auto [it, fresh] = single_span_.try_emplace(key.tensor, at);
-    if (!fresh)
-        for (int c = 0; c < 3; ++c) {
-            it->second.lo[c] = std::min(it->second.lo[c], at.lo[c]);
-            it->second.hi[c] = std::max(it->second.hi[c], at.hi[c]);
+    std::vector<BlockSpan>& spans = single_spans_[key.tensor];
+    if (spans.empty() || spans.back().block != block) {
+        if (spans.size() == kSingleSpans) {  // too many to look through: one box over them all
+            for (std::size_t i = 1; i < spans.size(); ++i) widen_box(spans[0].box, spans[i].box);
+            spans.resize(1);
         }
+        spans.push_back({block, at});
+        return;
+    }
+    widen_box(spans.back().box, at);
 }
 
 bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::int64_t, Move>>& dims, std::int64_t block0,

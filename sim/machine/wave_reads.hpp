@@ -80,7 +80,15 @@ private:
     std::unordered_map<TensorId, std::vector<Family>> families_;  // by tensor
     std::unordered_map<TensorId, std::int64_t> first_stamp_;  // per tensor, its first record in this wave
     std::unordered_map<TensorId, Box> span_;                 // per tensor, where its records start
-    std::unordered_map<TensorId, Box> single_span_;          // per tensor, where its one-by-one records start
+    // Per tensor, where its one-by-one records start: a box per stretch of records by one block (blocks
+    // of a wave read apart: one box over all would cover every later block's regions), merged into one
+    // when there are more than kSingleSpans.
+    static constexpr std::size_t kSingleSpans = 256;
+    struct BlockSpan {
+        std::int64_t block = 0;
+        Box box;
+    };
+    std::unordered_map<TensorId, std::vector<BlockSpan>> single_spans_;
     void widen(TensorId tensor, const Box& box);
 };
 
