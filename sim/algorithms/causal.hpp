@@ -51,6 +51,21 @@ std::int64_t first_where(std::int64_t lo, std::int64_t hi, Pred&& pred) {
     return lo;
 }
 
+// The indices i in (lo, hi] where a non-decreasing function of the index changes, f(i) != f(i - 1), in
+// order: found by halving (a range whose two ends agree holds no change), so a function with few steps
+// costs few calls however long the range (the rows whose diagonal enters another row chunk).
+template <class F>
+void change_points(std::int64_t lo, std::int64_t hi, F&& f, std::vector<std::int64_t>& out) {
+    if (hi <= lo || f(lo) == f(hi)) return;
+    if (hi == lo + 1) {
+        out.push_back(hi);
+        return;
+    }
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    change_points(lo, mid, f, out);
+    change_points(mid, hi, f, out);
+}
+
 // Where the work of a loop over the K/V tiles [begin, end) that Q rows [q0, q0+rows) see can change: the
 // first tile that crosses the diagonal (masked from there on) and the ragged last tile (for_each_run).
 inline std::vector<std::int64_t> kv_loop_cuts(std::int64_t q0, std::int64_t begin, std::int64_t end, std::int64_t Bc,

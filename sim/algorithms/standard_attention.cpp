@@ -54,16 +54,19 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // 2. P = softmax(S) row by row: S read from HBM, P written to HBM.
     const std::int64_t chunk = cfg.softmax_chunk, chunks = ceil_div(Nk, chunk);
-    // Rows do alike work, unless causal rows are cut in chunks (each row's diagonal crosses its own chunk).
-    const std::vector<std::int64_t> softmax_runs = p.causal && chunk < Nk ? std::vector<std::int64_t>{} : run_starts(N, {});
     // The chunks a row's passes read: alike but from the first one past the row's diagonal on (masked)
     // and the ragged last.
-    auto chunk_cuts = [&](std::int64_t row) {
-        return std::vector<std::int64_t>{first_where(0, chunks, [&](std::int64_t c) {
-                                             return tile_crosses_diagonal(row, c * chunk, std::min(chunk, Nk - c * chunk), N, Nk, p.causal);
-                                         }),
-                                         chunks - 1};
+    auto first_masked_chunk = [&](std::int64_t row) {
+        return first_where(0, chunks, [&](std::int64_t c) {
+            return tile_crosses_diagonal(row, c * chunk, std::min(chunk, Nk - c * chunk), N, Nk, p.causal);
+        });
     };
+    auto chunk_cuts = [&](std::int64_t row) { return std::vector<std::int64_t>{first_masked_chunk(row), chunks - 1}; };
+    // Rows do alike work; causal rows cut in chunks do alike work while their diagonal stays in one chunk
+    // (the mask costs the same wherever it falls in the chunk): a run per chunk the diagonal enters.
+    std::vector<std::int64_t> row_changes;
+    if (p.causal && chunk < Nk) change_points(0, N - 1, first_masked_chunk, row_changes);
+    const std::vector<std::int64_t> softmax_runs = run_starts(N, row_changes);
     const KernelDesc softmax{"softmax", chunk >= Nk ? "one block per row: read S once, write P"
                                                     : "one block per row (row exceeds SRAM): read S twice, write P",
                              N, BH, cfg.warps, softmax_runs};

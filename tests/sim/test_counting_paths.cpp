@@ -5,7 +5,10 @@
 // predicted time — over a grid of problems where the per-block path still runs".
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "algorithms/algorithm.hpp"
+#include "algorithms/causal.hpp"
 #include "report/report.hpp"
 #include "test_helpers.hpp"
 
@@ -122,6 +125,35 @@ TEST_CASE("Counting by class equals counting every block: every algorithm and pa
     }
     check_same({&decoding, PassSelection::fwd, problem(1, 262144, 128, DType::fp16, false, 1, 32, 8), &gpu("H200"), {}, {}, ""});
     CHECK(cases > 100);
+}
+
+TEST_CASE("Standard attention's causal rows longer than shared memory count by class: a run per chunk the diagonal enters",
+          "[counting]") {
+    // fp32 rows of 20000 keys on a T4 pass through shared memory in chunks of 16384: a row's masked chunks
+    // start where its diagonal falls, the same for every row whose diagonal stays in one chunk.
+    const Case c{&algorithm("standard"), PassSelection::fwd, problem(19000, 20000, 64, DType::fp32, true, 1, 2), &gpu("T4"), {}, {}, ""};
+    check_same(c);
+    const AlgorithmResult r = simulate(*c.algo, c.pass, c.problem, *c.gpu, c.request, c.options);
+    REQUIRE(r.kernels.size() == 3);
+    const KernelRecord& softmax = r.kernels[1];
+    REQUIRE(softmax.desc.name == "softmax");
+    CHECK(softmax.desc.blocks_per_head == 19000);
+    CHECK(softmax.blocks_run <= 12);  // three of each run (rows whose diagonal is in chunk 0, chunk 1, the last row)
+}
+
+TEST_CASE("change_points finds every index where a non-decreasing step function changes", "[counting]") {
+    std::mt19937_64 rng(20261128);
+    for (int trial = 0; trial < 200; ++trial) {
+        const std::int64_t n = std::uniform_int_distribution<std::int64_t>(1, 3000)(rng);
+        std::vector<std::int64_t> f(static_cast<std::size_t>(n + 1));
+        std::int64_t v = 0;
+        for (auto& x : f) x = v += std::uniform_int_distribution<int>(0, 40)(rng) == 0 ? 1 : 0;
+        std::vector<std::int64_t> expected, found;
+        for (std::int64_t i = 1; i <= n; ++i)
+            if (f[static_cast<std::size_t>(i)] != f[static_cast<std::size_t>(i - 1)]) expected.push_back(i);
+        change_points(0, n, [&](std::int64_t i) { return f[static_cast<std::size_t>(i)]; }, found);
+        CHECK(found == expected);
+    }
 }
 
 TEST_CASE("Counting by class runs a handful of blocks however long the sequence", "[counting]") {
