@@ -47,7 +47,8 @@ run() {  # label, then fa-sim's arguments
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
   for n in 1048576 4194304 16777216; do run "--algo standard --N $n" --algo standard --N "$n"; done
-  run "--algo standard --N 1048576 --pass bwd" --algo standard --N 1048576 --pass bwd
+  for n in 1048576 16777216; do run "--algo standard --N $n --causal" --algo standard --N "$n" --causal; done
+  for n in 1048576 16777216; do run "--algo standard --N $n --pass bwd" --algo standard --N "$n" --pass bwd; done
   echo "# the same by the by-block path (--count block), where it still runs:"
   run "--algo fa2 --N 1048576 --count block" --algo fa2 --N 1048576 --count block
   run "--algo fa2 --N 1048576" --algo fa2 --N 1048576
