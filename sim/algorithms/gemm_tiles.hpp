@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "algorithms/algorithm.hpp"
 
@@ -49,6 +50,17 @@ inline Tile gemm_output_tile(Block& b, const GemmShape& g, const TileConfig& cfg
         }
     });
     return C;
+}
+
+// The tile grid the L2 model tracks a d-wide operand on (Q, K, V, dO): every product of the forward and
+// the backward reads it in whole tiles of it, in either orientation (S = Q Kᵀ by Tm x Tk and Tn x Tk
+// tiles, O = P V by Tk x Pn, dQ = dS K and dK = dSᵀ Q by Tk x Pn, dP = dO Vᵀ by Tm x Tk and Tn x Tk). On a
+// coarser grid a k-step reading half a tracked tile would find the other half resident, never fetched.
+struct OperandGrid {
+    std::int64_t rows, cols;
+};
+inline OperandGrid operand_grid(const TileConfig& cfg) {
+    return {std::gcd(std::gcd(cfg.gemm_m, cfg.gemm_n), cfg.gemm_k), std::gcd(cfg.gemm_k, cfg.pv_n)};
 }
 
 // A GEMM whose block t computes output tile (t / tiles_n, t % tiles_n), as a kernel of tiles_m x tiles_n

@@ -28,9 +28,10 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t Tm = cfg.gemm_m, Tn = cfg.gemm_n, Tk = cfg.gemm_k;  // S = QK^T's tiles
     const std::int64_t Pm = cfg.pv_m, Pn = cfg.pv_n;                        // O = PV's output tile
 
-    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Tm, Tk});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Tn, Tk});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Tk, Pn});
+    const OperandGrid g = operand_grid(cfg);  // the backward reads Q, K and V in other tiles
+    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, g.rows, g.cols});
+    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, g.rows, g.cols});
+    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, g.rows, g.cols});
     const GlobalTensor O = x.declare({"O", BH, N, d, e, Pm, Pn});
     // S and P are tracked in L2 in pieces as wide as both the GEMMs' output tiles and their k-steps
     // (a store of half a tracked piece would otherwise find the other half already written).

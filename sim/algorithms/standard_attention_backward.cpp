@@ -23,12 +23,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t Pm = cfg.pv_m, Pn = cfg.pv_n;                        // tiles of the d-wide products
     const double scale = p.softmax_scale();
 
-    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Tm, Tk});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Tn, Tk});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Tk, Pn});
+    const OperandGrid g = operand_grid(cfg);  // as the forward tracks them; dO too
+    const GlobalTensor Q = x.declare({"Q", BH, N, d, e, g.rows, g.cols});
+    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, g.rows, g.cols});
+    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, g.rows, g.cols});
     const std::int64_t sp_cols = std::gcd(Tk, Tn);  // as the forward tracks S and P in L2
     const GlobalTensor P = x.declare({"P", BH, N, Nk, e, 1, sp_cols});
-    const GlobalTensor dO = x.declare({"dO", BH, N, d, e, Pm, Pn});
+    const GlobalTensor dO = x.declare({"dO", BH, N, d, e, g.rows, g.cols});
     const GlobalTensor dP = x.declare({"dP", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor dS = x.declare({"dS", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Pm, Pn});
