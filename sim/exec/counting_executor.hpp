@@ -42,6 +42,8 @@ public:
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
 
     const std::vector<KernelRecord>& kernels() const { return kernels_; }
+    // The records, moved out (a causal kernel's per-block work at N = 2^24 is tens of MB: not copied).
+    std::vector<KernelRecord> take_kernels() { return std::move(kernels_); }
 
 private:
     GpuSpec gpu_;
