@@ -20,6 +20,7 @@ namespace {
 constexpr int kAddressingRegisters = 32;  // indices, pointers, loop counters per thread
 constexpr std::int64_t kExchangeRows = 16;  // rows of the split-K exchange buffer
 constexpr std::size_t kMaxRecorded = std::size_t{1} << 16;  // first-block accesses kept before configuring
+constexpr std::size_t kMaxDescribed = 4096;  // a lone block's top-level accesses and loops kept before playing them
 
 struct TileInfo {
     std::int64_t rows = 0, cols = 0, elem_bytes = 0;
@@ -96,9 +97,12 @@ public:
     // The class path: the block's accesses go into `list` (with its alike loops kept) instead of the
     // L2 model; repeat() runs three iterations of an alike loop and counts the others.
     void describe_into(AccessList* list) {
-        describe_ = list;
+        describe_ = own_ = list;
         levels_ = 1;  // the block's own level
     }
+    // Called when the block's own list grows long (a whole FA1 head is one block, its causal outer loop
+    // unrolled): a block played alone may play what it has described so far and empty the list.
+    std::function<void(AccessList&)> on_description_long;
 
     Counters counters() const {
         return {work, rec_->hbm.tensors, rec_->l2.tensors, rec_->l2_read_requests, rec_->l2_write_requests, rec_->smem_read,
@@ -144,11 +148,13 @@ public:
             loop.count = count;
             loop.body = std::move(runs[0]);
             outer->push_back(std::move(loop));
+            described();
             return;
         }
         // Not alike after all (a program that split its loop at the wrong place): every iteration, as it is.
         for (AccessList& run : runs)
             for (AccessNode& n : run) outer->push_back(unnest(std::move(n), levels_));
+        described();
         for (std::int64_t i = first + 3; i < first + count; ++i) body(i);
     }
     // Called when the recording grows large (a whole FA1 head is one block): by then the
@@ -412,6 +418,7 @@ private:
             n.contiguous = contiguous;
             n.steps.resize(levels_);
             describe_->push_back(std::move(n));
+            described();
         } else if (recording_) {
             record(r, write);
         } else if (write) {
@@ -419,6 +426,10 @@ private:
         } else {
             rec_->dram[checked_id(r)].read += l2_->read(r);
         }
+    }
+    // A node was added to the list being described: a long list of the block's own is handed on.
+    void described() {
+        if (describe_ == own_ && on_description_long && own_->size() >= kMaxDescribed) on_description_long(*own_);
     }
     // A node of an unrolled loop at `level`: every access under it loses that level's step.
     static AccessNode unnest(AccessNode n, std::size_t level) {
@@ -491,6 +502,7 @@ private:
     bool recording_ = false;
     std::vector<std::pair<Region, bool>> recorded_;  // (region, is_write) of the first block
     AccessList* describe_ = nullptr;  // the class path's record of the block's accesses
+    AccessList* own_ = nullptr;       // the block's own level of it
     std::size_t levels_ = 1;          // loops around the next access, the block's level included
 };
 
@@ -622,13 +634,32 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             }
             replay(l2_, runs, slots);
         };
-        auto describe = [&](std::int64_t b, AccessList& into) {
+        // A block played alone (`alone`: no alike block is compared with it, and every block before it has
+        // been played) plays its accesses in parts as they are described: FA1 with the mask is one block per
+        // head whose record would otherwise grow with N. Its kernel is configured by then: the peaks the
+        // block has shown decide occupancy, as on the by-block path.
+        auto describe = [&](std::int64_t b, AccessList& into, bool alone = false) {
             ++rec.blocks_run;
             block.start_block(/*record_accesses=*/false);
             block.describe_into(&into);
+            std::int64_t smem_seen = -1, regs_seen = -1;  // the peaks when configured early
+            if (alone)
+                block.on_description_long = [&](AccessList& list) {
+                    if (!configured) {
+                        smem_seen = block.smem_peak;
+                        regs_seen = block.reg_peak;
+                        configure();
+                    }
+                    play(std::vector<BlockRunAccesses>{{b, 1, std::move(list)}});
+                    list.clear();
+                };
             body(block, 0, b);
+            block.on_description_long = nullptr;
             finish_block();
             configure();
+            if (smem_seen >= 0 && (block.smem_peak != smem_seen || block.reg_peak != regs_seen))
+                throw std::logic_error("kernel '" + kernel.name + "': its first block's shared memory or registers grew after its first " +
+                                       std::to_string(kMaxDescribed) + " accesses, when its occupancy was fixed");
         };
         // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
         auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
@@ -664,13 +695,13 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                     for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
                     played();
                     for (std::int64_t b = first + 3; b < end; ++b) {
-                        describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                        describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block, play_now);
                         played();
                     }
                     continue;
                 }
                 for (std::int64_t b = first; b < end; ++b) {
-                    describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block);
+                    describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block, play_now);
                     played();
                 }
             }

@@ -141,6 +141,18 @@ TEST_CASE("Standard attention's causal rows longer than shared memory count by c
     CHECK(softmax.blocks_run <= 12);  // three of each run (rows whose diagonal is in chunk 0, chunk 1, the last row)
 }
 
+TEST_CASE("FA1 with the mask, one block per head, plays its long record in parts and counts as the by-block path",
+          "[counting]") {
+    // fp32 on a T4: small K/V tiles, so the one block's causal outer loop (each K/V tile's inner loop over
+    // the Q tiles below the diagonal is its own length) unrolls into more than the 4096 top-level records a
+    // lone block keeps before playing them into L2. Forward, backward, both, and several blocks per head.
+    for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd, PassSelection::fwd_bwd})
+        check_same({&algorithm("fa1"), pass, problem(30000, 31000, 64, DType::fp32, true, 1, 2), &gpu("T4"), {}, {}, ""});
+    TileRequest splits;
+    splits.q_splits = 3;
+    check_same({&algorithm("fa1"), PassSelection::fwd, problem(30000, 30000, 64, DType::fp32, true, 1, 2), &gpu("T4"), splits, {}, " (q_splits 3)"});
+}
+
 TEST_CASE("change_points finds every index where a non-decreasing step function changes", "[counting]") {
     std::mt19937_64 rng(20261128);
     for (int trial = 0; trial < 200; ++trial) {
