@@ -42,7 +42,8 @@ run() {  # label, then fa-sim's arguments
   run "--algo tiled --N 16777216" --algo tiled --N 16777216
   for n in 1048576 16777216; do run "--algo fa2 --N $n --causal" --algo fa2 --N "$n" --causal; done
   run "--algo fa2 --N 16777216 --causal --pass bwd" --algo fa2 --N 16777216 --causal --pass bwd
-  for n in 1048576 4194304; do run "--algo fa1 --N $n --causal" --algo fa1 --N "$n" --causal; done
+  for n in 1048576 4194304 16777216; do run "--algo fa1 --N $n --causal" --algo fa1 --N "$n" --causal; done
+  run "--algo fa1 --N 16777216 --causal --pass bwd" --algo fa1 --N 16777216 --causal --pass bwd
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
