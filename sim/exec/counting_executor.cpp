@@ -655,6 +655,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                 };
             body(block, 0, b);
             block.on_description_long = nullptr;
+            block.describe_into(nullptr);  // `into` may be dropped once played
             finish_block();
             configure();
             if (smem_seen >= 0 && (block.smem_peak != smem_seen || block.reg_peak != regs_seen))
