@@ -1318,14 +1318,16 @@ TEST_CASE("kernel ladder on the H100: the Hopper rung reaches 630-681 TFLOP/s at
     CHECK(highest_flash > 1.1);
 }
 
-TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full-tile copies, the lazy rescale and causal Q "
-          "tiles heaviest first passes cuda-check and compute-sanitizer and reaches 98-117% of PyTorch's FlashAttention-2",
-          "[hardware][ladder][yardstick]") {
-    // Issue 22's tuned-rung target after the changes of 40d8ea4 (cuda/results/2026-11-28-h100-ladder, one call, the
-    // predictions committed before it in 060d6a2): >= 100% of PyTorch's flash backend at N >= 2048, every d and causal
-    // setting. Not met: 6 of 32 configurations below 1.0 (d=64 causal at N = 2048..8192, d=128 non-causal at N = 2048),
-    // the lowest 0.982 (d=64 causal bf16 N = 2048); it was 18 of 32 and 0.935 in 2026-11-27-h100-ladder.
-    const std::string folder = kResults + "2026-11-28-h100-ladder/";
+namespace {
+
+// A ladder run of fa2_tc_tuned as of 40d8ea4 (full-tile copies, the lazy rescale, causal Q tiles heaviest first):
+// cuda-check and compute-sanitizer clean, every timed configuration accurate, every rung faster than the one
+// below it; fa2_tc_tuned against PyTorch's flash backend in [lowest, highest], below 1.0 in `below` of 32; the
+// Hopper rung's targets (>= 550 TFLOP/s at d = 128, N >= 4096, non-causal; >= 85% of cuDNN at every N >= 2048);
+// the predictions written before the run (simulator `commit`) within 15% for fa2_tc_tuned, with the card's
+// fa-calibrate file and with the preset.
+void check_tuned_ladder_run(const std::string& folder, const std::string& gpu, int below_expected, double lowest_expected,
+                            double highest_expected, const std::string& commit) {
     std::ifstream check(folder + "ladder_check.txt"), sanitizer(folder + "ladder_sanitizer.txt");
     const std::string check_text((std::istreambuf_iterator<char>(check)), {}), sanitizer_text((std::istreambuf_iterator<char>(sanitizer)), {});
     CHECK(check_text.find("310 passed, 0 failed") != std::string::npos);
@@ -1336,7 +1338,7 @@ TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full
     double lowest = 10, highest = 0;
     int configurations = 0, below = 0, accurate = 0;
     for (const int d : {64, 128}) {
-        const LadderRun run{folder, d, "H100 80GB HBM3", "310 passed, 0 failed"};
+        const LadderRun run{folder, d, gpu, "310 passed, 0 failed"};
         const auto t = ladder_times(run);
         for (const int N : {2048, 4096, 8192, 16384})
             for (const char* dtype : {"fp16", "bf16"}) {
@@ -1347,26 +1349,28 @@ TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full
                 for (const bool causal : {false, true}) {
                     CAPTURE(d, N, causal, dtype);
                     const double share = t.at({"torch_flash", dtype, N, causal}) / t.at({"fa2_tc_tuned", dtype, N, causal});
-                    CHECK(share >= 0.98);
-                    CHECK(share <= 1.18);
+                    CHECK(share >= lowest_expected);
+                    CHECK(share <= highest_expected);
                     lowest = std::min(lowest, share);
                     highest = std::max(highest, share);
                     below += share < 1.0;
                     ++configurations;
                     CHECK(t.at({"fa2_tc_tuned", dtype, N, causal}) < t.at({"fa2_tc", dtype, N, causal}));
-                    CHECK(t.at({"fa2_wgmma", dtype, N, causal}) < t.at({"fa2_tc_tuned", dtype, N, causal}));
+                    const double wgmma = t.at({"fa2_wgmma", dtype, N, causal});
+                    CHECK(wgmma < t.at({"fa2_tc_tuned", dtype, N, causal}));
+                    CHECK(t.at({"torch_cudnn", dtype, N, causal}) / wgmma >= 0.85);
+                    if (d == 128 && N >= 4096 && !causal) CHECK(ladder_tflops(N, causal, wgmma) >= 550);
                 }
             }
     }
     CHECK(accurate == 112);
     CHECK(configurations == 32);
-    CHECK(below == 6);  // not met
-    CHECK(lowest < 0.983);
-    CHECK(highest > 1.16);
-    // The predictions written before the run: fa2_tc_tuned within 15% with both the card's fa-calibrate file and the preset.
+    CHECK(below == below_expected);
+    CHECK(lowest < lowest_expected + 0.01);
+    CHECK(highest > highest_expected - 0.02);
     for (const char* which : {"calibrated", "preset"}) {
         const json doc = load(folder + "predicted_before_ladder_" + std::string(which) + ".json");
-        CHECK(doc.at("simulator_commit").get<std::string>().rfind("c4f464d", 0) == 0);
+        CHECK(doc.at("simulator_commit").get<std::string>().rfind(commit, 0) == 0);
         int compared = 0;
         for (const json& p : doc.at("results")) {
             if (p.at("algo") != "fa2_tc_tuned") continue;
@@ -1382,6 +1386,27 @@ TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full
         }
         CHECK(compared == 16);
     }
+}
+
+}  // namespace
+
+TEST_CASE("kernel ladder on the H100, run 2 (2026-11-28): fa2_tc_tuned with full-tile copies, the lazy rescale and causal Q "
+          "tiles heaviest first passes cuda-check and compute-sanitizer and reaches 98-117% of PyTorch's FlashAttention-2",
+          "[hardware][ladder][yardstick]") {
+    // Issue 22's tuned-rung target after the changes of 40d8ea4 (cuda/results/2026-11-28-h100-ladder, one call, the
+    // predictions committed before it in 060d6a2): >= 100% of PyTorch's flash backend at N >= 2048, every d and causal
+    // setting. Not met: 6 of 32 configurations below 1.0 (d=64 causal at N = 2048..8192, d=128 non-causal at N = 2048),
+    // the lowest 0.982 (d=64 causal bf16 N = 2048); it was 18 of 32 and 0.935 in 2026-11-27-h100-ladder.
+    check_tuned_ladder_run(kResults + "2026-11-28-h100-ladder/", "H100 80GB HBM3", 6, 0.98, 1.18, "c4f464d");
+}
+
+TEST_CASE("kernel ladder on the H200, run 2 (2026-11-28): the same fa2_tc_tuned reaches 99.7-113% of PyTorch's "
+          "FlashAttention-2, the Hopper rung 629-683 TFLOP/s",
+          "[hardware][ladder][yardstick]") {
+    // The second card of the same kernels (cuda/results/2026-11-28-h200-ladder, one call, the predictions committed before
+    // it in 0c7a70c with the H200 preset and the H200's fa-calibrate file of 2026-11-26). The tuned rung's target is still
+    // not met, by 0.3%: 2 of 32 configurations at 0.997 (d=128 non-causal, fp16 N = 4096 and bf16 N = 8192).
+    check_tuned_ladder_run(kResults + "2026-11-28-h200-ladder/", "H200", 2, 0.99, 1.13, "8e047fe");
 }
 
 TEST_CASE("kernel ladder: every rung runs within 4% of its H200 time on the H100, configuration by configuration",
