@@ -871,6 +871,60 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
     CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
 
+TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 32 K/V heads, FlashDecoding predicted "
+          "slow at batch 1 and FA2 without a split within 15%",
+          "[hardware][decode][time]") {
+    // cuda/results/2026-11-28-h200-decode: the first decode run on an H200, one call, the predictions committed
+    // before it (0ef7fb4, the H200 preset; the model is unchanged since for these kernels). The card copies at
+    // 4.22 TB/s. Unlike the H100 preset (datasheet bandwidth, predictions 11-18% fast), the H200 preset holds
+    // this card's measured copy rate, and FlashDecoding comes out slow where the grid is small: +22..+26% at batch
+    // 1 with 32 or 8 K/V heads from 4k keys, +29% and +44% with one K/V head at 64k and 128k keys (the two-warp
+    // MQA blocks, as on the H100), +20% at batch 64 with 8 K/V heads. Issue 20's 20% holds for 35 of 45.
+    const std::string run = kResults + "2026-11-28-h200-decode/";
+    std::ifstream check(run + "decode_check.txt"), sanitizer(run + "decode_sanitizer.txt");
+    const std::string c((std::istreambuf_iterator<char>(check)), {}), san((std::istreambuf_iterator<char>(sanitizer)), {});
+    CHECK(c.find("794 passed, 0 failed") != std::string::npos);
+    CHECK(san.find("memcheck: exit 0") != std::string::npos);
+    CHECK(san.find("0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
+    CHECK(san.find("synccheck: exit 0") != std::string::npos);
+    const double copy = load(run + "decode_copy.json").at("d2d_copy_bytes_per_s");
+    CHECK(copy == Approx(4.22e12).epsilon(0.01));
+    const json doc = load(run + "validate_decode.json");
+    REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+    const json before = load(run + "predicted_before_decode.json");
+    CHECK(before.at("simulator_commit").get<std::string>().rfind("0ef7fb4", 0) == 0);
+    std::map<std::tuple<std::string, int, int, int>, double> predicted_before;
+    for (const json& p : before.at("results"))
+        if (p.contains("predicted_s"))
+            predicted_before[{p.at("algo").get<std::string>(), p.at("batch").get<int>(), p.at("kv_heads").get<int>(), p.at("Nk").get<int>()}] =
+                p.at("predicted_s");
+    const GpuSpec gpu = find_gpu_preset("H200");
+    int fd = 0, fd_within_20 = 0, fa2 = 0;
+    for (const json& r : doc.at("results")) {
+        if (!r.contains("measured_s")) continue;
+        const std::string algo = r.at("algo");
+        const int batch = r.at("batch"), kv = r.at("kv_heads"), nk = r.at("Nk");
+        CAPTURE(algo, batch, kv, nk);
+        CHECK(r.at("accuracy").at("pass").get<bool>());
+        const double measured = r.at("measured_s");
+        const double rt = ratio(predict(r, gpu).time_s, measured);
+        CHECK(rt == Approx(ratio(predicted_before.at({algo, batch, kv, nk}), measured)).epsilon(1e-6));  // nothing refitted
+        if (algo == "fa2_tc") {
+            ++fa2;
+            CHECK(std::abs(rt - 1) <= 0.15);
+            continue;
+        }
+        ++fd;
+        fd_within_20 += std::abs(rt - 1) <= 0.20;
+        CHECK(rt > 0.85);
+        CHECK(rt < (batch == 1 && kv == 1 ? 1.45 : 1.27));
+        if (batch == 1 && kv == 32 && nk >= 16384) CHECK(r.at("kv_bytes").get<double>() / measured >= 0.8 * copy);
+    }
+    CHECK(fd == 45);
+    CHECK(fa2 == 15);
+    CHECK(fd_within_20 == 35);
+}
+
 TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding from 13% to 10% mean error, 6% but for MQA at batch 1",
           "[hardware][decode][calibrate]") {
     // The hold-out rule: the file holds microbenchmarks only (copy 3.01 TB/s, launch 5.1 us, mma.sync, cuBLAS,
