@@ -659,8 +659,8 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             finish_block();
             configure();
             if (smem_seen >= 0 && (block.smem_peak != smem_seen || block.reg_peak != regs_seen))
-                throw std::logic_error("kernel '" + kernel.name + "': its first block's shared memory or registers grew after its first " +
-                                       std::to_string(kMaxDescribed) + " accesses, when its occupancy was fixed");
+                throw std::logic_error("kernel '" + kernel.name + "': its first block's shared memory or registers grew after its record " +
+                                       "first reached " + std::to_string(kMaxDescribed) + " entries, when its occupancy was fixed");
         };
         // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
         auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
