@@ -252,6 +252,35 @@ L2Rate measure_l2_requests(const float* buf, float* sink, int sms, int iters) {
     return {32 / kGroup, requests / (ms * 1e-3), requests * sectors_per_line / (ms * 1e-3)};
 }
 
+// Which scheduler a block's first warp lands on when several blocks share an SM. Warp 0 of each block
+// runs FFMA chains (one warp can issue about one per cycle); the other warps only record where they
+// are. Every warp's lane 0 writes its SM (%smid) and its warp slot in the SM (%warpid; a slot's
+// scheduler is the slot mod 4 on Volta and later), and the dynamic shared memory keeps exactly
+// blocks_per_sm blocks on each SM.
+__global__ void warp_slot_kernel(unsigned* where, float* sink, int iters) {
+    extern __shared__ float pad[];
+    const unsigned warp = threadIdx.x / 32;
+    unsigned sm = 0, slot = 0;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(slot));
+    if (threadIdx.x % 32 == 0) {
+        where[2 * (blockIdx.x * (blockDim.x / 32) + warp)] = sm;
+        where[2 * (blockIdx.x * (blockDim.x / 32) + warp) + 1] = slot;
+    }
+    if (warp != 0) return;
+    float acc[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) acc[c] = static_cast<float>(threadIdx.x + c);
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) acc[c] = fmaf(acc[c], 0.999f, 0.001f);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s += acc[c];
+    if (s == 1234.5f) { pad[0] = s; sink[0] = pad[0]; }
+}
+
 }  // namespace
 
 double copy_bytes_per_s() {
@@ -450,6 +479,55 @@ double launch_overhead_s() {
         CUDA_CHECK(cudaGetLastError());
     });
     return ms * 1e-3 / kLaunches;
+}
+
+WarpSlots warp_slots(int sms, int blocks_per_sm, int threads) {
+    const int warps = threads / 32;
+    int smem_per_sm = 0, reserved = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0));
+    // Enough shared memory per block that one more block would not fit on an SM.
+    const int smem = (smem_per_sm / (blocks_per_sm + 1) - reserved) + 1024;
+    CUDA_CHECK(cudaFuncSetAttribute(warp_slot_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int fits = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, warp_slot_kernel, threads, smem));
+    WarpSlots r{blocks_per_sm, fits, 0, 0, 0};
+    if (fits != blocks_per_sm) return r;
+    const int grid = sms * blocks_per_sm;
+    unsigned* where = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&where, sizeof(unsigned) * 2 * grid * warps));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    constexpr int kSlotIters = 1 << 16;
+    r.seconds = median_ms([&] {
+        warp_slot_kernel<<<grid, threads, smem>>>(where, sink, kSlotIters);
+        CUDA_CHECK(cudaGetLastError());
+    }) * 1e-3;
+    std::vector<unsigned> h(2 * static_cast<std::size_t>(grid) * warps);
+    CUDA_CHECK(cudaMemcpy(h.data(), where, sizeof(unsigned) * h.size(), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(where));
+    CUDA_CHECK(cudaFree(sink));
+    // Per SM, how many first warps each of the 4 schedulers holds; the busiest one's count, averaged.
+    std::vector<std::vector<int>> per_sm(static_cast<std::size_t>(sms) * 4 + 4, std::vector<int>(4, 0));
+    int max_sm = 0;
+    for (int b = 0; b < grid; ++b) {
+        const unsigned sm = h[2 * (static_cast<std::size_t>(b) * warps)], slot = h[2 * (static_cast<std::size_t>(b) * warps) + 1];
+        if (sm >= per_sm.size()) continue;
+        ++per_sm[sm][slot % 4];
+        max_sm = std::max<int>(max_sm, static_cast<int>(sm));
+    }
+    int sms_seen = 0;
+    double busiest = 0, distinct = 0;
+    for (int sm = 0; sm <= max_sm; ++sm) {
+        const auto& c = per_sm[sm];
+        if (c[0] + c[1] + c[2] + c[3] == 0) continue;
+        ++sms_seen;
+        busiest += *std::max_element(c.begin(), c.end());
+        distinct += static_cast<double>(std::count_if(c.begin(), c.end(), [](int n) { return n > 0; }));
+    }
+    r.first_warps_on_busiest_scheduler = sms_seen ? busiest / sms_seen : 0;
+    r.schedulers_with_first_warps = sms_seen ? distinct / sms_seen : 0;
+    return r;
 }
 
 }  // namespace fasim::bench

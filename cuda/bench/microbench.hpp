@@ -16,6 +16,9 @@
 //   launch       seconds per launch of 1000 empty kernels back to back
 //   SM clock     cycles per second (clock64 over %globaltimer) of blocks running the mma.sync loop: on the
 //                whole GPU once the clock has settled under that load, or as one block on an idle GPU
+//   warp slots   where the first warps of blocks sharing an SM land: per SM, how many of them the busiest
+//                scheduler holds (1: one per scheduler; blocks_per_sm: all on one), and the time of a
+//                launch whose first warps alone run FFMA chains (it grows with that count)
 #pragma once
 
 #include <cstddef>
@@ -38,5 +41,12 @@ double dram_latency_s(std::size_t l2_bytes);
 double one_block_stream_bytes_per_s(int threads);
 double launch_overhead_s();
 double sm_clock_under_mma_hz(int sms, bool whole_gpu);
+
+struct WarpSlots {
+    int blocks_per_sm;  // asked for
+    int fits;           // what the occupancy calculator gave for the shared memory chosen (the rest 0 unless equal)
+    double first_warps_on_busiest_scheduler, schedulers_with_first_warps, seconds;
+};
+WarpSlots warp_slots(int sms, int blocks_per_sm, int threads);
 
 }  // namespace fasim::bench

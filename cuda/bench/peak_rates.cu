@@ -4,6 +4,7 @@
 //
 //   build/cuda/peak-rates                  prints the rates (JSON with --json)
 //   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
+//   build/cuda/peak-rates --warp-slots     which schedulers the first warps of co-resident blocks use
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -17,14 +18,16 @@
 
 int main(int argc, char** argv) {
     namespace bench = fasim::bench;
-    bool json = false, copy_only = false;
+    bool json = false, copy_only = false, warp_slots_only = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (std::strcmp(argv[i], "--copy") == 0) {
             copy_only = true;
+        } else if (std::strcmp(argv[i], "--warp-slots") == 0) {
+            warp_slots_only = true;
         } else {
-            std::fprintf(stderr, "usage: peak-rates [--copy] [--json]\n");
+            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots] [--json]\n");
             return 2;
         }
     }
@@ -38,6 +41,28 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         int clock_khz = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+        if (warp_slots_only) {
+            // Blocks of 128 threads (4 warps, fa-sim's decode and FA2 blocks), 1 to 4 per SM.
+            std::printf(json ? "{\"gpu\": \"%s\", \"warp_slots\": [" : "%s: first warps of 4-warp blocks sharing an SM\n", prop.name);
+            double alone = 0;
+            for (int bps = 1; bps <= 4; ++bps) {
+                const bench::WarpSlots w = bench::warp_slots(prop.multiProcessorCount, bps, 128);
+                if (bps == 1) alone = w.seconds;
+                if (json)
+                    std::printf("%s{\"blocks_per_sm\": %d, \"fits\": %d, \"first_warps_on_busiest_scheduler\": %.3f, "
+                                "\"schedulers_with_first_warps\": %.3f, \"seconds\": %.4g}", bps > 1 ? ", " : "", bps, w.fits,
+                                w.first_warps_on_busiest_scheduler, w.schedulers_with_first_warps, w.seconds);
+                else if (w.fits != bps)
+                    std::printf("  %d blocks per SM: not placed (the occupancy calculator fits %d)\n", bps, w.fits);
+                else
+                    std::printf("  %d blocks per SM: %.2f first warps on the busiest scheduler, %.2f schedulers hold one; "
+                                "FFMA on the first warps %.3f ms (%.2fx one block per SM)\n", bps,
+                                w.first_warps_on_busiest_scheduler, w.schedulers_with_first_warps, w.seconds * 1e3,
+                                alone > 0 ? w.seconds / alone : 0);
+            }
+            if (json) std::printf("]}\n");
+            return 0;
+        }
         const double copy = bench::copy_bytes_per_s();
         if (copy_only) {
             if (json)
