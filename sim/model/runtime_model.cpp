@@ -88,11 +88,14 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     const double warps_per_scheduler = static_cast<double>(resident * k.desc.warps) / gpu.model.schedulers_per_sm;
     t.warps_per_scheduler = warps_per_scheduler;
     // A split-Q block with fewer rows than warps (a decoding step's one query row) computes on its first
-    // warps only. Warps go to the schedulers by their slot in the SM (slot mod schedulers), so the
-    // computing warps of every resident block share the same few schedulers; the other warps only copy.
+    // warps only; the other warps only copy. Warps go to the schedulers by their slot in the SM (slot mod
+    // schedulers), and the SM gives blocks sharing it slots that put their first warps on different
+    // schedulers (peak-rates --warp-slots on an H200: 2, 3 or 4 blocks of 4 warps, each first warp on a
+    // scheduler of its own, their FFMA chains as fast as one block's; cuda/results/2026-11-28-h200-slots/).
+    // So the computing warps of the resident blocks spread over that many schedulers.
     double issuing_schedulers = gpu.model.schedulers_per_sm;
     if (k.active_warps > 0 && k.active_warps < k.desc.warps && k.desc.warps >= gpu.model.schedulers_per_sm)
-        issuing_schedulers = std::min<double>(gpu.model.schedulers_per_sm, k.active_warps);
+        issuing_schedulers = std::min<double>(gpu.model.schedulers_per_sm, static_cast<double>(k.active_warps) * resident);
     // Products on the tensor cores through mma.sync with 16-bit operands: latency-bound issue (above).
     // Kernels without products (FA1's init, standard's softmax) are not: the cost table describes the
     // operations of flash kernels only.
