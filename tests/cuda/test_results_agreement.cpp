@@ -829,7 +829,10 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
     // docs/model.md "Split-Q blocks with few rows"): 8% slow. Until the model knew that, it spread a 1-row
     // tile's work over the four warps and predicted these 46-51% fast. MQA at batch 1 packs the 32 query
     // heads as the rows of one tile: two computing warps per block, predicted -9..+34% (a lone warp
-    // issues more often than the readiness measured on whole kernels says: docs/model.md).
+    // issues more often than the readiness measured on whole kernels says: docs/model.md). Since the
+    // computing warps of the two blocks an SM holds sit on two schedulers (cuda/results/2026-11-28-h200-slots),
+    // FlashDecoding is no longer issue-bound at batch 1 and 8 where the datasheet's DRAM rate makes it fast:
+    // -21..-16% with one K/V head at batch 8 and with 8 at batch 1.
     //
     // Batch 64 x 32 heads (B*H = 2048) was over the simulator's batch*heads limit (1024) when the run was
     // made and first predicted with the limit at 65536: every configuration 11-26% fast on the preset, as
@@ -856,7 +859,10 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
         if (algo == "flash_decoding") {
             const bool mqa_batch_1 = r.at("batch") == 1 && r.at("kv_heads") == 1;
             if (mqa_batch_1) CHECK(rt == Approx(1.0).epsilon(0.35));
-            else CHECK(rt == Approx(1.0).epsilon(0.20));
+            else {
+                CHECK(rt > 0.79);
+                CHECK(rt < 1.20);
+            }
             fd_within_20 += std::abs(rt - 1) <= 0.20;
         } else if (r.at("batch") == 8) {
             CHECK(rt == Approx(1.0).epsilon(0.20));
@@ -866,40 +872,56 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
         }
     }
     CHECK(predicted == 30 + 10);
-    CHECK(fd_within_20 == 28);  // all but MQA at batch 1 with 1k (+22%) and 128k keys (+33%)
+    CHECK(fd_within_20 == 26);  // all but MQA at batch 1 with 1k (+22%) and 128k keys (+33%), at batch 8 with 16k and 64k (-21%, -20%)
     CHECK(predicted_64 == 14 + 4);
     CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
 
-TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 32 K/V heads, FlashDecoding predicted "
-          "slow at batch 1 and FA2 without a split within 15%",
-          "[hardware][decode][time]") {
-    // cuda/results/2026-11-28-h200-decode: the first decode run on an H200, one call, the predictions committed
-    // before it (0ef7fb4, the H200 preset; the model is unchanged since for these kernels). The card copies at
-    // 4.22 TB/s. Unlike the H100 preset (datasheet bandwidth, predictions 11-18% fast), the H200 preset holds
-    // this card's measured copy rate, and FlashDecoding comes out slow where the grid is small: +22..+26% at batch
-    // 1 with 32 or 8 K/V heads from 4k keys, +29% and +44% with one K/V head at 64k and 128k keys (the two-warp
-    // MQA blocks, as on the H100), +20% at batch 64 with 8 K/V heads. Issue 20's 20% holds for 35 of 45.
-    const std::string run = kResults + "2026-11-28-h200-decode/";
+namespace {
+// A decode run's predictions written before it, by (kernel, batch, K/V heads, Nk).
+std::map<std::tuple<std::string, int, int, int>, double> decode_predictions(const json& doc) {
+    std::map<std::tuple<std::string, int, int, int>, double> p;
+    for (const json& r : doc.at("results"))
+        if (r.contains("predicted_s"))
+            p[{r.at("algo").get<std::string>(), r.at("batch").get<int>(), r.at("kv_heads").get<int>(), r.at("Nk").get<int>()}] =
+                r.at("predicted_s");
+    return p;
+}
+
+// The decode step's files every run has: cuda-check, compute-sanitizer, the copy bandwidth.
+void check_decode_run_files(const std::string& run, double copy_bytes_per_s) {
     std::ifstream check(run + "decode_check.txt"), sanitizer(run + "decode_sanitizer.txt");
     const std::string c((std::istreambuf_iterator<char>(check)), {}), san((std::istreambuf_iterator<char>(sanitizer)), {});
     CHECK(c.find("794 passed, 0 failed") != std::string::npos);
     CHECK(san.find("memcheck: exit 0") != std::string::npos);
     CHECK(san.find("0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
     CHECK(san.find("synccheck: exit 0") != std::string::npos);
+    CHECK(load(run + "decode_copy.json").at("d2d_copy_bytes_per_s").get<double>() == Approx(copy_bytes_per_s).epsilon(0.01));
+}
+}  // namespace
+
+TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 32 K/V heads; FlashDecoding, predicted "
+          "18-26% slow before the run, within 20% on 42 of 45 once co-resident blocks' computing warps use two schedulers",
+          "[hardware][decode][time]") {
+    // cuda/results/2026-11-28-h200-decode: the first decode run on an H200, one call, the predictions committed
+    // before it (0ef7fb4, the H200 preset). The card copies at 4.22 TB/s. The H200 preset holds this card's
+    // measured copy rate, and before the run FlashDecoding came out slow where the grid is small (+22..+26% at
+    // batch 1 with 32 or 8 K/V heads from 4k keys) and at batch 64 (+18..+20%): 35 of 45 within 20%. The
+    // model put both blocks' computing warps on one scheduler; the warp-slot probe (2026-11-28-h200-slots) shows
+    // them on two, and with that (669dbb0) 42 of 45 are within 20%: the misses are MQA at batch 1 with 64k and
+    // 128k keys (+29%, +44%: two computing warps that issue more often than the model's readiness) and MQA at
+    // batch 64 with 1k keys (-21%). fa2_tc at batch 8 moved from -4..+5% to -17..-10% (its lone warp waits for V
+    // each step: cuda/results/README.md).
+    const std::string run = kResults + "2026-11-28-h200-decode/";
+    check_decode_run_files(run, 4.22e12);
     const double copy = load(run + "decode_copy.json").at("d2d_copy_bytes_per_s");
-    CHECK(copy == Approx(4.22e12).epsilon(0.01));
     const json doc = load(run + "validate_decode.json");
     REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
     const json before = load(run + "predicted_before_decode.json");
     CHECK(before.at("simulator_commit").get<std::string>().rfind("0ef7fb4", 0) == 0);
-    std::map<std::tuple<std::string, int, int, int>, double> predicted_before;
-    for (const json& p : before.at("results"))
-        if (p.contains("predicted_s"))
-            predicted_before[{p.at("algo").get<std::string>(), p.at("batch").get<int>(), p.at("kv_heads").get<int>(), p.at("Nk").get<int>()}] =
-                p.at("predicted_s");
+    const auto predicted_before = decode_predictions(before);
     const GpuSpec gpu = find_gpu_preset("H200");
-    int fd = 0, fd_within_20 = 0, fa2 = 0;
+    int fd = 0, fd_within_20 = 0, fd_within_20_before = 0, fa2 = 0;
     for (const json& r : doc.at("results")) {
         if (!r.contains("measured_s")) continue;
         const std::string algo = r.at("algo");
@@ -907,22 +929,86 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
         CAPTURE(algo, batch, kv, nk);
         CHECK(r.at("accuracy").at("pass").get<bool>());
         const double measured = r.at("measured_s");
+        // The run's own predictions are those written before it: nothing was refitted between them.
+        CHECK(r.at("predicted_s").get<double>() == Approx(predicted_before.at({algo, batch, kv, nk})).epsilon(1e-6));
         const double rt = ratio(predict(r, gpu).time_s, measured);
-        CHECK(rt == Approx(ratio(predicted_before.at({algo, batch, kv, nk}), measured)).epsilon(1e-6));  // nothing refitted
         if (algo == "fa2_tc") {
             ++fa2;
-            CHECK(std::abs(rt - 1) <= 0.15);
+            CHECK(std::abs(rt - 1) <= 0.18);
             continue;
         }
         ++fd;
         fd_within_20 += std::abs(rt - 1) <= 0.20;
-        CHECK(rt > 0.85);
-        CHECK(rt < (batch == 1 && kv == 1 ? 1.45 : 1.27));
+        fd_within_20_before += std::abs(ratio(predicted_before.at({algo, batch, kv, nk}), measured) - 1) <= 0.20;
+        CHECK(rt > 0.78);
+        CHECK(rt < (batch == 1 && kv == 1 ? 1.45 : 1.10));
         if (batch == 1 && kv == 32 && nk >= 16384) CHECK(r.at("kv_bytes").get<double>() / measured >= 0.8 * copy);
     }
     CHECK(fd == 45);
     CHECK(fa2 == 15);
-    CHECK(fd_within_20 == 35);
+    CHECK(fd_within_20_before == 35);
+    CHECK(fd_within_20 == 42);
+}
+
+TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before the run within 15% on all 27, the "
+          "previous model 23 of 27 within 20%; fa2_tc at batch 16 27% fast",
+          "[hardware][decode][time]") {
+    // cuda/results/2026-11-28-h200-decode-b: batch 2, 4, 16; Nk 2k, 8k, 32k; 32, 8 or 4 K/V heads, predicted by
+    // the model with the warp-slot change (669dbb0) and without it (e96ec4c), both committed before the run.
+    // fa2_tc at batch 16 (512 blocks, 3 per SM, two rounds): each block's one computing warp waits for V every
+    // step, so the second round's blocks stream at their own rate while the model takes DRAM over the whole
+    // kernel: -26..-27% (cuda/results/README.md); the previous model was within 7% there for a wrong reason.
+    const std::string run = kResults + "2026-11-28-h200-decode-b/";
+    check_decode_run_files(run, 4.23e12);
+    const json doc = load(run + "validate_decode.json");
+    REQUIRE(doc.at("gpu").get<std::string>().find("H200") != std::string::npos);
+    const json before = load(run + "predicted_before_decode.json");
+    const json previous = load(run + "predicted_before_decode_previous_model.json");
+    CHECK(before.at("simulator_commit").get<std::string>().rfind("669dbb0", 0) == 0);
+    CHECK(previous.at("simulator_commit").get<std::string>().rfind("e96ec4c", 0) == 0);
+    const auto predicted_before = decode_predictions(before), predicted_previous = decode_predictions(previous);
+    std::map<DecodeShape, double> fastest_torch;
+    const json torch = load(run + "torch_decode.json");  // (a loop over load(...).at(...) would outlive it)
+    for (const json& r : torch.at("results"))
+        if (r.contains("measured_s")) {
+            const auto k = decode_shape(r);
+            if (!fastest_torch.count(k) || r.at("measured_s").get<double>() < fastest_torch[k]) fastest_torch[k] = r.at("measured_s");
+        }
+    const GpuSpec gpu = find_gpu_preset("H200");
+    int fd = 0, fd_within_15 = 0, previous_within_20 = 0, fa2 = 0, as_fast_as_torch = 0;
+    double abs_error = 0;
+    for (const json& r : doc.at("results")) {
+        if (!r.contains("measured_s")) continue;
+        const std::string algo = r.at("algo");
+        const int batch = r.at("batch"), kv = r.at("kv_heads"), nk = r.at("Nk");
+        CAPTURE(algo, batch, kv, nk);
+        CHECK(r.at("accuracy").at("pass").get<bool>());
+        const double measured = r.at("measured_s"), written = predicted_before.at({algo, batch, kv, nk});
+        CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));  // the run's own: the same numbers
+        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(1e-6));             // and today's
+        const double rt = ratio(written, measured);
+        if (algo == "fa2_tc") {
+            ++fa2;
+            if (batch == 16) {
+                CHECK(rt > 0.72);
+                CHECK(rt < 0.75);
+            } else {
+                CHECK(std::abs(rt - 1) <= 0.07);
+            }
+            continue;
+        }
+        ++fd;
+        fd_within_15 += std::abs(rt - 1) <= 0.15;
+        abs_error += std::abs(rt - 1);
+        previous_within_20 += std::abs(ratio(predicted_previous.at({algo, batch, kv, nk}), measured) - 1) <= 0.20;
+        as_fast_as_torch += fastest_torch.at(decode_shape(r)) >= measured;
+    }
+    CHECK(fd == 27);
+    CHECK(fa2 == 9);
+    CHECK(fd_within_15 == 27);
+    CHECK(abs_error / fd == Approx(0.056).margin(0.001));
+    CHECK(previous_within_20 == 23);
+    CHECK(as_fast_as_torch == 26);
 }
 
 TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding from 13% to 10% mean error, 6% but for MQA at batch 1",

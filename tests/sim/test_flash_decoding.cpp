@@ -180,6 +180,31 @@ TEST_CASE("a decoding step's one query row keeps one warp of four busy with whol
     CHECK(fa2_at(1, cuda_cores).kernels.front().active_warps == 4);
 }
 
+TEST_CASE("two one-row blocks on an SM compute on two schedulers: the busiest holds one block's own instructions and a "
+          "quarter of both blocks' copies",
+          "[flash-decoding][model]") {
+    // The SM gives blocks sharing it warp slots that put their first warps on different schedulers (peak-rates
+    // --warp-slots on an H200: 2, 3 or 4 blocks of 4 warps, every first warp on a scheduler of its own;
+    // cuda/results/2026-11-28-h200-slots). 8 x 32 one-row blocks on 132 SMs: two per SM, each computing on its
+    // first warp only.
+    const AlgorithmResult r = simulate(algorithm("fa2"), decode(1, 8192, 32, 32, 8), h100(), {}, {});
+    const KernelRecord& k = r.kernels.front();
+    const KernelTiming& t = r.timing.front();
+    REQUIRE(k.active_warps == 1);
+    REQUIRE(k.desc.grid() == 256);
+    REQUIRE(t.warps_per_scheduler == 2);  // 2 blocks x 4 warps over 4 schedulers
+    REQUIRE(k.block_work.size() == 1);    // every block alike
+    const BlockWork& w = k.block_work.front().first;
+    const double shared = static_cast<double>(w.shared_thread_instructions) / 32;
+    const double own = static_cast<double>(w.thread_instructions) / 32 - shared;
+    const GpuSpec& gpu = h100();
+    // 2 warps per scheduler, each with its independent 16-row mma blocks (2 in a 32-row band)
+    const double per_cycle = 1 - std::pow(1 - gpu.model.mma_sync_warp_ready, 2.0 * k.row_blocks_per_warp);
+    CHECK(t.issue_s == Approx((own + 2 * shared / 4) / (gpu.clock_hz * per_cycle)).epsilon(1e-9));
+    // Both computing warps on one scheduler (the model until 2026-11-28) would take this much longer:
+    CHECK(t.issue_s < (2 * own + 2 * shared / 4) / (gpu.clock_hz * per_cycle) * 0.8);
+}
+
 TEST_CASE("bad decode inputs are refused on one line: K/V heads that do not divide the heads, splits out of range, causal N > Nk",
           "[flash-decoding][errors]") {
     AttentionProblem p = decode(1, 1024, 32, 5);
