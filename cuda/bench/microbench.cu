@@ -17,6 +17,7 @@
 
 #include "bench/microbench.hpp"
 #include "common/check.hpp"
+#include "kernels/hopper_primitives.cuh"
 
 namespace fasim::bench {
 
@@ -281,6 +282,63 @@ __global__ void warp_slot_kernel(unsigned* where, float* sink, int iters) {
     if (s == 1234.5f) { pad[0] = s; sink[0] = pad[0]; }
 }
 
+// wgmma (Hopper, sm_90a) in the shapes fa2_wgmma issues: each of two warpgroups per block (one block per SM, as
+// the rung's two consumers) issues groups of 4 m64nNk16 products (64 keys or a 64-wide slab of d) and keeps one
+// group in flight while the next is issued (two accumulator sets, wgmma.wait_group 1). A and B from shared
+// memory (ss: S = Q K^T) or A from registers and B transposed (rs: O += P V). Operands are fixed pseudo-random
+// fp16 values in [-0.5, 0.5) (zeros would let the tensor cores draw less power and clock higher).
+constexpr int kWgmmaThreads = 256;
+constexpr int kWgmmaGroups = 4096;  // per warpgroup
+template <int N, bool RegistersA>
+__global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_rate_kernel(float* sink, int* ran) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using namespace fasim::cuda_detail::hopper;
+    // A: 64 rows x 64 k (one 128-byte-swizzled slab, 8 KB). B: 128 x 64 for ss (n rows, k contiguous), or 64 keys x
+    // 128 n for rs (two 64-column slabs, n contiguous); 16 KB either way.
+    __shared__ __align__(1024) __half a_tile[64 * 64];
+    __shared__ __align__(1024) __half b_tile[128 * 64];
+    for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x) a_tile[i] = __float2half(static_cast<float>((i * 2654435761u >> 13) & 255) / 256.f - 0.5f);
+    for (int i = threadIdx.x; i < 128 * 64; i += blockDim.x) b_tile[i] = __float2half(static_cast<float>((i * 2246822519u >> 13) & 255) / 256.f - 0.5f);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the generic-proxy stores, visible to wgmma
+    __syncthreads();
+    float d0[N / 2], d1[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) d0[i] = d1[i] = 0.f;
+    unsigned a_regs[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a_regs[i] = 0x38003800u ^ (threadIdx.x * 0x00010001u & 0x03ff03ffu);
+    auto group = [&](float (&acc)[N / 2]) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            if constexpr (RegistersA) {
+                wgmma_rs_trans_b<__half, N>(acc, a_regs, smem_desc(reinterpret_cast<unsigned char*>(b_tile) + kk * 2048, 8192, 1024));
+            } else {
+                wgmma_ss<__half, N>(acc, smem_desc(reinterpret_cast<unsigned char*>(a_tile) + kk * 32, 16, 1024),
+                                    smem_desc(reinterpret_cast<unsigned char*>(b_tile) + kk * 32, 16, 1024), 1);
+            }
+        }
+        wgmma_commit();
+    };
+    for (int g = 0; g < kWgmmaGroups; g += 2) {
+        group(d0);
+        wgmma_wait<1>();
+        group(d1);
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    fence_registers(d0);
+    fence_registers(d1);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) s += d0[i] + d1[i];
+    if (s == 1234.5f) sink[threadIdx.x] = s;
+    if (threadIdx.x == 0 && blockIdx.x == 0) *ran = 1;
+#else
+    (void)sink; (void)ran;
+#endif
+}
+
 }  // namespace
 
 double copy_bytes_per_s() {
@@ -528,6 +586,29 @@ WarpSlots warp_slots(int sms, int blocks_per_sm, int threads) {
     r.first_warps_on_busiest_scheduler = sms_seen ? busiest / sms_seen : 0;
     r.schedulers_with_first_warps = sms_seen ? distinct / sms_seen : 0;
     return r;
+}
+
+double wgmma_flops_per_s(int sms, int n, bool registers_a) {
+    float* sink = nullptr;
+    int* ran = nullptr;
+    CUDA_CHECK(cudaMalloc(&sink, kWgmmaThreads * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&ran, sizeof(int)));
+    CUDA_CHECK(cudaMemset(ran, 0, sizeof(int)));
+    const dim3 grid(static_cast<unsigned>(sms));
+    const double ms = median_ms([&] {
+        if (n == 128 && registers_a) wgmma_rate_kernel<128, true><<<grid, kWgmmaThreads>>>(sink, ran);
+        else if (n == 128) wgmma_rate_kernel<128, false><<<grid, kWgmmaThreads>>>(sink, ran);
+        else if (registers_a) wgmma_rate_kernel<64, true><<<grid, kWgmmaThreads>>>(sink, ran);
+        else wgmma_rate_kernel<64, false><<<grid, kWgmmaThreads>>>(sink, ran);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    int h_ran = 0;
+    CUDA_CHECK(cudaMemcpy(&h_ran, ran, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(sink));
+    CUDA_CHECK(cudaFree(ran));
+    if (!h_ran) return 0;  // no sm_90a code in this build, or not a Hopper GPU
+    const double products = static_cast<double>(sms) * (kWgmmaThreads / 128) * kWgmmaGroups * 4;
+    return products * 2.0 * 64 * n * 16 / (ms * 1e-3);
 }
 
 }  // namespace fasim::bench

@@ -16,6 +16,9 @@
 //   launch       seconds per launch of 1000 empty kernels back to back
 //   SM clock     cycles per second (clock64 over %globaltimer) of blocks running the mma.sync loop: on the
 //                whole GPU once the clock has settled under that load, or as one block on an idle GPU
+//   wgmma        Hopper's warpgroup products (sm_90a builds), FLOP/s, in fa2_wgmma's shapes: m64nNk16 with N = 64 or
+//                128, A from shared memory (ss) or registers (rs), two warpgroups per SM each keeping one group of 4
+//                in flight; 0 where the build or the GPU has no wgmma
 //   warp slots   where the first warps of blocks sharing an SM land: per SM, how many of them the busiest
 //                scheduler holds (1: one per scheduler; blocks_per_sm: all on one), and the time of a
 //                launch whose first warps alone run FFMA chains (it grows with that count)
@@ -41,6 +44,8 @@ double dram_latency_s(std::size_t l2_bytes);
 double one_block_stream_bytes_per_s(int threads);
 double launch_overhead_s();
 double sm_clock_under_mma_hz(int sms, bool whole_gpu);
+
+double wgmma_flops_per_s(int sms, int n, bool registers_a);
 
 struct WarpSlots {
     int blocks_per_sm;  // asked for

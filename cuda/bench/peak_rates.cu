@@ -80,6 +80,13 @@ int main(int argc, char** argv) {
             rows.push_back({"mma_sync_fp16", bench::mma_sync_flops_per_s(sms, false) / 1e12});
             rows.push_back({"mma_sync_bf16", bench::mma_sync_flops_per_s(sms, true) / 1e12});
         }
+        if (prop.major == 9) {  // fa2_wgmma's products: S = Q K^T (ss, n = 128 keys), O += P V (rs, n = d)
+            for (const int n : {128, 64})
+                for (const bool rs : {false, true}) {
+                    const double f = bench::wgmma_flops_per_s(sms, n, rs);
+                    if (f > 0) rows.push_back({std::string("wgmma_") + (rs ? "rs" : "ss") + "_n" + std::to_string(n) + "_fp16", f / 1e12});
+                }
+        }
         const std::vector<bench::L2Rate> l2 = bench::l2_request_rates(sms);
         if (json) {
             std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, sms, clock_khz / 1000);
