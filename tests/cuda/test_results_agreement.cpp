@@ -52,6 +52,19 @@ json load(const std::string& path) {
     return json::parse(in);
 }
 
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// sanitize.sh's summary of one run: memcheck, racecheck and synccheck found nothing.
+void check_sanitizer_clean(const std::string& summary) {
+    CHECK(summary.find("memcheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
+    CHECK(summary.find("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
+    CHECK(summary.find("synccheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
+}
+
 // The simulator's view of one fa-validate result: the same problem, tiles and GPU, the kernel
 // modelled as fa-validate models it (model/kernel_setup.hpp).
 AlgorithmResult predict(const json& r, const GpuSpec& gpu) {
@@ -670,10 +683,7 @@ TEST_CASE("CUDA-core FA2 and tiled hold the shared memory their kernels launch w
 TEST_CASE("the backward kernels meet the gradient rule on the H100: cuda-check's whole grid, and every timed "
           "configuration's sampled dQ rows",
           "[hardware][backward][accuracy]") {
-    std::ifstream check(kRunBwd + "bwd_check.txt");
-    REQUIRE(check.good());
-    const std::string text((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
-    CHECK(text.find("338 passed, 0 failed") != std::string::npos);
+    CHECK(read_text(kRunBwd + "bwd_check.txt").find("338 passed, 0 failed") != std::string::npos);
     int timed = 0;
     for (const char* file : {"validate_bwd_half.json", "validate_bwd_fp32.json", "validate_fwd_bwd.json"}) {
         const json doc = load(kRunBwd + file);
@@ -762,14 +772,8 @@ DecodeShape decode_shape(const json& r) { return {r.at("batch").get<int>(), r.at
 }  // namespace
 
 TEST_CASE("decode run: the split-KV kernel is exact and sanitizer-clean, every timed configuration accurate", "[hardware][decode][accuracy]") {
-    std::ifstream check(kRunDecode + "decode_check.txt"), sanitizer(kRunDecode + "decode_sanitizer.txt");
-    REQUIRE((check.good() && sanitizer.good()));
-    const std::string c((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
-    const std::string s((std::istreambuf_iterator<char>(sanitizer)), std::istreambuf_iterator<char>());
-    CHECK(c.find("794 passed, 0 failed") != std::string::npos);
-    CHECK(s.find("memcheck: exit 0") != std::string::npos);
-    CHECK(s.find("0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
-    CHECK(s.find("synccheck: exit 0") != std::string::npos);
+    CHECK(read_text(kRunDecode + "decode_check.txt").find("794 passed, 0 failed") != std::string::npos);
+    check_sanitizer_clean(read_text(kRunDecode + "decode_sanitizer.txt"));
     const json doc = load(kRunDecode + "validate_decode.json");
     REQUIRE(doc.at("gpu").get<std::string>().find("H100") != std::string::npos);
     std::map<std::string, int> timed;
@@ -890,12 +894,8 @@ std::map<std::tuple<std::string, int, int, int>, double> decode_predictions(cons
 
 // The decode step's files every run has: cuda-check, compute-sanitizer, the copy bandwidth.
 void check_decode_run_files(const std::string& run, double copy_bytes_per_s) {
-    std::ifstream check(run + "decode_check.txt"), sanitizer(run + "decode_sanitizer.txt");
-    const std::string c((std::istreambuf_iterator<char>(check)), {}), san((std::istreambuf_iterator<char>(sanitizer)), {});
-    CHECK(c.find("794 passed, 0 failed") != std::string::npos);
-    CHECK(san.find("memcheck: exit 0") != std::string::npos);
-    CHECK(san.find("0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
-    CHECK(san.find("synccheck: exit 0") != std::string::npos);
+    CHECK(read_text(run + "decode_check.txt").find("794 passed, 0 failed") != std::string::npos);
+    check_sanitizer_clean(read_text(run + "decode_sanitizer.txt"));
     CHECK(load(run + "decode_copy.json").at("d2d_copy_bytes_per_s").get<double>() == Approx(copy_bytes_per_s).epsilon(0.01));
 }
 }  // namespace
@@ -1341,14 +1341,8 @@ TEST_CASE("kernel ladder on the H200 and the H100: the new rungs pass cuda-check
     // Issue 22: every rung checked against fp64 in fp16 and bf16, compute-sanitizer clean, on each card it was timed on.
     for (const LadderRun& run : all_ladder_runs()) {
         CAPTURE(run.folder, run.d);
-        std::ifstream check(run.folder + "ladder_check.txt"), sanitizer(run.folder + "ladder_sanitizer.txt");
-        REQUIRE((check.good() && sanitizer.good()));
-        const std::string c((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
-        const std::string s((std::istreambuf_iterator<char>(sanitizer)), std::istreambuf_iterator<char>());
-        CHECK(c.find(run.check) != std::string::npos);
-        CHECK(s.find("memcheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
-        CHECK(s.find("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") != std::string::npos);
-        CHECK(s.find("synccheck: exit 0  ========= ERROR SUMMARY: 0 errors") != std::string::npos);
+        CHECK(read_text(run.folder + "ladder_check.txt").find(run.check) != std::string::npos);
+        check_sanitizer_clean(read_text(run.folder + "ladder_sanitizer.txt"));
         int timed = 0;
         for (const int N : {2048, 4096, 8192, 16384})
             for (const char* dtype : {"fp16", "bf16"}) {
@@ -1468,13 +1462,10 @@ namespace {
 // fa-calibrate file and with the preset.
 void check_tuned_ladder_run(const std::string& folder, const std::string& gpu, int below_expected, double lowest_expected,
                             double highest_expected, const std::string& commit) {
-    std::ifstream check(folder + "ladder_check.txt"), sanitizer(folder + "ladder_sanitizer.txt");
-    const std::string check_text((std::istreambuf_iterator<char>(check)), {}), sanitizer_text((std::istreambuf_iterator<char>(sanitizer)), {});
+    const std::string check_text = read_text(folder + "ladder_check.txt");
     CHECK(check_text.find("310 passed, 0 failed") != std::string::npos);
     CHECK(check_text.find("exit 0") != std::string::npos);
-    CHECK(sanitizer_text.find("RACECHECK SUMMARY: 0 hazards") != std::string::npos);
-    CHECK(sanitizer_text.find("memcheck: exit 0") != std::string::npos);
-    CHECK(sanitizer_text.find("synccheck: exit 0") != std::string::npos);
+    check_sanitizer_clean(read_text(folder + "ladder_sanitizer.txt"));
     double lowest = 10, highest = 0;
     int configurations = 0, below = 0, accurate = 0;
     for (const int d : {64, 128}) {
