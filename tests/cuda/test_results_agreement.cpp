@@ -892,6 +892,20 @@ std::map<std::tuple<std::string, int, int, int>, double> decode_predictions(cons
     return p;
 }
 
+// Calls check(result, algo, batch, K/V heads, Nk, measured seconds) for every timed result of a decode run, its
+// configuration captured and its accuracy checked.
+template <class Check>
+void for_each_timed_decode(const json& doc, Check&& check) {
+    for (const json& r : doc.at("results")) {
+        if (!r.contains("measured_s")) continue;
+        const std::string algo = r.at("algo");
+        const int batch = r.at("batch"), kv = r.at("kv_heads"), nk = r.at("Nk");
+        CAPTURE(algo, batch, kv, nk);
+        CHECK(r.at("accuracy").at("pass").get<bool>());
+        check(r, algo, batch, kv, nk, r.at("measured_s").get<double>());
+    }
+}
+
 // The decode step's files every run has: cuda-check, compute-sanitizer, the copy bandwidth.
 void check_decode_run_files(const std::string& run, double copy_bytes_per_s) {
     CHECK(read_text(run + "decode_check.txt").find("794 passed, 0 failed") != std::string::npos);
@@ -922,20 +936,14 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
     const auto predicted_before = decode_predictions(before);
     const GpuSpec gpu = find_gpu_preset("H200");
     int fd = 0, fd_within_20 = 0, fd_within_20_before = 0, fa2 = 0;
-    for (const json& r : doc.at("results")) {
-        if (!r.contains("measured_s")) continue;
-        const std::string algo = r.at("algo");
-        const int batch = r.at("batch"), kv = r.at("kv_heads"), nk = r.at("Nk");
-        CAPTURE(algo, batch, kv, nk);
-        CHECK(r.at("accuracy").at("pass").get<bool>());
-        const double measured = r.at("measured_s");
+    for_each_timed_decode(doc, [&](const json& r, const std::string& algo, int batch, int kv, int nk, double measured) {
         // The run's own predictions are those written before it: nothing was refitted between them.
         CHECK(r.at("predicted_s").get<double>() == Approx(predicted_before.at({algo, batch, kv, nk})).epsilon(1e-6));
         const double rt = ratio(predict(r, gpu).time_s, measured);
         if (algo == "fa2_tc") {
             ++fa2;
             CHECK(std::abs(rt - 1) <= 0.18);
-            continue;
+            return;
         }
         ++fd;
         fd_within_20 += std::abs(rt - 1) <= 0.20;
@@ -943,7 +951,7 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
         CHECK(rt > 0.78);
         CHECK(rt < (batch == 1 && kv == 1 ? 1.45 : 1.10));
         if (batch == 1 && kv == 32 && nk >= 16384) CHECK(r.at("kv_bytes").get<double>() / measured >= 0.8 * copy);
-    }
+    });
     CHECK(fd == 45);
     CHECK(fa2 == 15);
     CHECK(fd_within_20_before == 35);
@@ -977,13 +985,8 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
     const GpuSpec gpu = find_gpu_preset("H200");
     int fd = 0, fd_within_15 = 0, previous_within_20 = 0, fa2 = 0, as_fast_as_torch = 0;
     double abs_error = 0;
-    for (const json& r : doc.at("results")) {
-        if (!r.contains("measured_s")) continue;
-        const std::string algo = r.at("algo");
-        const int batch = r.at("batch"), kv = r.at("kv_heads"), nk = r.at("Nk");
-        CAPTURE(algo, batch, kv, nk);
-        CHECK(r.at("accuracy").at("pass").get<bool>());
-        const double measured = r.at("measured_s"), written = predicted_before.at({algo, batch, kv, nk});
+    for_each_timed_decode(doc, [&](const json& r, const std::string& algo, int batch, int kv, int nk, double measured) {
+        const double written = predicted_before.at({algo, batch, kv, nk});
         CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));  // the run's own: the same numbers
         CHECK(predict(r, gpu).time_s == Approx(written).epsilon(1e-6));             // and today's
         const double rt = ratio(written, measured);
@@ -995,14 +998,14 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
             } else {
                 CHECK(std::abs(rt - 1) <= 0.07);
             }
-            continue;
+            return;
         }
         ++fd;
         fd_within_15 += std::abs(rt - 1) <= 0.15;
         abs_error += std::abs(rt - 1);
         previous_within_20 += std::abs(ratio(predicted_previous.at({algo, batch, kv, nk}), measured) - 1) <= 0.20;
         as_fast_as_torch += fastest_torch.at(decode_shape(r)) >= measured;
-    }
+    });
     CHECK(fd == 27);
     CHECK(fa2 == 9);
     CHECK(fd_within_15 == 27);
