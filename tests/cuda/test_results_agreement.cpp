@@ -914,8 +914,8 @@ void check_decode_run_files(const std::string& run, double copy_bytes_per_s) {
 }
 }  // namespace
 
-TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 32 K/V heads; FlashDecoding, predicted "
-          "18-26% slow before the run, within 20% on 42 of 45 once co-resident blocks' computing warps use two schedulers",
+TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 32 K/V heads, FlashDecoding predicted "
+          "18-26% slow before the run and within 20% on 42 of 45 once co-resident blocks' computing warps use two schedulers",
           "[hardware][decode][time]") {
     // cuda/results/2026-11-28-h200-decode: the first decode run on an H200, one call, the predictions committed
     // before it (0ef7fb4, the H200 preset). The card copies at 4.22 TB/s. The H200 preset holds this card's
@@ -959,7 +959,7 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
 }
 
 TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before the run within 15% on all 27, the "
-          "previous model 23 of 27 within 20%; fa2_tc at batch 16 27% fast",
+          "previous model 23 of 27 within 20%, fa2_tc at batch 16 27% fast",
           "[hardware][decode][time]") {
     // cuda/results/2026-11-28-h200-decode-b: batch 2, 4, 16; Nk 2k, 8k, 32k; 32, 8 or 4 K/V heads, predicted by
     // the model with the warp-slot change (669dbb0) and without it (e96ec4c), both committed before the run.
