@@ -565,7 +565,8 @@ WarpSlots warp_slots(int sms, int blocks_per_sm, int threads) {
     CUDA_CHECK(cudaMemcpy(h.data(), where, sizeof(unsigned) * h.size(), cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaFree(where));
     CUDA_CHECK(cudaFree(sink));
-    // Per SM, how many first warps each of the 4 schedulers holds; the busiest one's count, averaged.
+    // Per SM, how many first warps each of the 4 schedulers holds; the busiest one's count, averaged. %smid is
+    // not promised to be below the SM count (ids may have gaps): room for four times as many, the rest skipped.
     std::vector<std::vector<int>> per_sm(static_cast<std::size_t>(sms) * 4 + 4, std::vector<int>(4, 0));
     int max_sm = 0;
     for (int b = 0; b < grid; ++b) {
