@@ -46,7 +46,8 @@ def predict(fa_sim, gpu, r):
     kernels, algorithms = catalog(fa_sim)
     if r["algo"] not in kernels:
         return None, f"{r['algo']} is not in the kernel catalog"
-    args = [fa_sim, "--json", "--gpu", gpu, "--kernel", r["algo"], "--N", str(r["N"]), "--d", str(r["d"]),
+    gpu_args = ["--gpu-file", gpu] if gpu.endswith(".json") else ["--gpu", gpu]  # a preset, or a GPU file
+    args = [fa_sim, "--json", *gpu_args, "--kernel", r["algo"], "--N", str(r["N"]), "--d", str(r["d"]),
             "--batch", str(r["batch"]), "--heads", str(r["heads"]), "--dtype", r["dtype"]]
     if r.get("causal"):
         args.append("--causal")
