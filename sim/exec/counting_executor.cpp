@@ -92,6 +92,7 @@ public:
 
     void start_block(bool record_accesses) {
         work = BlockWork{};
+        product_seen_ = false;
         recording_ = record_accesses;
     }
     // The class path: the block's accesses go into `list` (with its alike loops kept) instead of the
@@ -187,6 +188,7 @@ public:
         }
         const std::int64_t bytes = r.bytes();
         global_read(r, bytes, l2_requests(r));
+        if (!product_seen_) work.prologue_bytes += bytes;
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else shared_instructions(issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_)));
@@ -236,6 +238,7 @@ public:
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
         work.thread_instructions += issue_cost::register_store(tile.elements());
+        work.epilogue_bytes += r.bytes();
     }
 
     void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) override {
@@ -266,6 +269,8 @@ public:
         }
         const std::int64_t flops = op_cost::matmul_flops(m, n, k);
         work.matmul_flops += flops;
+        product_seen_ = true;
+        work.epilogue_bytes = 0;  // only what is stored after the last product
         if (how.recompute) work.recomputed_matmul_flops += flops;
         // Shared-memory reads: a warp reads the part of each operand its share needs (the data, as
         // mma fragments load it); on the CUDA cores every lane loads its own operands, which costs
@@ -500,6 +505,7 @@ private:
     std::vector<int> free_;
     std::int64_t smem_live_ = 0, reg_live_ = 0;
     bool recording_ = false;
+    bool product_seen_ = false;  // this block has multiplied: later loads are no longer its prologue
     std::vector<std::pair<Region, bool>> recorded_;  // (region, is_write) of the first block
     AccessList* describe_ = nullptr;  // the class path's record of the block's accesses
     AccessList* own_ = nullptr;       // the block's own level of it

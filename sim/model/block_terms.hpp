@@ -13,6 +13,10 @@ struct BlockTerms {
     // flight, so blocks sharing an SM overlap their latencies: this bounds the SM's time for its blocks
     // by one block's, not their sum, and binds only where few blocks are resident (a decode grid).
     double latency = 0;
+    // The block's own fill and drain: its first tiles' latency and transfer before its first product, its
+    // output's transfer after its last (BlockWork::prologue_bytes, epilogue_bytes). Another resident block
+    // computes meanwhile; a block alone on its SM leaves the SM idle for it.
+    double fill = 0;
     // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
     // issue at the latency-bound rate, whichever takes longer.
     bool latency_bound_tensor = false;
@@ -26,18 +30,20 @@ struct BlockTerms {
         return latency_bound_tensor ? std::max(matmul + nonmatmul + sfu, issue) : matmul + nonmatmul + sfu;
     }
     double duration(int blocks_per_sm) const {
-        return std::max(std::max({compute(), smem, l2}) * blocks_per_sm, latency);  // resident blocks share the SM
+        const double busy = std::max({compute(), smem, l2});
+        return std::max({busy * blocks_per_sm, busy + fill, latency});  // resident blocks share the SM
     }
     BlockTerms& operator+=(const BlockTerms& o) {
         matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
         latency += o.latency;
+        fill += o.fill;
         latency_bound_tensor = o.latency_bound_tensor;
         overlapped_products = o.overlapped_products;
         return *this;
     }
     BlockTerms scaled(double f) const {
         BlockTerms t = *this;
-        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f;
+        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f; t.fill *= f;
         return t;
     }
 };

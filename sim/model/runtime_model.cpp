@@ -41,6 +41,11 @@ struct SmRates {
     // DRAM byte = latency / F); dram_share: the kernel's DRAM bytes over its L2 bytes, the part of a
     // block's L2 traffic that misses. 0: no such term (kernels/kernel_execution.hpp, bytes_in_flight).
     double latency_s_per_byte = 0, dram_share = 0;
+    // A block's fill and drain (BlockTerms::fill): its first load's latency, before its first product.
+    // false: a library GEMM, whose measured rate already holds its tiles' fill and drain (a persistent
+    // kernel overlaps one tile's stores and the next tile's loads with its products).
+    bool block_fill = false;
+    double dram_latency_s = 0;
 };
 
 BlockTerms terms(const BlockWork& w, const SmRates& r) {
@@ -51,6 +56,8 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
     BlockTerms t{matmul_flops / r.matmul, static_cast<double>(w.nonmatmul_flops) / r.fp32,
                  static_cast<double>(w.sfu_ops) / r.sfu, smem_bytes / r.smem, l2};
     t.latency = static_cast<double>(w.l2_bytes) * r.dram_share * r.latency_s_per_byte;
+    if (r.block_fill && w.matmul_flops > 0)
+        t.fill = r.dram_latency_s + static_cast<double>(w.prologue_bytes + w.epilogue_bytes) / r.l2;
     t.overlapped_products = r.overlapped_products;
     if (r.issue > 0) {
         t.latency_bound_tensor = true;
@@ -119,6 +126,8 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         r.issue_concentration = gpu.model.schedulers_per_sm / issuing_schedulers;
     }
     r.cuda_core_lanes = !options.tensor_cores;
+    r.block_fill = k.execution.instruction != MatrixInstruction::library_gemm;
+    r.dram_latency_s = gpu.model.dram_latency_s;
     r.overlapped_products = options.tensor_cores && wgmma && dtype != DType::fp32;
     if (k.execution.bytes_in_flight > 0 && gpu.model.dram_latency_s > 0 && k.l2.total() > 0) {
         r.latency_s_per_byte = gpu.model.dram_latency_s / static_cast<double>(k.execution.bytes_in_flight);
@@ -144,6 +153,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.issue_s = busiest.issue;
     t.overlapped_products = busiest.overlapped_products;
     t.memory_latency_s = busiest.latency / resident;  // resident blocks overlap their latencies
+    t.fill_s = resident == 1 ? busiest.fill : 0;
     t.schedule_s = makespan;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
 

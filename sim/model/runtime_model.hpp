@@ -61,6 +61,11 @@ struct KernelTiming {
     bool overlapped_products = false;
     double memory_latency_s = 0;  // the busiest SM's blocks' DRAM bytes x latency / bytes in flight (Little's
                                   // law), over the blocks it holds at once; 0 where the kernel has no such term
+    // Blocks alone on their SM (one resident): the busiest SM's blocks' fill and drain, what each waits for
+    // its first tiles before its first product and spends storing its output after its last (BlockTerms::
+    // fill), added to their compute. 0 where blocks share an SM (another block computes meanwhile) and for
+    // library GEMMs (their measured rate holds it).
+    double fill_s = 0;
     double schedule_s = 0;     // makespan of the greedy schedule
     double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds (l2_s: sectors or requests, the longer)
     double l2_requests_s = 0;     // the L2 slices' lookups alone: requests / l2_request_rate

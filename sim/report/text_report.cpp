@@ -143,7 +143,7 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
         const double arith = t.overlapped_products ? std::max(t.matmul_s, t.nonmatmul_s + t.sfu_s)
                                                    : t.matmul_s + t.nonmatmul_s + t.sfu_s;
         const double compute = std::max(arith, t.issue_s);
-        const double per_sm = std::max({compute, t.smem_s, t.l2_per_sm_s, t.memory_latency_s});
+        const double per_sm = std::max(std::max({compute, t.smem_s, t.l2_per_sm_s}) + t.fill_s, t.memory_latency_s);
         std::string line = "total " + ms(t.total_s) + " = launch " + ms(t.launch_s) + " + max(sched " + ms(t.schedule_s) + ", DRAM " +
                            ms(t.dram_s) + ", L2 " + ms(t.l2_s) + "); sched: the busiest SM's max(compute " + ms(compute) + " = ";
         if (t.overlapped_products)
@@ -155,7 +155,10 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
         // Little's law, shown where it binds: DRAM bytes x latency / bytes in flight (docs/model.md).
         if (t.memory_latency_s > std::max({compute, t.smem_s, t.l2_per_sm_s}))
             line += ", DRAM latency " + ms(t.memory_latency_s) + " = its blocks' DRAM bytes x latency / bytes in flight";
-        line += ") = " + ms(per_sm);
+        line += ")";
+        if (t.fill_s > 0)
+            line += " + fill and drain " + ms(t.fill_s) + " (one block per SM: each waits for its first tiles and stores its output alone)";
+        line += " = " + ms(per_sm);
         if (per_sm > 0) line += ", x " + units::fixed(t.schedule_s / per_sm, 2) + " for whole waves (" + units::fixed(t.waves, 2) + " waves)";
         wrapped(out, indent, line, st.width);
     }
@@ -165,7 +168,9 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
             "the larger of it and that sum is compute. smem and L2/SM are that SM's shared-memory and L2 traffic; they "
             "overlap compute, so the slowest of the three sets the SM's time. sched is the schedule's makespan: that time "
             "over whole waves of blocks (a partial last wave costs a whole one). DRAM and L2 are the chip's bandwidth "
-            "bounds; they overlap the schedule. total = launch + max(sched, DRAM, L2).",
+            "bounds; they overlap the schedule. total = launch + max(sched, DRAM, L2). A block alone on its SM also "
+            "waits for its first tiles (DRAM latency and their transfer) and stores its output with nothing else to do: "
+            "its fill and drain add to its time.",
             st.width);
 }
 

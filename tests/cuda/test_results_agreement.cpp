@@ -862,7 +862,8 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
         ++predicted;
         if (algo == "flash_decoding") {
             const bool mqa_batch_1 = r.at("batch") == 1 && r.at("kv_heads") == 1;
-            if (mqa_batch_1) CHECK(rt == Approx(1.0).epsilon(0.35));
+            // (+37% at most since a lone block's fill and drain is counted: BlockTerms::fill, 2026-11-29)
+            if (mqa_batch_1) CHECK(rt == Approx(1.0).epsilon(0.40));
             else {
                 CHECK(rt > 0.79);
                 CHECK(rt < 1.20);
@@ -876,7 +877,10 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
         }
     }
     CHECK(predicted == 30 + 10);
-    CHECK(fd_within_20 == 26);  // all but MQA at batch 1 with 1k (+22%) and 128k keys (+33%), at batch 8 with 16k and 64k (-21%, -20%)
+    // All but MQA at batch 1 with 1k, 4k and 128k keys (+36%, +21%, +37%: 9-33 us kernels whose launches the model
+    // overstates, and whose blocks, alone on their SMs, now also wait for their first tiles) and at batch 8 with
+    // 16k and 64k keys (-21%, -20%). 26 before the fill and drain.
+    CHECK(fd_within_20 == 25);
     CHECK(predicted_64 == 14 + 4);
     CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
@@ -949,13 +953,15 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
         fd_within_20 += std::abs(rt - 1) <= 0.20;
         fd_within_20_before += std::abs(ratio(predicted_before.at({algo, batch, kv, nk}), measured) - 1) <= 0.20;
         CHECK(rt > 0.78);
-        CHECK(rt < (batch == 1 && kv == 1 ? 1.45 : 1.10));
+        // 1k keys at batch 1 or 8 with few K/V heads: 10 us kernels of one round, where a lone block's fill and drain
+        // (BlockTerms::fill, 2026-11-29) adds a microsecond to what the launches already overstate: up to +18%.
+        CHECK(rt < (batch == 1 && kv == 1 ? 1.50 : nk == 1024 && batch <= 8 ? 1.20 : 1.10));
         if (batch == 1 && kv == 32 && nk >= 16384) CHECK(r.at("kv_bytes").get<double>() / measured >= 0.8 * copy);
     });
     CHECK(fd == 45);
     CHECK(fa2 == 15);
     CHECK(fd_within_20_before == 35);
-    CHECK(fd_within_20 == 42);
+    CHECK(fd_within_20 == 40);  // 42 before the fill and drain: MQA at batch 1 with 1k and 4k keys left the 20%
 }
 
 TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before the run within 15% on all 27, the "
@@ -988,7 +994,9 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
     for_each_timed_decode(doc, [&](const json& r, const std::string& algo, int batch, int kv, int nk, double measured) {
         const double written = predicted_before.at({algo, batch, kv, nk});
         CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));  // the run's own: the same numbers
-        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(1e-6));             // and today's
+        // and today's, but for a lone block's fill and drain (BlockTerms::fill, 2026-11-29): fa2_tc at batch 2 and 4,
+        // 64 and 128 blocks alone on their SMs, +0.1..+1.2%
+        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(algo == "fa2_tc" && batch <= 4 ? 0.013 : 1e-6));
         const double rt = ratio(written, measured);
         if (algo == "fa2_tc") {
             ++fa2;
@@ -1014,14 +1022,17 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
     CHECK(as_fast_as_torch == 26);
 }
 
-TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding from 13% to 10% mean error, 6% but for MQA at batch 1",
+TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding from 13% to 12% mean error, 7% but for MQA at batch 1",
           "[hardware][decode][calibrate]") {
     // The hold-out rule: the file holds microbenchmarks only (copy 3.01 TB/s, launch 5.1 us, mma.sync, cuBLAS,
     // exp2, L2), measured by fa-calibrate on the card before these decode timings; no attention timing went in.
     // With the preset's datasheet rates the same run's FlashDecoding errors average 13% (12.6% at batch 1,
     // 14.4% at batch 8), nearly all fast. What stays off: MQA at batch 1 (+4..+51%: two computing warps
     // per block, which issue more often than the model's readiness says, and at 1k keys 9 us kernels where
-    // the two launches' overhead dominates); without it the file's mean error is 6.0%.
+    // the two launches' overhead dominates); without it the file's mean error is 6.0%. Since a block alone on its
+    // SM also waits for its first tiles and stores its output alone (BlockTerms::fill, 2026-11-29), the kernels of
+    // one round with 1k keys gain a microsecond each: MQA at batch 1 up to +66%, 1k keys with 8 K/V heads at
+    // batch 1 +40% and with one at batch 8 +29%; the file's mean error 12.3%, 6.9% without MQA at batch 1.
     const GpuSpec preset = find_gpu_preset("H100-SXM");
     const GpuSpec calibrated = load_gpu_file(kRunCalibrated + "calibrated-gpu.json");
     CHECK(calibrated.hbm_bandwidth == preset.hbm_bandwidth);  // the datasheet figure stays; the copy rate is measured
@@ -1050,16 +1061,16 @@ TEST_CASE("calibrated H100: fa-calibrate's GPU file brings FlashDecoding from 13
         within_10 += std::abs(e) <= 0.10;
         ++n;
         CHECK(e > -0.11);
-        CHECK(e < 0.52);
+        CHECK(e < 0.67);
         if (r.at("batch") == 1 && r.at("kv_heads") == 1) continue;
         abs_error_but_mqa_1 += std::abs(e);
         ++n_but_mqa_1;
     }
     CHECK(n == 30);
-    CHECK(abs_error_calibrated / n < 0.105);
-    CHECK(abs_error_but_mqa_1 / n_but_mqa_1 < 0.065);
+    CHECK(abs_error_calibrated / n < 0.125);
+    CHECK(abs_error_but_mqa_1 / n_but_mqa_1 < 0.07);
     CHECK(abs_error_preset / n > 0.12);
-    CHECK(within_10 >= 23);
+    CHECK(within_10 >= 22);
     CHECK(n_64 == 14);
     CHECK(abs_error_calibrated_64 / n_64 < 0.055);
     CHECK(abs_error_preset_64 / n_64 > 0.13);
@@ -1222,7 +1233,10 @@ TEST_CASE("H200 backward from 2k tokens, predicted before the run: cuBLAS within
     CHECK(checked["fa2_bwd_tc"] == 32);
     CHECK(checked["fa2_bwd"] == 32 + 8);
     CHECK(within_20["standard_cublas_bwd"] == 40);
-    CHECK(within_20["fa2_bwd_tc"] == 21);
+    // 21 as predicted before the run; 27 since a block alone on its SM (fa2_bwd_tc holds 155 KB of shared memory)
+    // pays its fill and drain: K_j, V_j and the first Q, dO tiles before its first product, dK_j and dV_j after
+    // its last (BlockTerms::fill, 2026-11-29).
+    CHECK(within_20["fa2_bwd_tc"] == 27);
 }
 
 TEST_CASE("H200: the tensor-core FA2 backward at 87-123% of PyTorch's at d=128 and N >= 4096 (the issue asks 70%)",
@@ -1572,7 +1586,7 @@ TEST_CASE("kernel ladder: every rung runs within 4% of its H200 time on the H100
 }
 
 TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and PyTorch's flash within 15% with the "
-          "card's fa-calibrate file, fa2_wgmma 11-36% fast, the other misses where they were",
+          "card's fa-calibrate file, fa2_wgmma 11-36% fast (9-30% with a lone block's fill and drain), the other misses where they were",
           "[hardware][ladder][calibrate]") {
     // Issue 22: every rung predicted within 15% from microbenchmarked ceilings, never from the rung's own timings. The
     // predictions were committed before the run (3e4b8e5) with the H100-SXM preset and with the H100's fa-calibrate
@@ -1582,23 +1596,27 @@ TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and
     // file (its FP32 ceiling is SGEMM's), nor for fa2_tc_tuned at d = 128 with the preset. Each (file, kernel, d): the
     // range of the errors in percent, rounded outwards, and how many of the 8 configurations are within 15%, for the
     // predictions written before the run and for today's simulator from the same GPU file or preset.
+    // Today's simulator adds a lone block's fill and drain (BlockTerms::fill, 2026-11-29): fa2_wgmma, one
+    // block per SM, moves; its errors now have a band of their own (now_lo, now_hi, now_within_15).
     struct Band {
         const char* file;
         const char* algo;
         int d;
         double lo, hi;
         int within_15;
+        double now_lo = 0, now_hi = 0;
+        int now_within_15 = -1;  // -1: today's errors are in the same band as those written before the run
     };
     const Band bands[] = {
         {"calibrated", "fa2", 64, 12, 26, 1},           {"calibrated", "fa2", 128, -10, -3, 8},
         {"calibrated", "fa2_tc", 64, 6, 12, 8},         {"calibrated", "fa2_tc", 128, -21, -16, 0},
         {"calibrated", "fa2_tc_tuned", 64, -3, 8, 8},   {"calibrated", "fa2_tc_tuned", 128, -15, -5, 8},
-        {"calibrated", "fa2_wgmma", 64, -31, -10, 3},   {"calibrated", "fa2_wgmma", 128, -37, -23, 0},
+        {"calibrated", "fa2_wgmma", 64, -31, -10, 3, -19, -9, 6}, {"calibrated", "fa2_wgmma", 128, -37, -23, 0, -23, -21, 0},
         {"calibrated", "torch_flash", 64, -1, 8, 8},    {"calibrated", "torch_flash", 128, -15, -2, 8},
         {"preset", "fa2", 64, -11, 0, 8},               {"preset", "fa2", 128, -30, -24, 0},
         {"preset", "fa2_tc", 64, 6, 12, 8},             {"preset", "fa2_tc", 128, -21, -16, 0},
         {"preset", "fa2_tc_tuned", 64, -7, 3, 8},       {"preset", "fa2_tc_tuned", 128, -18, -9, 6},
-        {"preset", "fa2_wgmma", 64, -36, -16, 0},       {"preset", "fa2_wgmma", 128, -39, -30, 0},
+        {"preset", "fa2_wgmma", 64, -36, -16, 0, -25, -15, 0}, {"preset", "fa2_wgmma", 128, -39, -30, 0, -30, -24, 0},
         {"preset", "torch_flash", 64, -5, 4, 8},        {"preset", "torch_flash", 128, -18, -6, 6},
     };
     // The run's fp16 timings (what --paper predicts), each with its record for the current simulator.
@@ -1643,13 +1661,14 @@ TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and
                 CAPTURE(before, now);
                 CHECK(before >= b.lo);
                 CHECK(before <= b.hi);
-                CHECK(now >= b.lo);  // today's simulator, from the same GPU file or preset
-                CHECK(now <= b.hi);
+                const bool moved = b.now_within_15 >= 0;
+                CHECK(now >= (moved ? b.now_lo : b.lo));  // today's simulator, from the same GPU file or preset
+                CHECK(now <= (moved ? b.now_hi : b.hi));
                 within += std::abs(before) <= 15;
                 within_now += std::abs(now) <= 15;
             }
             CHECK(within == b.within_15);
-            CHECK(within_now == b.within_15);
+            CHECK(within_now == (b.now_within_15 >= 0 ? b.now_within_15 : b.within_15));
         }
     }
 }

@@ -73,7 +73,7 @@ struct DoubleSums {
 struct ExactSums {
     using Time = Fixed;
     struct Terms {
-        std::array<Fixed, 7> sum{};
+        std::array<Fixed, 8> sum{};
         bool any = false;
         BlockTerms flags;
         Terms& operator+=(const Terms& o) {
@@ -87,7 +87,7 @@ struct ExactSums {
     Time time(double s) const { return scale.from_seconds(s); }
     Terms terms(const BlockTerms& t) const {
         Terms out;
-        const double v[] = {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency};
+        const double v[] = {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency, t.fill};
         for (std::size_t f = 0; f < out.sum.size(); ++f) out.sum[f] = scale.from_seconds(v[f]);
         out.flags = t;
         return out;
@@ -98,6 +98,7 @@ struct ExactSums {
         if (!t.any) return out;
         out.matmul = seconds(t.sum[0]), out.nonmatmul = seconds(t.sum[1]), out.sfu = seconds(t.sum[2]);
         out.smem = seconds(t.sum[3]), out.l2 = seconds(t.sum[4]), out.issue = seconds(t.sum[5]), out.latency = seconds(t.sum[6]);
+        out.fill = seconds(t.sum[7]);
         out.latency_bound_tensor = t.flags.latency_bound_tensor;
         out.overlapped_products = t.flags.overlapped_products;
         return out;
@@ -138,6 +139,7 @@ public:
         t.l2 = value() * pick(0.0, 1.0);
         t.issue = latency_bound ? value() : 0;
         t.latency = value() * pick(0.0, 0.0, 1.0);
+        t.fill = value() * pick(0.0, 1.0);
         t.latency_bound_tensor = latency_bound;
         t.overlapped_products = overlapped;
         return t;

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kernels/kernel_catalog.hpp"
+#include "model/kernel_setup.hpp"
 #include "test_helpers.hpp"
 
 using namespace fasim;
@@ -158,4 +160,44 @@ TEST_CASE("Little's law: a lone block streams at most its bytes in flight over t
     // changes nothing.
     const AttentionProblem full = problem(4096, 64, 64, DType::fp16);
     CHECK(simulate(algorithm("fa2"), full, slow).time_s == simulate(algorithm("fa2"), full, find_gpu_preset("H100-SXM")).time_s);
+}
+
+TEST_CASE("a block alone on its SM waits for its first tiles and stores its output with nothing else to do: its "
+          "fill and drain add to its time (FlashAttention-3's one block per SM)", "[model][fill]") {
+    const GpuSpec h200 = find_gpu_preset("H200");
+    const AttentionProblem p = problem(2048, 128, 128, DType::fp16);
+    auto main_kernel = [&](const char* name, const GpuSpec& gpu) {
+        const KernelSetup s = kernel_setup(*find_kernel(name), p, gpu);
+        const AlgorithmResult r = simulate(*s.algorithm, p, gpu, s.tiles, s.options);
+        for (const KernelTiming& t : r.timing)
+            if (t.name == "fa2_forward") return t;
+        FAIL("no fa2_forward in " << name);
+        return KernelTiming{};
+    };
+    // fa2_wgmma: 160 KB of shared memory, one block per SM; 128 x 128 tiles. Before its first product a block
+    // loads Q_i, K_0 and V_0; after its last it stores O_i and the fp32 LSE_i.
+    const KernelTiming wgmma = main_kernel("fa2_wgmma", h200);
+    REQUIRE(wgmma.concurrent_blocks == h200.sm_count);
+    const double first_tiles = (128 + 2 * 128) * 128 * 2, output = 128 * 128 * 2 + 128 * 4;
+    const double per_block = h200.model.dram_latency_s + (first_tiles + output) / (h200.l2_bandwidth / h200.sm_count);
+    const std::int64_t blocks = 128 * 16, on_busiest = (blocks + h200.sm_count - 1) / h200.sm_count;  // 16
+    CHECK(wgmma.fill_s == Approx(static_cast<double>(on_busiest) * per_block).epsilon(1e-9));
+    // Every block does the same work, so the busiest SM's 16 blocks run back to back, each with its fill.
+    const double busy = std::max({std::max(wgmma.matmul_s, wgmma.nonmatmul_s + wgmma.sfu_s), wgmma.smem_s, wgmma.l2_per_sm_s});
+    CHECK(wgmma.schedule_s == Approx(busy + wgmma.fill_s).epsilon(1e-9));
+    // A card whose first load takes 1 us longer: 16 us more for the busiest SM.
+    GpuSpec slower = h200;
+    slower.model.dram_latency_s += 1e-6;
+    CHECK(main_kernel("fa2_wgmma", slower).schedule_s - wgmma.schedule_s == Approx(16e-6).epsilon(1e-6));
+
+    // Two blocks per SM (fa2_tc_tuned): while one waits for its tiles the other computes; nothing added.
+    const KernelTiming tuned = main_kernel("fa2_tc_tuned", h200);
+    REQUIRE(tuned.concurrent_blocks == 2 * h200.sm_count);
+    CHECK(tuned.fill_s == 0);
+    CHECK(main_kernel("fa2_tc_tuned", slower).schedule_s == tuned.schedule_s);
+
+    // cuBLAS's GEMMs: its measured rate already holds its tiles' fill and drain (a persistent kernel overlaps
+    // one tile's stores and the next one's loads with its products).
+    const KernelSetup cublas = kernel_setup(*find_kernel("standard_cublas"), p, h200);
+    for (const KernelTiming& t : simulate(*cublas.algorithm, p, h200, cublas.tiles, cublas.options).timing) CHECK(t.fill_s == 0);
 }
