@@ -434,10 +434,10 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
     };
     auto classify = [&](const Entry& e, L2Clock start, std::int64_t wave, std::int64_t block, L2Clock advance) {
         if (e.clock < 0) return Pre::miss;
-        if (e.wave == wave && e.block != block) return e.dirty ? Pre::shared_dirty : Pre::shared_clean;
+        if (e.wave == wave && e.block() != block) return e.dirty() ? Pre::shared_dirty : Pre::shared_clean;
         const L2Clock age = start - e.clock;
         if (age > capacity_) return Pre::miss;  // its age only grows during the item
-        if (age + advance <= capacity_) return e.dirty ? Pre::hit_dirty : Pre::hit_clean;
+        if (age + advance <= capacity_) return e.dirty() ? Pre::hit_dirty : Pre::hit_clean;
         return Pre::unknown;                    // evicted or not depending on when in the item: run it
     };
     // A streamed region a later item will read: a wave not begun has no record yet; a tensor nothing but
@@ -506,7 +506,7 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
         const L2Clock age = start - e.clock, age_step = advance - tile_clock;
         limit = first_change_positive(-e.clock, -tile_clock, limit);  // never fetched
         limit = first_change_zero(e.wave - wave, piece.run->step.wave * periods - shape.wave_step, limit);
-        limit = first_change_zero(e.block - block, piece.run->step.block * periods - shape.block_step, limit);
+        limit = first_change_zero(e.block() - block, piece.run->step.block * periods - shape.block_step, limit);
         limit = first_change_positive(age - capacity_, age_step, limit);            // evicted before the item
         limit = first_change_positive(age + advance - capacity_, age_step, limit);  // or during it
         return limit;
@@ -518,8 +518,8 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                                 std::vector<LoopScratch::RelRun>& out) {
         out.clear();
         auto rel_of = [&](const Entry& e) {
-            return e.clock < 0 ? Rel{0, 0, 0, false, e.dirty}
-                               : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block - block_, true, e.dirty};
+            return e.clock < 0 ? Rel{0, 0, 0, false, e.dirty()}
+                               : Rel{static_cast<std::int64_t>(e.clock - clock_), e.wave - wave_, e.block() - block_, true, e.dirty()};
         };
         for (const auto& [first, end] : ranges)
             for (std::int64_t x = first; x < end;) {

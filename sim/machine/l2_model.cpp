@@ -58,14 +58,14 @@ bool L2Model::resident(const Entry& e) const {
 void L2Model::touch(Entry& e) {
     e.clock = clock_;
     e.wave = wave_;
-    e.block = block_;
+    e.set_block(block_);
 }
 
 // Bytes touched since a tile's last use decide whether it is still resident: a miss
 // brings bytes in, and a hit on data this head used earlier re-touches them (both
 // push other data towards eviction). A hit on what a concurrent block of the same
 // wave just fetched is the same bytes, shared: it does not age anything.
-bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block != block_; }
+bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block() != block_; }
 
 // A read of a region another block of this wave read: shared. Otherwise this block is now its reader.
 bool L2Model::read_by_concurrent_block(const Region& r) {
@@ -90,7 +90,7 @@ std::int64_t L2Model::read(const Region& r) {
         const bool hit = e != nullptr && resident(*e);
         if (!hit) {
             dram += bytes;
-            if (e) e->dirty = false;
+            if (e) e->set_dirty(false);
         }
         if (!(e && concurrent_hit(*e))) insert(bytes);
         if (e) touch(*e);
@@ -104,10 +104,10 @@ std::int64_t L2Model::write(const Region& r) {
     for_each_entry(r, [&](Entry* e, std::int64_t bytes) {
         const bool hit = e != nullptr && resident(*e);
         if (!(e && concurrent_hit(*e))) insert(bytes);
-        if (!(hit && e->dirty)) dram += bytes;  // a resident dirty line is written back once
+        if (!(hit && e->dirty())) dram += bytes;  // a resident dirty line is written back once
         if (e) {
             touch(*e);
-            e->dirty = true;
+            e->set_dirty(true);
         }
     });
     dram_of(*r.tensor).write += dram;

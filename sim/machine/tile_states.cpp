@@ -9,7 +9,7 @@ namespace fasim {
 TileState TileStates::advanced(TileState s, const Advance& step, std::int64_t times) {
     s.clock += step.clock * times;
     s.wave += step.wave * times;
-    s.block += step.block * times;
+    s.set_block(s.block() + step.block * times);
     return s;
 }
 
