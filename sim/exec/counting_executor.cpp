@@ -93,6 +93,7 @@ public:
     void start_block(bool record_accesses) {
         work = BlockWork{};
         product_seen_ = false;
+        loads_before_product_ = 0;
         recording_ = record_accesses;
     }
     // The class path: the block's accesses go into `list` (with its alike loops kept) instead of the
@@ -188,7 +189,7 @@ public:
         }
         const std::int64_t bytes = r.bytes();
         global_read(r, bytes, l2_requests(r));
-        if (!product_seen_) work.prologue_bytes += bytes;
+        if (!product_seen_) loads_before_product_ += bytes;
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
         else shared_instructions(issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_)));
@@ -238,7 +239,7 @@ public:
         }
         if (tile.space() == Space::Shared) smem_read(tile.bytes());
         work.thread_instructions += issue_cost::register_store(tile.elements());
-        work.epilogue_bytes += r.bytes();
+        if (product_seen_) work.epilogue_bytes += r.bytes();
     }
 
     void matmul(Tile& C, const Tile& A, const Tile& B, const Product& how) override {
@@ -269,6 +270,7 @@ public:
         }
         const std::int64_t flops = op_cost::matmul_flops(m, n, k);
         work.matmul_flops += flops;
+        if (!product_seen_) work.prologue_bytes = loads_before_product_;
         product_seen_ = true;
         work.epilogue_bytes = 0;  // only what is stored after the last product
         if (how.recompute) work.recomputed_matmul_flops += flops;
@@ -505,7 +507,10 @@ private:
     std::vector<int> free_;
     std::int64_t smem_live_ = 0, reg_live_ = 0;
     bool recording_ = false;
-    bool product_seen_ = false;  // this block has multiplied: later loads are no longer its prologue
+    // Until the block's first product its loads are its prologue, kept here and put in work at that product:
+    // a block without products has none, and its alike iterations stay alike (work compares equal).
+    bool product_seen_ = false;
+    std::int64_t loads_before_product_ = 0;
     std::vector<std::pair<Region, bool>> recorded_;  // (region, is_write) of the first block
     AccessList* describe_ = nullptr;  // the class path's record of the block's accesses
     AccessList* own_ = nullptr;       // the block's own level of it

@@ -79,7 +79,8 @@ struct BlockWork {
     Count shared_thread_instructions = 0;
     // The block's own latency chain, which no other work of the block hides: the global bytes it loads
     // before its first product (the first tiles: nothing to compute on until they land) and stores after
-    // its last (the output tiles). Per block, not counts: alike iterations and blocks do not add them.
+    // its last (the output tiles); 0 in a block without products. Per block, not counts: alike iterations and
+    // blocks do not add them.
     std::int64_t prologue_bytes = 0, epilogue_bytes = 0;
     bool operator==(const BlockWork&) const = default;
 };
