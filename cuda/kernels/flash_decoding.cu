@@ -42,6 +42,7 @@
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -80,7 +81,7 @@ struct SplitParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
-template <typename T, int D>
+template <typename T, int D, int L2_PREFETCH>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(SplitParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
@@ -123,8 +124,8 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     auto load_kv = [&](int j, int stage) {
         const int k0 = j * BC;
         T* Kt = stages + 2 * stage * BC * LD;
-        load_tile_async<T, D, BC, LD, kFlashThreads>(Kt, Kg, k0, imin(BC, p.Nk - k0));
-        load_tile_async<T, D, BC, LD, kFlashThreads>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, L2_PREFETCH>(Kt, Kg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, L2_PREFETCH>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
     };
 
     float o[NT_O][4];  // O accumulator: o[nt] = C fragment of rows g, g+8, columns 8nt + 2t, 8nt + 2t + 1
@@ -360,9 +361,16 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.Br = L.Br;
     split.Bc = L.Bc;
     split.kv_splits = L.splits;
-    split.registers_per_thread =
-        launch_kernel(split.name.c_str(), flash_decoding_split_kernel<T, D>, dim3(split.grid[0], split.grid[1]),
-                      dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
+    // EXPERIMENT (removed after the run): FASIM_DECODE_PREFETCH=0|128|256 picks the K/V copies' L2 prefetch.
+    static const int prefetch = [] {
+        const char* v = std::getenv("FASIM_DECODE_PREFETCH");
+        return v == nullptr ? 0 : std::atoi(v);
+    }();
+    auto kernel = prefetch == 256   ? flash_decoding_split_kernel<T, D, 256>
+                  : prefetch == 128 ? flash_decoding_split_kernel<T, D, 128>
+                                    : flash_decoding_split_kernel<T, D, 0>;
+    split.registers_per_thread = launch_kernel(split.name.c_str(), kernel, dim3(split.grid[0], split.grid[1]),
+                                               dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
     info.kernels.push_back(split);
     if (L.splits == 1) return;
     CudaKernelLaunch combine;

@@ -50,11 +50,24 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 // The copy runs in the background; the thread goes on until cp_async_wait. .cg: cached in L2 only,
 // like cp16_cg in dtype_traits.cuh. src-size 0 (valid = false) zero-fills the 16 bytes and reads
 // nothing, which is how a tile row past the end of the sequence becomes zeros.
+// L2_PREFETCH (0, 128 or 256): also asks L2 to fetch that many bytes around the 16 from DRAM
+// (.L2::128B, .L2::256B), so a streaming kernel keeps more of DRAM's bandwidth in flight.
+template <int L2_PREFETCH = 0>
 __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src, bool valid) {
+    static_assert(L2_PREFETCH == 0 || L2_PREFETCH == 128 || L2_PREFETCH == 256, "L2 prefetch of 0, 128 or 256 bytes");
     const unsigned src_bytes = valid ? 16u : 0u;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)), "l"(gmem_src),
-                 "r"(src_bytes)
-                 : "memory");
+    if constexpr (L2_PREFETCH == 256)
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)),
+                     "l"(gmem_src), "r"(src_bytes)
+                     : "memory");
+    else if constexpr (L2_PREFETCH == 128)
+        asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)),
+                     "l"(gmem_src), "r"(src_bytes)
+                     : "memory");
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)), "l"(gmem_src),
+                     "r"(src_bytes)
+                     : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -66,7 +79,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // shared tile of row stride LD; tile rows r >= nvalid are zero-filled. All THREADS threads of the
 // block take part, consecutive threads on consecutive 16-byte chunks (coalesced). Completes at
 // cp_async_wait.
-template <typename T, int D, int ROWS, int LD, int THREADS>
+template <typename T, int D, int ROWS, int LD, int THREADS, int L2_PREFETCH = 0>
 __device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0, int nvalid) {
     constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte chunks per row
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));         // elements per chunk
@@ -79,7 +92,7 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0,
         const bool valid = r < nvalid;
         // A row past the end reads nothing; it is pointed at row 0 only to keep the address valid.
         const T* src = head + (valid ? static_cast<long long>(row0 + r) * D : 0LL) + c;
-        cp_async_16(dst + r * LD + c, src, valid);
+        cp_async_16<L2_PREFETCH>(dst + r * LD + c, src, valid);
     }
 }
 
