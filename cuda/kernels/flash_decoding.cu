@@ -19,7 +19,9 @@
 //   - Stream K and V. One query row does 4d FLOPs per key against 4d bytes of K and V: decoding is bound
 //     by reading the cache once. K and V tiles are double-buffered with cp.async (16-byte copies,
 //     consecutive threads on consecutive chunks, L2 only): tile j + 1 is in flight while tile j is used, so
-//     a block has up to two 32 KiB tiles in flight. The tiles are half of flash-attention's (64 keys at
+//     a block has up to two 32 KiB tiles in flight. Each copy asks L2 for its whole 128-byte line
+//     (.L2::128B, as CUTLASS's copies do): +2.5% K/V bandwidth on an H200 where K and V are large, none
+//     from 256 bytes (cuda/results/2026-11-29-h200-decode-prefetch). The tiles are half of flash-attention's (64 keys at
 //     d = 128, 128 at d = 64) so that Q + 2 x (K + V), 85 KiB, lets two blocks share an SM, as the split
 //     heuristic assumes.
 //
@@ -42,7 +44,6 @@
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -81,7 +82,7 @@ struct SplitParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
-template <typename T, int D, int L2_PREFETCH>
+template <typename T, int D>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(SplitParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
@@ -121,11 +122,13 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     const int last = imin(visible_kv_tiles(q0, q_rows, p.rows, p.Nk, BC, p.causal != 0), first + p.tiles_per_split);
 
     // K_j and V_j into one stage, keys past Nk zero-filled (they are masked).
+    // .L2::128B: each 16-byte copy also asks L2 for its whole 128-byte line (cuda/results/2026-11-29-h200-decode-prefetch).
+    constexpr int kPrefetch = 128;
     auto load_kv = [&](int j, int stage) {
         const int k0 = j * BC;
         T* Kt = stages + 2 * stage * BC * LD;
-        load_tile_async<T, D, BC, LD, kFlashThreads, L2_PREFETCH>(Kt, Kg, k0, imin(BC, p.Nk - k0));
-        load_tile_async<T, D, BC, LD, kFlashThreads, L2_PREFETCH>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch>(Kt, Kg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
     };
 
     float o[NT_O][4];  // O accumulator: o[nt] = C fragment of rows g, g+8, columns 8nt + 2t, 8nt + 2t + 1
@@ -361,16 +364,9 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.Br = L.Br;
     split.Bc = L.Bc;
     split.kv_splits = L.splits;
-    // EXPERIMENT (removed after the run): FASIM_DECODE_PREFETCH=0|128|256 picks the K/V copies' L2 prefetch.
-    static const int prefetch = [] {
-        const char* v = std::getenv("FASIM_DECODE_PREFETCH");
-        return v == nullptr ? 0 : std::atoi(v);
-    }();
-    auto kernel = prefetch == 256   ? flash_decoding_split_kernel<T, D, 256>
-                  : prefetch == 128 ? flash_decoding_split_kernel<T, D, 128>
-                                    : flash_decoding_split_kernel<T, D, 0>;
-    split.registers_per_thread = launch_kernel(split.name.c_str(), kernel, dim3(split.grid[0], split.grid[1]),
-                                               dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
+    split.registers_per_thread =
+        launch_kernel(split.name.c_str(), flash_decoding_split_kernel<T, D>, dim3(split.grid[0], split.grid[1]),
+                      dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
     info.kernels.push_back(split);
     if (L.splits == 1) return;
     CudaKernelLaunch combine;

@@ -3,11 +3,12 @@
 // Used by the tensor-core kernels (fa1_tensor_core.cu, fa2_tensor_core.cu); call them only from code
 // compiled for __CUDA_ARCH__ >= 800.
 //
-//   cp_async_16(dst, src, valid)   16 bytes global -> shared, asynchronous, L2 only (cp.async.cg);
+//   cp_async_16<P>(dst, src, valid) 16 bytes global -> shared, asynchronous, L2 only (cp.async.cg);
+//                                  P = 128 or 256 also asks L2 to prefetch that many bytes around them;
 //                                  valid = false writes 16 zero bytes instead (reads nothing)
 //   cp_async_commit()              closes the current group of cp.async copies
 //   cp_async_wait<n>()             waits until at most n of this thread's groups are still in flight
-//   load_tile_async<T, D, ROWS, LD, THREADS>(dst, head, row0, nvalid)
+//   load_tile_async<T, D, ROWS, LD, THREADS[, P]>(dst, head, row0, nvalid)
 //                                  a ROWS x D tile of a row-major matrix into shared memory (row
 //                                  stride LD) by cp_async_16, rows past nvalid zero-filled
 //   fast_exp2(x)                   2^x with one ex2.approx.ftz (common/fast_math.cuh, included here)
