@@ -115,6 +115,13 @@ constexpr std::int64_t kShortRange = 64;  // recurring tiles checked one by one 
 
 }  // namespace
 
+// The tiles an access touches at every position of the loops inside its item: `count` runs of `length`
+// tile indices, the first from `first`, each `period` after the one before (period >= 0).
+struct L2Model::StridedTiles {
+    std::int64_t first = 0, length = 0, period = 0, count = 1;
+    bool operator<(const StridedTiles& o) const { return std::tie(period, count, first) < std::tie(o.period, o.count, o.first); }
+};
+
 // What a loop's items touch, found from item 0's accesses.
 struct L2Model::LoopTiles {
     struct Tracked {
@@ -123,6 +130,9 @@ struct L2Model::LoopTiles {
         // over all K/V tiles is one range, however many tiles.
         std::vector<std::pair<std::int64_t, std::int64_t>> recurring;
         std::vector<std::int64_t> recurring_tiles;  // found one by one, before they join `recurring`
+        // Accesses whose runs have gaps between them (one of K's two column halves, tile after tile): runs
+        // that fill each other's gaps join `recurring` as one range, the others are listed one by one.
+        std::vector<StridedTiles> strided;
         std::vector<std::int64_t> moving;  // item 0's tile indices
         std::int64_t shift = 0;            // entries the moving tiles move per item
     };
@@ -156,6 +166,7 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
         t.id = -1;
         t.recurring.clear();
         t.recurring_tiles.clear();
+        t.strided.clear();
         t.moving.clear();
         t.shift = 0;
     }
@@ -193,7 +204,14 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
                 if (tt.shift != 0 && tt.shift != shift) return false;
                 tt.shift = shift;
             }
-            if (shift == 0 && recurring_range(a, s, tt.recurring)) continue;
+            if (shift == 0) {
+                StridedTiles runs;
+                if (recurring_tiles(a, s, runs)) {
+                    if (runs.period <= runs.length) tt.recurring.emplace_back(runs.first, runs.first + runs.length + (runs.count - 1) * runs.period);
+                    else tt.strided.push_back(runs);
+                    continue;
+                }
+            }
             std::vector<std::int64_t>& into = shift == 0 ? tt.recurring_tiles : tt.moving;
             const bool ok = for_each_position(a, budget, [&](const Region& r) {
                 for_each_index(r, [&](std::int64_t index, std::int64_t) { into.push_back(index); });
@@ -244,7 +262,37 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
             if (moving) st.reads.push_back(std::move(read));
         }
     }
+    // Runs of one period and count whose first runs, from the lowest, leave no gap up to a whole period further
+    // (K's two column halves, each a tile in every row of K's grid) touch every tile from there to the last run's
+    // end: one range. Runs that join nothing are listed tile by tile.
+    auto join_strided = [&budget](LoopTiles::Tracked& t) {
+        std::sort(t.strided.begin(), t.strided.end());
+        for (std::size_t i = 0; i < t.strided.size();) {
+            const StridedTiles& lowest = t.strided[i];
+            std::int64_t covered = lowest.first;  // one past the last tile the chain's first runs reach
+            std::size_t end = i;
+            for (; end < t.strided.size(); ++end) {
+                const StridedTiles& r = t.strided[end];
+                if (r.period != lowest.period || r.count != lowest.count || r.first > covered) break;
+                covered = std::max(covered, r.first + r.length);
+            }
+            if (covered - lowest.first >= lowest.period) {
+                t.recurring.emplace_back(lowest.first, covered + (lowest.count - 1) * lowest.period);
+            } else {
+                for (std::size_t j = i; j < end; ++j) {
+                    const StridedTiles& r = t.strided[j];
+                    if (r.count > budget / r.length) return false;
+                    budget -= r.count * r.length;
+                    for (std::int64_t k = 0; k < r.count; ++k)
+                        for (std::int64_t x = 0; x < r.length; ++x) t.recurring_tiles.push_back(r.first + k * r.period + x);
+                }
+            }
+            i = end;
+        }
+        return true;
+    };
     for (auto& t : tiles.tracked) {
+        if (!join_strided(t)) return false;
         sort_unique(t.recurring_tiles);
         for (const std::int64_t r : t.recurring_tiles) t.recurring.emplace_back(r, r + 1);
         merge_ranges(t.recurring);
@@ -326,17 +374,20 @@ bool L2Model::can_carry_over(const LoopShape& shape, LoopTiles& tiles) {
     return true;
 }
 
-// The tiles an access touches at every position of the loops inside its item, as one range of tile
-// indices, where they are one: its region covers part of one row of the grid's tiles or whole rows, and
-// at most one loop inside the item moves it, by whole tiles and no further than the range is long.
-bool L2Model::recurring_range(const ItemAccess& a, const TensorState& s, std::vector<std::pair<std::int64_t, std::int64_t>>& out) const {
+// The tiles an access touches at every position of the loops inside its item, as runs of tile indices
+// (StridedTiles), where they are: its region covers part of one row of the grid's tiles (one run), whole rows
+// (one run), or the same columns of several rows (a run per row); at most one loop inside the item moves it,
+// by whole tiles, and a region of several rows' runs only by its own height (the runs continue down the grid).
+bool L2Model::recurring_tiles(const ItemAccess& a, const TensorState& s, StridedTiles& out) const {
     const Region& r = a.region;
     const std::int64_t rr = r.tensor->region_rows, rc = r.tensor->region_cols;
     if (r.nrows <= 0 || r.ncols <= 0) return false;
     const std::int64_t gr0 = r.row0 / rr, gr1 = (r.row0 + r.nrows - 1) / rr, gc0 = r.col0 / rc, gc1 = (r.col0 + r.ncols - 1) / rc;
     const bool whole_rows = gc0 == 0 && gc1 == s.grid_cols - 1;
-    if (gr0 != gr1 && !whole_rows) return false;
-    const std::int64_t first = gr0 * s.grid_cols + gc0, length = (gr1 - gr0) * s.grid_cols + gc1 - gc0 + 1;
+    const std::int64_t first = gr0 * s.grid_cols + gc0;
+    // The region itself: one run, or a run per grid row.
+    const std::int64_t rows = whole_rows ? 1 : gr1 - gr0 + 1;
+    const std::int64_t length = whole_rows ? (gr1 - gr0) * s.grid_cols + gc1 - gc0 + 1 : gc1 - gc0 + 1;
     std::int64_t count = 1, shift = 0;
     for (const auto& [c, step] : a.inner) {
         if (c <= 1 || (step.rows == 0 && step.cols == 0)) continue;  // another head's: the same tiles (one head is tracked)
@@ -345,9 +396,16 @@ bool L2Model::recurring_range(const ItemAccess& a, const TensorState& s, std::ve
         count = c;
         shift = step.rows / rr * s.grid_cols + step.cols / rc;
     }
-    if ((shift > 0 ? shift : -shift) > length) return false;  // gaps between the positions' tiles
-    const std::int64_t reach = (count - 1) * shift;
-    out.emplace_back(first + std::min<std::int64_t>(0, reach), first + length + std::max<std::int64_t>(0, reach));
+    if (rows > 1) {
+        // Several rows' runs, period grid_cols; a loop must move them by exactly their rows, so that positions
+        // continue the same runs.
+        const std::int64_t height = rows * s.grid_cols;
+        if (count > 1 && shift != height && shift != -height) return false;
+        out = {shift < 0 ? first + (count - 1) * shift : first, length, s.grid_cols, rows * count};
+        return true;
+    }
+    // Runs in increasing order: a loop walking backwards starts from its last position.
+    out = {shift < 0 ? first + (count - 1) * shift : first, length, shift < 0 ? -shift : shift, count};
     return true;
 }
 

@@ -139,7 +139,8 @@ private:
     struct Context;
     struct LoopScratch;
     bool can_carry_over(const LoopShape& shape, LoopTiles& tiles);
-    bool recurring_range(const ItemAccess& a, const TensorState& s, std::vector<std::pair<std::int64_t, std::int64_t>>& out) const;
+    struct StridedTiles;
+    bool recurring_tiles(const ItemAccess& a, const TensorState& s, StridedTiles& out) const;
     void carry_moving_tiles(const LoopTiles& tiles, std::size_t tensor, const std::vector<Entry>& post, std::int64_t k0,
                             std::int64_t m, const TileStates::Advance& per_item);
     std::int64_t carried_over_ = 0;

@@ -163,6 +163,59 @@ TEST_CASE("L2Model::loop gives the bytes and the state of running every item (ra
     CHECK(carried > 1000);  // the loops were carried over, not only run
 }
 
+TEST_CASE("L2Model::loop over column bands of a tile grid (K's two halves at d = 64) gives the bytes and the state of "
+          "running every item",
+          "[l2][counting]") {
+    // Tensors of 32 x 32 tiles, four to a row: an access of 64 rows and some of the columns touches a run of tiles in
+    // each of two grid rows, and a loop inside the item moving it down touches runs with gaps between them. Where
+    // two such accesses fill each other's gaps (K's column halves in standard attention's S = Q K^T) the loop keeps
+    // them as one range of tiles; where they do not, tile by tile. Either way the same result as every item run.
+    std::mt19937_64 rng(1924);
+    auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+    std::int64_t carried = 0;
+    for (int trial = 0; trial < 1500; ++trial) {
+        std::vector<GlobalTensor> tensors;
+        const char* const names[] = {"T0", "T1", "T2"};
+        for (int t = 0; t < 3; ++t) tensors.push_back({names[t], 1, 64 * pick(24, 64), 128, 4, 32, 32, false, t});
+        const std::int64_t capacity = 4096 * (pick(0, 1) ? pick(8, 200) : pick(512, 2048));
+        const bool blocks = pick(0, 1) == 1;
+        const std::int64_t count = pick(8, 40), slots = pick(1, 8);
+        std::vector<Access> accesses;
+        for (int a = 0, n = static_cast<int>(pick(1, 3)); a < n; ++a) {
+            const GlobalTensor& t = tensors[static_cast<std::size_t>(pick(0, 2))];
+            const std::int64_t nrows = 32 * pick(1, 2), ncols = 32 * pick(1, 3), col0 = 32 * pick(0, (128 - ncols) / 32);
+            // A loop inside the item: down by the region's height (runs continue), by one grid row, or none.
+            const std::int64_t inner = pick(0, 2) == 0 ? 1 : pick(2, 6);
+            const std::int64_t inner_rows = pick(0, 1) ? nrows : 32;
+            if (inner * inner_rows + nrows > t.rows) continue;
+            const std::int64_t row0 = 32 * pick(0, (t.rows - inner * inner_rows - nrows) / 32);
+            const bool write = pick(0, 4) == 0;
+            accesses.push_back({&t, row0, col0, nrows, ncols, write, 0, 0, inner, inner_rows});
+            // Often the other columns of the same rows too, so that the two fill each other's gaps.
+            if (ncols < 128 && pick(0, 1))
+                accesses.push_back({&t, row0, col0 == 0 ? ncols : 0, nrows, col0 == 0 ? 128 - ncols : col0, write, 0, 0, inner, inner_rows});
+        }
+        // Each item's own tile of another tensor, so that items differ.
+        accesses.push_back({&tensors[2], 0, 0, 32, 128, pick(0, 1) == 0, 32, 0, 1, 0});
+        if (count * 32 > tensors[2].rows) continue;
+        auto run = [&](bool by_loop) {
+            L2Model l2(capacity);
+            l2.begin_kernel(slots, 1000, 1000);
+            for (std::int64_t p = 0; p < 2; ++p) play_loop(l2, accesses, count, p * count, blocks, by_loop);
+            carried += by_loop ? l2.items_carried_over() : 0;
+            return outcome(l2, tensors);
+        };
+        std::ostringstream what;
+        what << "trial " << trial << ": capacity " << capacity << ", " << count << " items" << (blocks ? " (blocks)" : "") << ":";
+        for (const Access& a : accesses)
+            what << "\n  " << (a.write ? "write " : "read ") << a.tensor->name << " rows " << a.row0 << "+" << a.nrows << " cols "
+                 << a.col0 << "+" << a.ncols << " step " << a.step_rows << " inner " << a.inner_count << "x" << a.inner_rows;
+        INFO(what.str());
+        CHECK(run(false) == run(true));
+    }
+    CHECK(carried > 1000);
+}
+
 TEST_CASE("A loop over the tiles an earlier loop left as one run stops carrying over exactly where their class changes",
           "[l2][counting]") {
     // Tiles of 1 KiB. Each pass reads `extra` rows of B (128 bytes each) that every item reads, then tile k of
