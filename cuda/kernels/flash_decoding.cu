@@ -20,10 +20,11 @@
 //     by reading the cache once. K and V tiles are double-buffered with cp.async (16-byte copies,
 //     consecutive threads on consecutive chunks, L2 only): tile j + 1 is in flight while tile j is used, so
 //     a block has up to two 32 KiB tiles in flight. Each copy asks L2 for its whole 128-byte line
-//     (.L2::128B, as CUTLASS's copies do): +2.5% K/V bandwidth on an H200 where K and V are large, none
-//     from 256 bytes (cuda/results/2026-11-29-h200-decode-prefetch). The tiles are half of flash-attention's (64 keys at
-//     d = 128, 128 at d = 64) so that Q + 2 x (K + V), 85 KiB, lets two blocks share an SM, as the split
-//     heuristic assumes.
+//     (.L2::128B, as CuTe's SM80_CP_ASYNC_CACHEGLOBAL does): +1.9..3.3% K/V bandwidth on an H200 where the
+//     kernel already streamed at 4 TB/s or more, nothing more from 256 bytes
+//     (cuda/results/2026-11-29-h200-decode-prefetch).
+//     The tiles are half of flash-attention's (64 keys at d = 128, 128 at d = 64) so that Q + 2 x (K + V),
+//     85 KiB, lets two blocks share an SM, as the split heuristic assumes.
 //
 //   split kernel
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     const int last = imin(visible_kv_tiles(q0, q_rows, p.rows, p.Nk, BC, p.causal != 0), first + p.tiles_per_split);
 
     // K_j and V_j into one stage, keys past Nk zero-filled (they are masked).
-    // .L2::128B: each 16-byte copy also asks L2 for its whole 128-byte line (cuda/results/2026-11-29-h200-decode-prefetch).
+    // .L2::128B: each 16-byte copy also asks L2 for its whole 128-byte line (see the top of the file).
     constexpr int kPrefetch = 128;
     auto load_kv = [&](int j, int stage) {
         const int k0 = j * BC;
