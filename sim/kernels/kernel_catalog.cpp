@@ -1,6 +1,7 @@
 #include "kernels/kernel_catalog.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -342,6 +343,24 @@ TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t 
         case TileRule::flash_attn_splitkv: return {tile_rules::kFlashDecodingBr, tile_rules::flash_attn_splitkv_bc(d), 0};
     }
     return {};
+}
+
+std::size_t kernel_smem_bytes(const KernelVariant& k, int Br, int Bc, int d, DType dtype) {
+    const int e = static_cast<int>(dtype_bytes(dtype));
+    switch (k.tiles) {
+        case TileRule::fa2: return cuda_detail::flash_smem_layout(Br, Bc, d, e).total;
+        case TileRule::fa1: return cuda_detail::fa1_smem_layout(Br, Bc, d, e).total;
+        case TileRule::fa2_bwd: return cuda_detail::fa2_bwd_smem_layout(Br, Bc, d, e).total;
+        default: break;
+    }
+    // Kernels with tiles of their own: their need holds only for those tiles (any shared memory fits here:
+    // the caller checks it against the GPU).
+    try {
+        const TileChoice own = kernel_tiles(k, d, dtype, std::numeric_limits<std::size_t>::max());
+        return own.Br == Br && own.Bc == Bc ? own.smem_bytes : 0;
+    } catch (const std::invalid_argument&) {
+        return 0;
+    }
 }
 
 }  // namespace fasim

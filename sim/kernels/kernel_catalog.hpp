@@ -100,4 +100,9 @@ const KernelVariant* cuda_core_kernel(const Algorithm& algo, MatmulMode matmul);
 // std::invalid_argument where nothing fits.
 TileChoice kernel_tiles(const KernelVariant& k, int d, DType dtype, std::size_t smem_per_block);
 
+// The dynamic shared memory the kernel launches with for tiles Br x Bc: its layout for those tiles where
+// its tiles can be chosen (fa2, tiled, fa1, fa2_bwd on the CUDA cores), its fixed need where they are its
+// own; 0 where the layout is not known (the simulator then counts the tiles a block holds).
+std::size_t kernel_smem_bytes(const KernelVariant& k, int Br, int Bc, int d, DType dtype);
+
 }  // namespace fasim

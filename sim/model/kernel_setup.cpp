@@ -83,6 +83,20 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
     if (recorded.smem_bytes > 0) {
         req.launched_smem_bytes = recorded.smem_bytes;
         req.smem_source = "as the measured run recorded it";
+    } else if (recorded.Br > 0 && recorded.Bc > 0) {
+        // Tiles given without the shared memory (fa-sim --kernel K --Br --Bc): the kernel's layout for them.
+        const std::size_t need = kernel_smem_bytes(k, static_cast<int>(recorded.Br), static_cast<int>(recorded.Bc),
+                                                   static_cast<int>(p.d), p.dtype);
+        if (need > static_cast<std::size_t>(gpu.smem_per_block_bytes))
+            throw usage_error(std::string(k.name) + " with " + std::to_string(recorded.Br) + " x " +
+                                  std::to_string(recorded.Bc) + " tiles needs " + std::to_string(need) +
+                                  " B of shared memory per block",
+                              gpu.name + " allows at most " + std::to_string(gpu.smem_per_block_bytes) + " B per block",
+                              "choose smaller tiles with --Br/--Bc, or leave them out for the kernel's own");
+        if (need > 0) {
+            req.launched_smem_bytes = static_cast<std::int64_t>(need);
+            req.smem_source = std::string(k.name) + "'s shared-memory layout for those tiles";
+        }
     }
     if (recorded.registers_per_thread > 0) {
         req.registers_per_thread = recorded.registers_per_thread;

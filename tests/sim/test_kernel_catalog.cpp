@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "common/errors.hpp"
 #include "model/kernel_setup.hpp"
 #include "test_helpers.hpp"
 
@@ -83,6 +84,41 @@ TEST_CASE("a kernel is modelled with what its run recorded, else with its own ru
     CHECK_FALSE(kernel_setup(cublas, problem(4096, 128, 16, DType::fp32), h200).options.tensor_cores);
     CHECK(kernel_setup(cublas, p, h200).tiles.matmul == MatmulMode::library);
     CHECK_FALSE(kernel_setup(cublas, p, h200).tiles.Br.has_value());
+}
+
+TEST_CASE("tiles given without their shared memory (fa-sim --kernel K --Br --Bc) take the kernel's layout for them",
+          "[catalog][smem]") {
+    // The CUDA-core FA2 backward keeps dK, dV in fp32 shared memory: at d = 64, 64 x 64 tiles, 85.5 KiB in fp16 (two
+    // blocks per SM on an H200) and 117.5 KiB in fp32 (one). Counting the tiles a block holds gave 48 and 96 KiB and
+    // put three and two blocks on an SM: half the fp32 kernel's measured time (cuda/results/2026-11-26-h200).
+    const GpuSpec h200 = find_gpu_preset("H200");
+    const KernelVariant& fa2_bwd = *find_kernel("fa2_bwd");
+    for (DType dtype : {DType::fp16, DType::fp32}) {
+        const AttentionProblem p = problem(4096, 64, 16, dtype);
+        const std::size_t layout = cuda_detail::fa2_bwd_smem_layout(64, 64, 64, static_cast<int>(dtype_bytes(dtype))).total;
+        CHECK(layout == (dtype == DType::fp16 ? 87552u : 120320u));  // what the H200 run's launches recorded
+        const KernelSetup given = kernel_setup(fa2_bwd, p, h200, MeasuredLaunch{.Br = 64, .Bc = 64});
+        CHECK(given.tiles.launched_smem_bytes == static_cast<std::int64_t>(layout));
+        CHECK(given.tiles.launched_smem_bytes == kernel_setup(fa2_bwd, p, h200).tiles.launched_smem_bytes);
+        // What a run recorded wins.
+        CHECK(kernel_setup(fa2_bwd, p, h200, MeasuredLaunch{.Br = 64, .Bc = 64, .smem_bytes = 1000}).tiles.launched_smem_bytes ==
+              1000);
+    }
+    // Other tiles, the layout for them; a kernel with tiles of its own knows its need only for those.
+    const AttentionProblem half = problem(4096, 64, 16, DType::fp16);
+    CHECK(kernel_setup(fa2_bwd, half, h200, MeasuredLaunch{.Br = 32, .Bc = 32}).tiles.launched_smem_bytes ==
+          static_cast<std::int64_t>(cuda_detail::fa2_bwd_smem_layout(32, 32, 64, 2).total));
+    const KernelVariant& wgmma = *find_kernel("fa2_wgmma");
+    CHECK(kernel_smem_bytes(wgmma, 128, 128, 128, DType::fp16) == tile_rules::fa2_wgmma_smem_bytes(128));
+    CHECK(kernel_smem_bytes(wgmma, 64, 64, 128, DType::fp16) == 0);
+    // Tiles past the GPU's shared memory: one clear error, the need and the limit named.
+    try {
+        kernel_setup(fa2_bwd, problem(4096, 128, 16, DType::fp32), h200, MeasuredLaunch{.Br = 128, .Bc = 128});
+        FAIL("no error");
+    } catch (const UsageError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("fa2_bwd with 128 x 128 tiles needs 470016 B of shared memory per block"));
+        CHECK_THAT(e.what(), Catch::Contains("allows at most"));
+    }
 }
 
 TEST_CASE("the CUDA-core FA2's tiles follow its launcher: on a T4, fp32, d=128, 64x16, where the papers' rule "
