@@ -24,7 +24,10 @@
 //     kernel already streamed at 4 TB/s or more, nothing more from 256 bytes
 //     (cuda/results/2026-11-29-h200-decode-prefetch).
 //     The tiles are half of flash-attention's (64 keys at d = 128, 128 at d = 64) so that Q + 2 x (K + V),
-//     85 KiB, lets two blocks share an SM, as the split heuristic assumes.
+//     85 KiB, lets two blocks share an SM, as the split heuristic assumes. A third stage (three tiles in
+//     flight, Q kept in the third until its fragments are in registers: 102 KiB, still two blocks per SM)
+//     streamed 0.2-4.5% slower where this kernel reads at 4 TB/s or more, and no shape faster
+//     (cuda/results/2026-11-29-h200-decode-stages): not kept.
 //
 //   split kernel
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV
@@ -45,7 +48,6 @@
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -66,6 +68,7 @@ namespace {
 constexpr const char* kName = "flash_decoding";
 constexpr int kBr = tile_rules::kFlashDecodingBr;   // query rows per block: 4 warps x 16
 static_assert(kBr == 16 * kFlashWarps && tile_rules::kFlashDecodingWarps == kFlashWarps, "one m16 row block per warp");
+static_assert(tile_rules::kFlashDecodingStages == 2, "the loop below double-buffers");
 
 struct SplitParams {
     const void* Q;
@@ -83,10 +86,7 @@ struct SplitParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
-// STAGES K/V tile buffers: STAGES tiles are in flight while the block waits for the oldest. From 3 stages on,
-// the Q tile is copied into the last stage, which the first tiles leave free: its fragments go to registers at
-// the first tile, and only then does that stage take a K/V tile.
-template <typename T, int D, int STAGES>
+template <typename T, int D>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(SplitParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
@@ -115,11 +115,8 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     const int kv_head = (row_head / p.row_heads_per_batch) * p.kv_heads_per_batch +
                         (row_head % p.row_heads_per_batch) / p.row_heads_per_kv_head;
 
-    static_assert(STAGES >= 2 && BC >= kBr, "a stage holds the Q tile");
-    constexpr bool kQInStage = STAGES >= 3;
-    T* stages = reinterpret_cast<T*>(dynamic_smem()) + (kQInStage ? 0 : kBr * LD);  // stage b: its K tile at
-                                                                                       // stages + 2b * BC * LD, V after
-    T* Qs = kQInStage ? stages + 2 * (STAGES - 1) * BC * LD : reinterpret_cast<T*>(dynamic_smem());
+    T* Qs = reinterpret_cast<T*>(dynamic_smem());
+    T* stages = Qs + kBr * LD;  // stage b: its K tile at stages + 2b * BC * LD, its V tile right after
     const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(row_head) * p.rows * D;
     const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(kv_head) * p.Nk * D;
     const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(kv_head) * p.Nk * D;
@@ -200,37 +197,25 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
         pv_accumulate<T>(o, pf, Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
     };
 
-    // cp.async groups in issue order: Q with K/V tile `first`, then one group per tile up to first + STAGES - 2
-    // (the prologue), then one per iteration (empty past the last tile, so that the wait counts hold). Before
-    // iteration j waits for tile j, the tiles after it up to j + STAGES - 1 are already asked for; with Q in the
-    // last stage, tile first + STAGES - 1 is asked for only once Q's fragments are in registers.
-    auto fill = [&](int j) {  // tile j into its stage, as a group of its own
-        if (j < last) load_kv(j, (j - first) % STAGES);
-        cp_async_commit();
-    };
+    // cp.async groups in issue order: Q with K/V tile `first`, then one group per iteration j holding tile
+    // j + 1 (empty on the last, so that wait<1> always means "tile j has landed").
     if (first < last) {
         load_tile_async<T, D, kBr, LD, kFlashThreads>(Qs, Qg, q0, q_rows);
-        for (int i = 0; i < STAGES - 1; ++i) fill(first + i);
+        load_kv(first, 0);
+        cp_async_commit();
     }
     for (int j = first; j < last; ++j) {
-        const int stage = (j - first) % STAGES;
-        const bool q_stage_pending = kQInStage && j == first;
-        if (!q_stage_pending) fill(j + STAGES - 1);  // the stage tile j - 1 used: the barrier ending j - 1 freed it
-        if (q_stage_pending) cp_async_wait<STAGES - 2>();  // this thread's copies of tile j (and Q) have landed ...
-        else cp_async_wait<STAGES - 1>();
-        __syncthreads();  // ... and every other thread's
-        if (j == first) {
-            if (warp_active) {
-                // A fragments of the warp's 16 rows (as fa2_tc: matrix i of the x4 is quarter (rows + 8(i & 1),
-                // columns + 8(i >> 1)) of each 16 x 16 block).
-                const T* qrow = Qs + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+        const int stage = (j - first) & 1;
+        if (j + 1 < last) load_kv(j + 1, stage ^ 1);  // the barrier ending iteration j - 1 freed that stage
+        cp_async_commit();
+        cp_async_wait<1>();  // this thread's copies of tile j (and Q) have landed ...
+        __syncthreads();     // ... and every other thread's
+        if (j == first && warp_active) {
+            // A fragments of the warp's 16 rows (as fa2_tc: matrix i of the x4 is quarter (rows + 8(i & 1),
+            // columns + 8(i >> 1)) of each 16 x 16 block).
+            const T* qrow = Qs + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
 #pragma unroll
-                for (int ks = 0; ks < KS_D; ++ks) ldmatrix_x4(qf[ks], qrow + 16 * ks);
-            }
-            if (q_stage_pending) {
-                __syncthreads();  // every warp has its Q fragments: Q's stage takes a K/V tile now
-                fill(j + STAGES - 1);
-            }
+            for (int ks = 0; ks < KS_D; ++ks) ldmatrix_x4(qf[ks], qrow + 16 * ks);
         }
         const int k0 = j * BC;
         const T* Kt = stages + 2 * stage * BC * LD;
@@ -240,7 +225,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
             if (need_mask) step(Kt, Kt + BC * LD, k0, std::true_type{});
             else step(Kt, Kt + BC * LD, k0, std::false_type{});
         }
-        __syncthreads();  // every warp is done with this stage before a later iteration refills it
+        __syncthreads();  // every warp is done with this stage before iteration j + 1 refills it
     }
     cp_async_wait<0>();  // only an empty group can be left, but say so
 #if __CUDA_ARCH__ >= 900
@@ -372,19 +357,6 @@ __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(C
     if (lane == 0) p.lse[row] = lse;
 }
 
-// EXPERIMENT (removed after its run): FASIM_DECODE_STAGES=2|3 picks the split kernel's K/V stages.
-int experiment_stages() {
-    static const int stages = [] {
-        const char* v = std::getenv("FASIM_DECODE_STAGES");
-        if (v == nullptr || *v == '\0') return tile_rules::kFlashDecodingStages;
-        const std::string s(v);
-        if (s == "2") return 2;
-        if (s == "3") return 3;
-        throw std::invalid_argument("FASIM_DECODE_STAGES = '" + s + "' is not 2 or 3. Fix: unset it, or pass 2 or 3");
-    }();
-    return stages;
-}
-
 template <typename T, int D>
 void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& sp, const CombineParams& cp,
                               CudaLaunchInfo& info, cudaStream_t stream) {
@@ -392,14 +364,13 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.name = "flash_decoding_split";
     split.grid = {static_cast<unsigned>(L.splits * L.q_tiles), static_cast<unsigned>(L.row_heads), 1u};
     split.block_threads = kFlashThreads;
-    const int stages = experiment_stages();
-    split.dynamic_smem_bytes = tile_rules::flash_decoding_smem_bytes(D, static_cast<int>(sizeof(T)), stages);
+    split.dynamic_smem_bytes = tile_rules::flash_decoding_smem_bytes(D, static_cast<int>(sizeof(T)));
     split.Br = L.Br;
     split.Bc = L.Bc;
     split.kv_splits = L.splits;
     split.registers_per_thread =
-        launch_kernel(split.name.c_str(), stages == 3 ? flash_decoding_split_kernel<T, D, 3> : flash_decoding_split_kernel<T, D, 2>,
-                      dim3(split.grid[0], split.grid[1]), dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
+        launch_kernel(split.name.c_str(), flash_decoding_split_kernel<T, D>, dim3(split.grid[0], split.grid[1]),
+                      dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
     info.kernels.push_back(split);
     if (L.splits == 1) return;
     CudaKernelLaunch combine;

@@ -87,11 +87,9 @@ inline constexpr int kFlashDecodingPad = 8;     // elements per shared-memory ro
 inline constexpr int kFlashDecodingStages = 2;  // K/V tile buffers: tile j + 1 is copied while tile j is used
 FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 128 : d <= 128 ? 64 : 32; }
 // Its dynamic shared memory, as the kernel carves it: the Q tile, then per stage a K and a V tile, rows of
-// d + 8 elements in the storage dtype; from 3 stages on the Q tile lives in the last stage (read before that
-// stage takes its first K/V tile).
-FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes, int stages = kFlashDecodingStages) {
-    const int q_rows = stages >= 3 ? 0 : kFlashDecodingBr;
-    return static_cast<std::size_t>(q_rows + 2 * stages * flash_decoding_bc(d)) *
+// d + 8 elements in the storage dtype.
+FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes) {
+    return static_cast<std::size_t>(kFlashDecodingBr + 2 * kFlashDecodingStages * flash_decoding_bc(d)) *
            static_cast<std::size_t>(d + kFlashDecodingPad) * static_cast<std::size_t>(elem_bytes);
 }
 // flash-attention's own split-KV kernel (PyTorch's flash backend on decode shapes): 64 x 256 at d <= 64,
