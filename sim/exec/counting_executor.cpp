@@ -1,8 +1,10 @@
 #include "exec/counting_executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -326,9 +328,11 @@ public:
         const std::int64_t rows = executed_rows(out);
         std::int64_t instructions = issue_cost::map_per_element(fn) *
                                     (out.statistic() ? rows * lanes_per_row(rows) : executed_elements(out));
-        std::vector<const Tile*> inputs;
+        std::array<const Tile*, 3> operands{};  // at most three (fma, exp): no allocation on the hot path
+        std::size_t count = 0;
         for (const Arg& a : args)
-            if (a.tile) inputs.push_back(a.tile);
+            if (a.tile && count < operands.size()) operands[count++] = a.tile;
+        const std::span<const Tile* const> inputs(operands.data(), count);
         if (fn == Fn::div) {
             const Arg& divisor = args[1];
             const bool per_row_divisor = divisor.broadcast == Broadcast::rows || out.statistic();
@@ -486,10 +490,9 @@ private:
     // Operands in shared memory are read, a result in shared memory is written.
     void elementwise(op_cost::Cost c, std::initializer_list<const Tile*> inputs, const Tile* output,
                      std::int64_t thread_instructions) {
-        elementwise(c, std::vector<const Tile*>(inputs), output, thread_instructions);
+        elementwise(c, std::span<const Tile* const>(inputs.begin(), inputs.size()), output, thread_instructions);
     }
-    void elementwise(op_cost::Cost c, const std::vector<const Tile*>& inputs, const Tile* output,
-                     std::int64_t thread_instructions) {
+    void elementwise(op_cost::Cost c, std::span<const Tile* const> inputs, const Tile* output, std::int64_t thread_instructions) {
         add_cost(c);
         work.thread_instructions += thread_instructions;
         for (const Tile* t : inputs)

@@ -36,20 +36,20 @@ struct FnInfo {
     std::int64_t sfu = 0;    // special-function evaluations (exp, log) per output element
 };
 
-constexpr FnInfo fn_info(Fn f) {
-    constexpr std::array<FnInfo, 9> table = {{
-        {"add", 2, 1, 0},
-        {"sub", 2, 1, 0},
-        {"mul", 2, 1, 0},
-        {"fma", 3, 2, 0},
-        {"max", 2, 1, 0},
-        {"divide", 2, 1, 0},
-        {"exp", 3, 3, 1},      // the multiply, the subtraction, the exp
-        {"expdiff", 2, 2, 1},  // the subtraction, the exp
-        {"lse", 2, 2, 1},      // the log, the addition
-    }};
-    return table[static_cast<std::size_t>(f)];
-}
+// At namespace scope, so that a call reads one entry rather than building the table on its stack.
+inline constexpr std::array<FnInfo, 9> kFnTable = {{
+    {"add", 2, 1, 0},
+    {"sub", 2, 1, 0},
+    {"mul", 2, 1, 0},
+    {"fma", 3, 2, 0},
+    {"max", 2, 1, 0},
+    {"divide", 2, 1, 0},
+    {"exp", 3, 3, 1},      // the multiply, the subtraction, the exp
+    {"expdiff", 2, 2, 1},  // the subtraction, the exp
+    {"lse", 2, 2, 1},      // the log, the addition
+}};
+
+constexpr FnInfo fn_info(Fn f) { return kFnTable[static_cast<std::size_t>(f)]; }
 
 // The function's value on one element (unused operands are ignored).
 inline float apply(Fn f, float x, float y, float z) {
