@@ -63,10 +63,10 @@ inline OperandGrid operand_grid(const TileConfig& cfg) {
     return {std::gcd(std::gcd(cfg.gemm_m, cfg.gemm_n), cfg.gemm_k), std::gcd(cfg.gemm_k, cfg.pv_n)};
 }
 
-// A GEMM whose block t computes output tile (t / tiles_n, t % tiles_n), as a kernel of tiles_m x tiles_n
-// blocks: a grid of rows of alike blocks but the ragged last column, alike rows but the ragged last one
-// (KernelDesc::row_blocks); one column: one run down it.
-inline KernelDesc gemm_kernel(std::string name, std::string role, std::int64_t tiles_m, std::int64_t tiles_n,
+// A kernel whose block t works on tile (t / tiles_n, t % tiles_n) of a tiles_m x tiles_n grid (a GEMM's
+// output tiles, an element-wise kernel's chunks): a grid of rows of alike blocks but the ragged last
+// column, alike rows but the ragged last one (KernelDesc::row_blocks); one column: one run down it.
+inline KernelDesc grid_kernel(std::string name, std::string role, std::int64_t tiles_m, std::int64_t tiles_n,
                               std::int64_t heads, int warps) {
     KernelDesc k{std::move(name), std::move(role), tiles_m * tiles_n, heads, warps};
     if (tiles_n == 1) {
@@ -77,6 +77,34 @@ inline KernelDesc gemm_kernel(std::string name, std::string role, std::int64_t t
     k.run_starts = run_starts(tiles_n, {tiles_n - 1});
     k.row_run_starts = run_starts(tiles_m, {tiles_m - 1});
     return k;
+}
+inline KernelDesc gemm_kernel(std::string name, std::string role, std::int64_t tiles_m, std::int64_t tiles_n,
+                              std::int64_t heads, int warps) {
+    return grid_kernel(std::move(name), std::move(role), tiles_m, tiles_n, heads, warps);
+}
+
+// C = alpha · op(A) op(B), rows x cols, over the K-long sum, one block per tm x tn output tile, every head:
+// the GEMM kernels of standard attention's forward and backward and of PyTorch's math backend.
+struct GemmLaunch {
+    const char* name;
+    const char* role;
+    const GlobalTensor& A;
+    const GlobalTensor& B;
+    bool a_transposed, b_transposed;
+    std::int64_t rows, cols, K, tm, tn;
+    double alpha;
+    const GlobalTensor& C;
+};
+inline void launch_gemm(Executor& x, const TileConfig& cfg, std::int64_t heads, const GemmLaunch& g) {
+    const std::int64_t tiles_n = ceil_div(g.cols, g.tn);
+    const KernelDesc kernel = gemm_kernel(g.name, g.role, ceil_div(g.rows, g.tm), tiles_n, heads, cfg.gemm_warps);
+    x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t t) {
+        const std::int64_t m0 = (t / tiles_n) * g.tm, n0 = (t % tiles_n) * g.tn;
+        const std::int64_t mr = std::min(g.tm, g.rows - m0), nc = std::min(g.tn, g.cols - n0);
+        Tile out = gemm_output_tile(b, {view(g.A, bh), view(g.B, bh), g.a_transposed, g.b_transposed, g.K}, cfg, m0, mr, n0, nc);
+        if (g.alpha != 1.0) b.map(out, Fn::mul, {out, g.alpha});
+        b.store(out, view(g.C, bh).tile(m0, mr, n0, nc));
+    });
 }
 
 }  // namespace fasim

@@ -17,6 +17,7 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/causal.hpp"
 #include "algorithms/gemm_tiles.hpp"
+#include "algorithms/row_softmax.hpp"
 #include "common/errors.hpp"
 
 namespace fasim {
@@ -39,87 +40,16 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor S = x.declare({"S", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor P = x.declare({"P", BH, N, Nk, e, 1, sp_cols});
 
-    const std::int64_t gemm_warps = cfg.gemm_warps;
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
-    const std::int64_t s_tiles_n = ceil_div(Nk, Tn);
-    const KernelDesc gemm_qk = gemm_kernel("gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM",
-                                           ceil_div(N, Tm), s_tiles_n, BH, static_cast<int>(gemm_warps));
-    x.launch(gemm_qk, [&](Block& b, std::int64_t bh, std::int64_t t) {
-        const std::int64_t m0 = (t / s_tiles_n) * Tm, n0 = (t % s_tiles_n) * Tn;
-        const std::int64_t mr = std::min(Tm, N - m0), nc = std::min(Tn, Nk - n0);
-        Tile C = gemm_output_tile(b, {view(Q, bh), view(K, bh), false, true, d}, cfg, m0, mr, n0, nc);
-        b.map(C, Fn::mul, {C, p.softmax_scale()});
-        b.store(C, view(S, bh).tile(m0, mr, n0, nc));
-    });
+    launch_gemm(x, cfg, BH, {"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM", Q, K, false, true, N,
+                             Nk, d, Tm, Tn, p.softmax_scale(), S});
 
     // 2. P = softmax(S) row by row: S read from HBM, P written to HBM.
-    const std::int64_t chunk = cfg.softmax_chunk, chunks = ceil_div(Nk, chunk);
-    // The chunks a row's passes read: alike but from the first one past the row's diagonal on (masked)
-    // and the ragged last.
-    auto first_masked_chunk = [&](std::int64_t row) {
-        return first_where(0, chunks, [&](std::int64_t c) {
-            return tile_crosses_diagonal(row, c * chunk, std::min(chunk, Nk - c * chunk), N, Nk, p.causal);
-        });
-    };
-    auto chunk_cuts = [&](std::int64_t row) { return std::vector<std::int64_t>{first_masked_chunk(row), chunks - 1}; };
-    // Rows do alike work; causal rows cut in chunks do alike work while their diagonal stays in one chunk
-    // (the mask costs the same wherever it falls in the chunk): a run per chunk the diagonal enters.
-    std::vector<std::int64_t> row_changes;
-    if (p.causal && chunk < Nk) change_points(0, N - 1, first_masked_chunk, row_changes);
-    const std::vector<std::int64_t> softmax_runs = run_starts(N, row_changes);
-    const KernelDesc softmax{"softmax", chunk >= Nk ? "one block per row: read S once, write P"
-                                                    : "one block per row (row exceeds SRAM): read S twice, write P",
-                             N, BH, cfg.warps, softmax_runs};
-    x.launch(softmax, [&](Block& b, std::int64_t bh, std::int64_t row) {
-        if (chunk >= Nk) {
-            Tile s = b.load(view(S, bh).tile(row, 1, 0, Nk), Space::Shared, "S row");
-            if (p.causal) b.mask(s, {row, 0, N, Nk, true});
-            Tile m = b.row_max(s, 1.0, "row max");
-            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m)});
-            Tile l = b.row_sum(s, "row sum");
-            b.map(s, Fn::div, {s, per_row(l)});
-            b.store(s, view(P, bh).tile(row, 1, 0, Nk));
-            return;
-        }
-        // The row does not fit in shared memory: pass 1 keeps a running max and sum
-        // over chunks, pass 2 reads the chunks again and writes P.
-        Tile m = b.alloc_statistic(1, Space::Registers, Fill::NegInf, "row max");
-        Tile l = b.alloc_statistic(1, Space::Registers, Fill::Zero, "row sum");
-        const std::vector<std::int64_t> cuts = chunk_cuts(row);
-        for_each_run(b, 0, chunks, cuts, [&](std::int64_t c) {
-            const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
-            Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 1)");
-            if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
-            Tile m_new = b.row_max(s, 1.0, "m_new");
-            b.map(m_new, Fn::max, {m_new, m});
-            Tile alpha = b.alloc_statistic(1, Space::Registers, Fill::Zero, "alpha");
-            b.map(alpha, Fn::exp_diff, {m, m_new});
-            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m_new)});
-            Tile rs = b.row_sum(s, "chunk sum");
-            b.map(l, Fn::fma, {alpha, l, rs});
-            m = std::move(m_new);
-        });
-        for_each_run(b, 0, chunks, cuts, [&](std::int64_t c) {
-            const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
-            Tile s = b.load(view(S, bh).tile(row, 1, c0, cols), Space::Shared, "S chunk (pass 2)");
-            if (tile_crosses_diagonal(row, c0, cols, N, Nk, p.causal)) b.mask(s, {row, c0, N, Nk, true});
-            b.map(s, Fn::exp_shifted, {s, 1.0, per_row(m)});
-            b.map(s, Fn::div, {s, per_row(l)});
-            b.store(s, view(P, bh).tile(row, 1, c0, cols));
-        });
-    });
+    launch_row_softmax(x, p, {S, P, cfg.softmax_chunk, p.causal, cfg.warps});
 
     // 3. O = P·V, P read from HBM.
-    const std::int64_t o_tiles_n = ceil_div(d, Pn);
-    const KernelDesc gemm_pv = gemm_kernel("gemm_pv", "O = P*V, one output tile per block", ceil_div(N, Pm), o_tiles_n, BH,
-                                           static_cast<int>(gemm_warps));
-    x.launch(gemm_pv, [&](Block& b, std::int64_t bh, std::int64_t t) {
-        const std::int64_t m0 = (t / o_tiles_n) * Pm, n0 = (t % o_tiles_n) * Pn;
-        const std::int64_t mr = std::min(Pm, N - m0), nc = std::min(Pn, d - n0);
-        Tile C = gemm_output_tile(b, {view(P, bh), view(V, bh), false, false, Nk}, cfg, m0, mr, n0, nc);
-        b.store(C, view(O, bh).tile(m0, mr, n0, nc));
-    });
+    launch_gemm(x, cfg, BH, {"gemm_pv", "O = P*V, one output tile per block", P, V, false, false, N, d, Nk, Pm, Pn, 1.0, O});
 }
 
 // Operand tiles of one k-step (a library GEMM keeps two k-steps in flight: double buffering), or the

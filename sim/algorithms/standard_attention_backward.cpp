@@ -12,6 +12,7 @@
 
 #include "algorithms/causal.hpp"
 #include "algorithms/gemm_tiles.hpp"
+#include "algorithms/row_softmax.hpp"
 
 namespace fasim {
 
@@ -35,63 +36,16 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Pm, Pn});
     const GlobalTensor dK = x.declare({"dK", BH, Nk, d, e, Pm, Pn});
     const GlobalTensor dV = x.declare({"dV", BH, Nk, d, e, Pm, Pn});
-    const int gemm_warps = cfg.gemm_warps;
 
-    // C = op(A) op(B) over output tiles rows x cols; one block per tile; C scaled and stored.
-    auto gemm = [&](const char* name, const char* role, const GlobalTensor& A, const GlobalTensor& B, bool a_t, bool b_t,
-                    std::int64_t rows, std::int64_t cols, std::int64_t k, std::int64_t tm, std::int64_t tn, double alpha,
-                    const GlobalTensor& C) {
-        const std::int64_t tiles_n = ceil_div(cols, tn);
-        const KernelDesc kernel = gemm_kernel(name, role, ceil_div(rows, tm), tiles_n, BH, gemm_warps);
-        x.launch(kernel, [&, a_t, b_t, rows, cols, k, tm, tn, alpha, tiles_n](Block& b, std::int64_t bh, std::int64_t t) {
-            const std::int64_t m0 = (t / tiles_n) * tm, n0 = (t % tiles_n) * tn;
-            const std::int64_t mr = std::min(tm, rows - m0), nc = std::min(tn, cols - n0);
-            Tile out = gemm_output_tile(b, {view(A, bh), view(B, bh), a_t, b_t, k}, cfg, m0, mr, n0, nc);
-            if (alpha != 1.0) b.map(out, Fn::mul, {out, alpha});
-            b.store(out, view(C, bh).tile(m0, mr, n0, nc));
-        });
-    };
-
-    gemm("gemm_dv", "dV = P^T*dO, P read back from HBM", P, dO, true, false, Nk, d, N, Pm, Pn, 1.0, dV);
-    gemm("gemm_dp", "dP = dO*V^T, written to HBM", dO, V, false, true, N, Nk, d, Tm, Tn, 1.0, dP);
+    launch_gemm(x, cfg, BH, {"gemm_dv", "dV = P^T*dO, P read back from HBM", P, dO, true, false, Nk, d, N, Pm, Pn, 1.0, dV});
+    launch_gemm(x, cfg, BH, {"gemm_dp", "dP = dO*V^T, written to HBM", dO, V, false, true, N, Nk, d, Tm, Tn, 1.0, dP});
 
     // dS = P o (dP - D), D = rowsum(P o dP), one block per row (two passes over chunks when a row of P
     // and dP does not fit in shared memory).
-    const std::int64_t chunk = cfg.softmax_chunk;
-    const KernelDesc softmax_bwd{"softmax_bwd", chunk >= Nk ? "one block per row: read P and dP once, write dS"
-                                                            : "one block per row (rows exceed SRAM): read P and dP twice, write dS",
-                                 N, BH, cfg.warps, run_starts(N, {})};
-    const std::int64_t chunks = ceil_div(Nk, chunk);
-    x.launch(softmax_bwd, [&](Block& b, std::int64_t bh, std::int64_t row) {
-        Tile D = b.alloc_statistic(1, Space::Registers, Fill::Zero, "D");
-        if (chunk < Nk) {  // pass 1: D over the chunks (alike but the ragged last)
-            for_each_run(b, 0, chunks, {chunks - 1}, [&](std::int64_t c) {
-                const std::int64_t c0 = c * chunk, cols = std::min(chunk, Nk - c0);
-                Tile pr = b.load(view(P, bh).tile(row, 1, c0, cols), Space::Shared, "P chunk (pass 1)");
-                Tile dpr = b.load(view(dP, bh).tile(row, 1, c0, cols), Space::Shared, "dP chunk (pass 1)");
-                b.map(dpr, Fn::mul, {dpr, pr});
-                Tile part = b.row_sum(dpr, "chunk sum");
-                b.map(D, Fn::add, {D, part});
-            });
-        }
-        for_each_run(b, 0, std::max<std::int64_t>(chunks, 1), {chunks - 1}, [&](std::int64_t c) {
-            const std::int64_t c0 = c * std::min(chunk, Nk), cols = std::min(chunk, Nk - c0);
-            Tile pr = b.load(view(P, bh).tile(row, 1, c0, cols), Space::Shared, chunk >= Nk ? "P row" : "P chunk (pass 2)");
-            Tile dpr = b.load(view(dP, bh).tile(row, 1, c0, cols), Space::Shared, chunk >= Nk ? "dP row" : "dP chunk (pass 2)");
-            if (chunk >= Nk) {
-                Tile prod = b.alloc(1, cols, Space::Shared, Fill::Zero, "P*dP");
-                b.map(prod, Fn::mul, {pr, dpr});
-                Tile sum = b.row_sum(prod, "D");
-                D = std::move(sum);
-            }
-            b.map(dpr, Fn::sub, {dpr, per_row(D)});
-            b.map(dpr, Fn::mul, {dpr, pr});
-            b.store(dpr, view(dS, bh).tile(row, 1, c0, cols));
-        });
-    });
+    launch_row_softmax_backward(x, p, {P, dP, dS, cfg.softmax_chunk, cfg.warps});
 
-    gemm("gemm_dq", "dQ = scale*dS*K, dS read back from HBM", dS, K, false, false, N, d, Nk, Pm, Pn, scale, dQ);
-    gemm("gemm_dk", "dK = scale*dS^T*Q, dS read back from HBM", dS, Q, true, false, Nk, d, N, Pm, Pn, scale, dK);
+    launch_gemm(x, cfg, BH, {"gemm_dq", "dQ = scale*dS*K, dS read back from HBM", dS, K, false, false, N, d, Nk, Pm, Pn, scale, dQ});
+    launch_gemm(x, cfg, BH, {"gemm_dk", "dK = scale*dS^T*Q, dS read back from HBM", dS, Q, true, false, Nk, d, N, Pm, Pn, scale, dK});
 }
 
 // The GEMMs' operand tiles, as the forward's, or the row kernel's staged rows of P and dP.
