@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "bench/cublas_rates.hpp"
 #include "bench/microbench.hpp"
@@ -124,6 +125,24 @@ int main(int argc, char** argv) {
         const double gemm16 = cc >= 70 ? bench::cublas_gemm_flops_per_s(bench::GemmType::fp16) : 0;
         const double gemm_bf16 = cc >= 80 ? bench::cublas_gemm_flops_per_s(bench::GemmType::bf16) : 0;
         const double gemm32 = bench::cublas_gemm_flops_per_s(bench::GemmType::fp32, 4096);
+        // Attention-shaped GEMMs (batch 16 of N = 4096): S = Q K^T reduces over only d, O = P V writes only d
+        // columns; cuBLAS reaches less than its square rate on both (fa-sim's library GEMMs take these rates).
+        struct ShapePoint {
+            const char* dtype;
+            bench::GemmType type;
+            int m, n, k;
+            bool b_transposed;
+            double flops;
+        };
+        std::vector<ShapePoint> shapes;
+        for (const auto& [dtype_name, type] : {std::pair{"fp16", bench::GemmType::fp16}, {"bf16", bench::GemmType::bf16},
+                                         {"fp32", bench::GemmType::fp32}}) {
+            if ((type == bench::GemmType::fp16 && cc < 70) || (type == bench::GemmType::bf16 && cc < 80)) continue;
+            for (const int d : {64, 128}) {
+                shapes.push_back({dtype_name, type, 4096, 4096, d, true, bench::cublas_batched_gemm_flops_per_s(type, 4096, 4096, d, 16, true)});
+                shapes.push_back({dtype_name, type, 4096, d, 4096, false, bench::cublas_batched_gemm_flops_per_s(type, 4096, d, 4096, 16, false)});
+            }
+        }
         const double l2_read = bench::l2_read_bytes_per_s(sms, static_cast<std::size_t>(prop.l2CacheSize));
         const auto l2_requests = bench::l2_request_rates(sms);
         const double latency = bench::dram_latency_s(static_cast<std::size_t>(prop.l2CacheSize));
@@ -146,6 +165,9 @@ int main(int argc, char** argv) {
         raw["cublas_fp16_flops_per_s"] = gemm16;
         raw["cublas_bf16_flops_per_s"] = gemm_bf16;
         raw["cublas_fp32_flops_per_s"] = gemm32;
+        for (const ShapePoint& sp : shapes)
+            raw["cublas_batched_shapes"].push_back({{"dtype", sp.dtype}, {"m", sp.m}, {"n", sp.n}, {"k", sp.k}, {"batch", 16},
+                                                    {"b_transposed", sp.b_transposed}, {"flops_per_s", sp.flops}});
         raw["l2_read_bytes_per_s"] = l2_read;
         for (const auto& r : l2_requests)
             raw["l2_requests_" + std::to_string(r.lines_per_load) + "_lines_per_load"] = {{"requests_per_s", r.requests_per_s},
@@ -253,6 +275,14 @@ int main(int argc, char** argv) {
         put("l2_requests_per_s", l2_req, "the L2 request probe's issued requests per second with 4 and 2 lines per warp load "
                                          "(ld.global.cg, 64 warps per SM), mean; not ncu's count of what the slices served");
         put("sfu_ops_per_s", exp2, "ex2.approx.f32 (MUFU.EX2), 4 blocks x 256 threads per SM, 8 independent chains, median of 20");
+        // Each attention-shaped GEMM's rate as a fraction of the same dtype's square rate measured above.
+        json shape_rates = json::array();
+        for (const ShapePoint& sp : shapes) {
+            const double square = sp.type == bench::GemmType::fp16 ? gemm16 : sp.type == bench::GemmType::bf16 ? gemm_bf16 : gemm32;
+            if (square > 0 && sp.flops > 0)
+                shape_rates.push_back({{"dtype", sp.dtype}, {"m", sp.m}, {"n", sp.n}, {"k", sp.k}, {"efficiency", sp.flops / square}});
+        }
+        raw["cublas_batched_shape_efficiency"] = shape_rates;  // recorded; the model does not take them yet
         measured["source"] = "fa-calibrate " + where + " (each number's method: sources.measured.*)";
         doc["measured"] = measured;
         doc["sources"] = sources;
@@ -283,6 +313,9 @@ int main(int argc, char** argv) {
                     device.c_str(), copy / 1e12, gemm16 / 1e12, gemm_bf16 / 1e12, gemm32 / 1e12, mma16 / 1e12, mma_bf16 / 1e12,
                     ffma / 1e12, exp2 / 1e12, l2_read / 1e12, l2_req / 1e9, latency * 1e9, block128 / 1e9, block1024 / 1e9,
                     launch * 1e6, clock_loaded / 1e6, clock_one_block / 1e6);
+        for (const json& sp : shape_rates)
+            std::printf("cuBLAS %s %d x %d over %d (16 of them): %.0f%% of its square rate\n", sp["dtype"].get<std::string>().c_str(),
+                        sp["m"].get<int>(), sp["n"].get<int>(), sp["k"].get<int>(), 100 * sp["efficiency"].get<double>());
         std::printf("wrote %s: fa-sim --gpu-file %s --algo fa2 --N 4096\n", out_path.c_str(), out_path.c_str());
         return 0;
     } catch (const fasim::UsageError& e) {

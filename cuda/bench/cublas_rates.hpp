@@ -10,4 +10,9 @@ enum class GemmType { fp16, bf16, fp32 };
 // a CUDA or cuBLAS error.
 double cublas_gemm_flops_per_s(GemmType type, int n = 8192);
 
+// FLOP/s of `batch` products C_i = A_i B_i with C m x n over k, row-major as attention stores its tensors
+// (cublasGemmStridedBatchedEx; fp32 accumulation, no TF32), B stored n x k when b_transposed: S = Q K^T is
+// m = N, n = Nk, k = d, B transposed; O = P V is m = N, n = d, k = Nk. Timed as cublas_gemm_flops_per_s.
+double cublas_batched_gemm_flops_per_s(GemmType type, int m, int n, int k, int batch, bool b_transposed);
+
 }  // namespace fasim::bench
