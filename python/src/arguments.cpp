@@ -99,7 +99,7 @@ Selection select_algorithms(const py::handle& algo, const std::optional<std::str
     s.pass = pass_given ? parse_pass(*pass) : PassSelection::fwd;
     if (py::isinstance<py::str>(algo) && algo.cast<std::string>() == "all") {  // as fa-sim --algo all
         s.several = true;
-        s.algos = algorithms(Pass::forward);
+        s.algos = compared_algorithms(Pass::forward);
         if (s.pass != PassSelection::fwd) std::erase_if(s.algos, [](const Algorithm* a) { return backward_of(*a) == nullptr; });
         if (p.grouped()) std::erase_if(s.algos, [](const Algorithm* a) { return !a->grouped_kv; });
         if (p.N >= p.Nk && !sweep_of_nk) std::erase_if(s.algos, [](const Algorithm* a) { return a->decoding; });

@@ -392,7 +392,8 @@ void bind_tile_api(py::module_& parent) {
         .value("div", Fn::div, "x / y (0 where y = 0)")
         .value("exp_shifted", Fn::exp_shifted, "exp(y * x - z) (0 where z = -inf)")
         .value("exp_diff", Fn::exp_diff, "exp(x - y) (1 where both are -inf)")
-        .value("lse", Fn::lse, "x + log(y) (-inf where y = 0)");
+        .value("lse", Fn::lse, "x + log(y) (-inf where y = 0)")
+        .value("seen", Fn::seen, "1 where x > -inf, else 0");
 
     py::class_<AttentionProblem>(m, "AttentionProblem", "The problem a program runs on (read-only).")
         .def_readonly("batch", &AttentionProblem::batch)

@@ -141,6 +141,12 @@ struct Algorithm {
     bool baseline = false;       // the algorithm the others are compared with ("vs standard")
     TileSweep tile_sweep = TileSweep::none;  // the block-size figure sweeps its tiles
     bool timeline_figure = false;            // the figures draw its blocks on the SMs over time
+    // A library's own implementation, modelled to check fa-sim against what it measures beside fa-sim's
+    // kernels (PyTorch's math backend): --algo all and the training figures leave it out; --algo names it.
+    bool library_model = false;
+    // Its products take fp32 operands whatever the storage dtype (PyTorch's math backend copies 16-bit
+    // inputs to fp32): they run on the CUDA cores at the FP32 rate, never on the tensor cores.
+    bool fp32_products = false;
 
     // Tile mapping: the default tiles (with their reasons) or the requested ones, checked; throws
     // UsageError naming the tiles, the limit and a fix. q_splits and registers are checked by
@@ -166,7 +172,9 @@ struct Algorithm {
 std::span<const Algorithm* const> algorithms();
 // The registered algorithms of one pass, in registry order.
 std::vector<const Algorithm*> algorithms(Pass pass);
-// The forward passes compared on training shapes (N = Nk): all but the decoding ones.
+// The forward passes --algo all compares: all but the libraries' (Algorithm::library_model).
+std::vector<const Algorithm*> compared_algorithms(Pass pass);
+// The forward passes compared on training shapes (N = Nk): all but the decoding ones and the libraries'.
 std::vector<const Algorithm*> training_algorithms();
 // The algorithm --algo names an entry by: its family, else its own id.
 inline std::string_view family_of(const Algorithm& a) { return a.family.empty() ? a.id : a.family; }

@@ -16,6 +16,8 @@ const Algorithm& flash_decoding_algorithm();
 const Algorithm& standard_attention_backward_algorithm();
 const Algorithm& flash_attention_1_backward_algorithm();
 const Algorithm& flash_attention_2_backward_algorithm();
+const Algorithm& torch_math_attention_algorithm();
+const Algorithm& torch_math_attention_backward_algorithm();
 
 std::span<const Algorithm* const> algorithms() {
     static const Algorithm* const registry[] = {
@@ -24,9 +26,11 @@ std::span<const Algorithm* const> algorithms() {
         &flash_attention_1_algorithm(),
         &flash_attention_2_algorithm(),
         &flash_decoding_algorithm(),
+        &torch_math_attention_algorithm(),
         &standard_attention_backward_algorithm(),
         &flash_attention_1_backward_algorithm(),
         &flash_attention_2_backward_algorithm(),
+        &torch_math_attention_backward_algorithm(),
     };
     return registry;
 }
@@ -38,8 +42,14 @@ std::vector<const Algorithm*> algorithms(Pass pass) {
     return out;
 }
 
+std::vector<const Algorithm*> compared_algorithms(Pass pass) {
+    std::vector<const Algorithm*> out = algorithms(pass);
+    std::erase_if(out, [](const Algorithm* a) { return a->library_model; });
+    return out;
+}
+
 std::vector<const Algorithm*> training_algorithms() {
-    std::vector<const Algorithm*> out = algorithms(Pass::forward);
+    std::vector<const Algorithm*> out = compared_algorithms(Pass::forward);
     std::erase_if(out, [](const Algorithm* a) { return a->decoding; });
     return out;
 }

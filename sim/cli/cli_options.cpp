@@ -273,7 +273,7 @@ CliOptions parse_cli(int argc, const char* const* argv) {
             throw usage_error("--algo '" + algo + "' has an empty name in its list", algo_choices, "e.g. --algo fa2,fa1");
     if (algo_items.size() == 1 && algo_items.front() == "all") {
         o.all = true;
-        o.algos = algorithms(Pass::forward);
+        o.algos = compared_algorithms(Pass::forward);
         if (o.pass != PassSelection::fwd)  // those with a backward pass
             std::erase_if(o.algos, [](const Algorithm* a) { return backward_of(*a) == nullptr; });
     } else {

@@ -42,7 +42,7 @@ inline std::int64_t row_reduce(std::int64_t elems, std::int64_t rows, std::int64
 
 // An element-wise map (tile/elementwise.hpp), per element it computes:
 //   exp (P = exp2(s * scale_log2 - m)): one FFMA and one MUFU.EX2;
-//   add, sub, mul, max, fma: one FADD / FMUL / FMNMX / FFMA;
+//   add, sub, mul, max, fma: one FADD / FMUL / FMNMX / FFMA; seen: one FSETP (its select is the store's);
 //   divide: one FMUL by the divisor's reciprocal, which costs more (divide_reciprocals);
 //   expdiff and lse: FADD + MUFU and the -inf guard (FSETP + FSEL): 4.
 inline std::int64_t map_per_element(Fn f) {
@@ -55,6 +55,7 @@ inline std::int64_t map_per_element(Fn f) {
         case Fn::mul:
         case Fn::fma:
         case Fn::max:
+        case Fn::seen:
         case Fn::div: return 1;
     }
     return 1;

@@ -57,7 +57,11 @@ TileConfig tiles_for(const Algorithm& algo, const AttentionProblem& p, const Gpu
 
 // Runs the programs, in order, on one counting executor, and totals and times their kernels.
 AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileConfig>>& programs, const AttentionProblem& p,
-                             const GpuSpec& gpu, const ModelOptions& options, std::size_t timeline_blocks) {
+                             const GpuSpec& gpu, const ModelOptions& requested, std::size_t timeline_blocks) {
+    // Programs whose products take fp32 operands (PyTorch's math backend) run them on the CUDA cores.
+    ModelOptions options = requested;
+    for (const auto& [algo, tiles] : programs)
+        if (algo->fp32_products) options.tensor_cores = false;
     AlgorithmResult r;
     r.algo = programs.back().first;
     r.problem = p;

@@ -27,6 +27,7 @@ enum class Fn : std::uint8_t {
     exp_shifted,  // exp(y * x - z): P = exp(scale * S - m); 0 where z = -inf (a row that sees no key)
     exp_diff,     // exp(x - y): the rescale factor exp(m_old - m_new); 1 where both are -inf (nothing seen yet)
     lse,          // x + log(y): the log-sum-exp m + log(ℓ); -inf where y = 0
+    seen,         // 1 where x > -inf, else 0: a score some mask left visible (PyTorch's isneginf test, negated)
 };
 
 struct FnInfo {
@@ -37,7 +38,7 @@ struct FnInfo {
 };
 
 // At namespace scope, so that a call reads one entry rather than building the table on its stack.
-inline constexpr std::array<FnInfo, 9> kFnTable = {{
+inline constexpr std::array<FnInfo, 10> kFnTable = {{
     {"add", 2, 1, 0},
     {"sub", 2, 1, 0},
     {"mul", 2, 1, 0},
@@ -47,6 +48,7 @@ inline constexpr std::array<FnInfo, 9> kFnTable = {{
     {"exp", 3, 3, 1},      // the multiply, the subtraction, the exp
     {"expdiff", 2, 2, 1},  // the subtraction, the exp
     {"lse", 2, 2, 1},      // the log, the addition
+    {"seen", 1, 1, 0},     // the comparison
 }};
 
 constexpr FnInfo fn_info(Fn f) { return kFnTable[static_cast<std::size_t>(f)]; }
@@ -67,6 +69,7 @@ inline float apply(Fn f, float x, float y, float z) {
         case Fn::exp_shifted: return z == neg_inf ? 0.0f : std::exp(std::fma(y, x, -z));
         case Fn::exp_diff: return x == neg_inf && y == neg_inf ? 1.0f : std::exp(x - y);
         case Fn::lse: return y == 0.0f ? neg_inf : x + std::log(y);
+        case Fn::seen: return x > neg_inf ? 1.0f : 0.0f;
     }
     return std::numeric_limits<float>::quiet_NaN();
 }

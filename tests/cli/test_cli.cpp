@@ -194,7 +194,7 @@ TEST_CASE("csv output gives one row per algorithm and N, deterministically", "[c
 TEST_CASE("fa-sim --list-algos prints one line per registered algorithm: its id, then its title", "[cli][registry]") {
     const auto r = run_command(fa_sim("--list-algos"));
     REQUIRE(r.exit_code == 0);
-    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 8);  // five forward passes, three backward
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 10);  // six forward passes, four backward
     CHECK(r.out.rfind("standard ", 0) == 0);
     // One line each: the id, spaces, the title.
     auto line_of = [&](const std::string& id) {
@@ -204,6 +204,7 @@ TEST_CASE("fa-sim --list-algos prints one line per registered algorithm: its id,
     CHECK(line_of("fa2").find("FlashAttention-2 (Q outer loop") != std::string::npos);
     CHECK(line_of("fa2_bwd").find("FlashAttention-2 backward") != std::string::npos);
     CHECK(line_of("flash_decoding").find("FlashDecoding (keys split") != std::string::npos);
+    CHECK(line_of("torch_math").find("PyTorch's math SDPA backend") != std::string::npos);
 }
 
 TEST_CASE("fa-sim --list-kernels --json is the kernel catalog: every kernel names a registered algorithm", "[cli][catalog]") {
