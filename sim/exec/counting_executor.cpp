@@ -774,11 +774,16 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                 for (std::size_t j = 0; j < three[0].size(); ++j) set_row_steps(three[0][j].block, three[1][j].block);
                 block.add_counts(d, r1 - r0 - 3, false);
                 const BlockWork kept = block.work;
-                for (std::int64_t r = r0 + 3; r < r1; ++r)
-                    for (const auto& [w, times] : works[0]) {
-                        block.work = w;
-                        finish_blocks(times);
-                    }
+                if (works[0].size() == 1) {  // every block of a row alike: the rows' blocks in one entry
+                    block.work = works[0].front().first;
+                    finish_blocks(works[0].front().second * (r1 - r0 - 3));
+                } else {
+                    for (std::int64_t r = r0 + 3; r < r1; ++r)
+                        for (const auto& [w, times] : works[0]) {
+                            block.work = w;
+                            finish_blocks(times);
+                        }
+                }
                 block.work = kept;
                 play(RowRunAccesses{r0, r1 - r0, row_blocks, std::move(three[0])});
             }
