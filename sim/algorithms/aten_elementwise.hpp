@@ -42,6 +42,18 @@ inline void launch_elementwise(Executor& x, std::string name, std::string role, 
     });
 }
 
+// An element-wise kernel that reads `in` and writes `out` (same shape, every head of `in`), times `factor`
+// unless it is 1: ATen's copies between dtypes (the store rounds to `out`'s) and its scalings by a number.
+inline void launch_copy(Executor& x, std::string name, std::string role, const GlobalTensor& in, const GlobalTensor& out,
+                        double factor = 1.0) {
+    launch_elementwise(x, std::move(name), std::move(role), in.heads, in.rows, in.cols,
+                       [&](Block& b, std::int64_t h, std::int64_t r0, std::int64_t nr, std::int64_t c0, std::int64_t nc) {
+                           Tile t = b.load(view(in, h).tile(r0, nr, c0, nc), Space::Registers, in.name);
+                           if (factor != 1.0) b.map(t, Fn::mul, {t, factor});
+                           b.store(t, view(out, h).tile(r0, nr, c0, nc));
+                       });
+}
+
 // The tile grid the L2 model tracks a tensor on when element-wise kernels and GEMM k-steps (rows x cols
 // tiles of `other`) both access it: fine enough that neither touches part of a tracked tile.
 inline std::int64_t common_grid(std::int64_t elementwise, std::int64_t other) { return std::gcd(elementwise, other); }

@@ -53,22 +53,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor O32 = upcast ? x.declare({"O_fp32", BH, N, d, 4, g.output_rows, g.output_cols}) : O;
     const double root_scale = std::sqrt(p.softmax_scale());
 
-    // An element-wise kernel that reads `in`, applies `fn` (or nothing) and writes `out`, every head.
-    auto unary = [&](const char* name, const char* role, const GlobalTensor& in, const GlobalTensor& out, bool scale) {
-        launch_elementwise(x, name, role, in.heads, in.rows, in.cols,
-                           [&](Block& b, std::int64_t h, std::int64_t r0, std::int64_t nr, std::int64_t c0, std::int64_t nc) {
-                               Tile t = b.load(view(in, h).tile(r0, nr, c0, nc), Space::Registers, in.name);
-                               if (scale) b.map(t, Fn::mul, {t, root_scale});
-                               b.store(t, view(out, h).tile(r0, nr, c0, nc));
-                           });
-    };
-
     if (upcast) {
-        unary("copy_q_fp32", "Q.to(float32)", Q, Q32, false);
-        unary("copy_k_fp32", "K.to(float32)", K, K32, false);
-        unary("copy_v_fp32", "V.to(float32)", V, V32, false);
+        launch_copy(x, "copy_q_fp32", "Q.to(float32)", Q, Q32);
+        launch_copy(x, "copy_k_fp32", "K.to(float32)", K, K32);
+        launch_copy(x, "copy_v_fp32", "V.to(float32)", V, V32);
     }
-    unary("mul_q", "q = Q * sqrt(scale)", Q32, Qs, true);
+    launch_copy(x, "mul_q", "q = Q * sqrt(scale)", Q32, Qs, root_scale);
 
     // The causal mask, one N x Nk fp32 tensor for every head: ones(N, Nk, bool).tril(), then made additive.
     // (fa-sim's bool tensors hold 0 for true and -inf for false: the additive mask they encode.)
@@ -88,9 +78,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                                b.mask(t, {r0, c0, N, Nk, true});
                                b.store(t, view(tril, 0).tile(r0, nr, c0, nc));
                            });
-        unary("mask_where", "where(mask, 0, -inf): the additive mask", tril, *mask, false);
+        launch_copy(x, "mask_where", "where(mask, 0, -inf): the additive mask", tril, *mask);
     }
-    unary("mul_k", "k = K * sqrt(scale) (of K^T, a transposed view)", K32, Ks, true);
+    launch_copy(x, "mul_k", "k = K * sqrt(scale) (of K^T, a transposed view)", K32, Ks, root_scale);
 
     launch_gemm(x, cfg, BH, {"gemm_qk", "S = q*k^T: cuBLAS SGEMM, fp32 on the CUDA cores; S written to HBM", Qs, Ks, false,
                              true, N, Nk, d, cfg.gemm_m, cfg.gemm_n, 1.0, S});
@@ -137,11 +127,11 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                        });
     if (upcast) {
         const GlobalTensor attn_out = x.declare({"attn_out", BH, N, Nk, e, 1, g.score_cols});
-        unary("copy_attn_half", "attn.to(fp16): the weights it also returns", Attn, attn_out, false);
+        launch_copy(x, "copy_attn_half", "attn.to(fp16): the weights it also returns", Attn, attn_out);
     }
     launch_gemm(x, cfg, BH, {"gemm_pv", "O = attn*V: cuBLAS SGEMM, fp32 on the CUDA cores", Attn, V32, false, false, N, d, Nk,
                              cfg.pv_m, cfg.pv_n, 1.0, O32});
-    if (upcast) unary("copy_o_half", "O.to(fp16)", O32, O, false);
+    if (upcast) launch_copy(x, "copy_o_half", "O.to(fp16)", O32, O);
 }
 
 std::int64_t smem_bytes(const AttentionProblem& p, std::int64_t, std::int64_t, const TileConfig& cfg) {

@@ -57,16 +57,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor dK32 = upcast ? x.declare({"dK_fp32", BH, Nk, d, 4, g.output_rows, g.output_cols}) : dK;
     const GlobalTensor dV32 = upcast ? x.declare({"dV_fp32", BH, Nk, d, 4, g.output_rows, g.output_cols}) : dV;
 
-    auto unary = [&](const char* name, const char* role, const GlobalTensor& in, const GlobalTensor& out, bool scale) {
-        launch_elementwise(x, name, role, BH, in.rows, in.cols,
-                           [&](Block& b, std::int64_t h, std::int64_t r0, std::int64_t nr, std::int64_t c0, std::int64_t nc) {
-                               Tile t = b.load(view(in, h).tile(r0, nr, c0, nc), Space::Registers, in.name);
-                               if (scale) b.map(t, Fn::mul, {t, root_scale});
-                               b.store(t, view(out, h).tile(r0, nr, c0, nc));
-                           });
-    };
-
-    if (upcast) unary("copy_do_fp32", "dO.to(float32)", dO, dO32, false);
+    if (upcast) launch_copy(x, "copy_do_fp32", "dO.to(float32)", dO, dO32);
     launch_gemm(x, cfg, BH, {"gemm_dp", "dP = dO*V^T: cuBLAS SGEMM; dP written to HBM", dO32, V32, false, true, N, Nk, d,
                              cfg.gemm_m, cfg.gemm_n, 1.0, dP});
     launch_gemm(x, cfg, BH, {"gemm_dv", "dV = attn^T*dO: cuBLAS SGEMM, attn read back", Attn, dO32, true, false, Nk, d, N,
@@ -83,12 +74,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                              cfg.pv_n, 1.0, dq});
     launch_gemm(x, cfg, BH, {"gemm_dk", "dk = dS^T*q: cuBLAS SGEMM, dS read back", dS, Qs, true, false, Nk, d, N, cfg.pv_m,
                              cfg.pv_n, 1.0, dk});
-    unary("mul_dk", "dK = dk * sqrt(scale)", dk, dK32, true);
-    unary("mul_dq", "dQ = dq * sqrt(scale)", dq, dQ32, true);
+    launch_copy(x, "mul_dk", "dK = dk * sqrt(scale)", dk, dK32, root_scale);
+    launch_copy(x, "mul_dq", "dQ = dq * sqrt(scale)", dq, dQ32, root_scale);
     if (upcast) {
-        unary("copy_dv_half", "dV.to(fp16)", dV32, dV, false);
-        unary("copy_dk_half", "dK.to(fp16)", dK32, dK, false);
-        unary("copy_dq_half", "dQ.to(fp16)", dQ32, dQ, false);
+        launch_copy(x, "copy_dv_half", "dV.to(fp16)", dV32, dV);
+        launch_copy(x, "copy_dk_half", "dK.to(fp16)", dK32, dK);
+        launch_copy(x, "copy_dq_half", "dQ.to(fp16)", dQ32, dQ);
     }
 }
 
