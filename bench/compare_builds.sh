@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two fa-sim builds must count alike: runs both on a grid of configurations (every algorithm, forward and
-# backward, causal, Nq != Nk, dtypes, presets, matmul modes, decode shapes, kernels, sweeps, long contexts)
+# backward, causal, Nq != Nk, PyTorch's math backend, dtypes, presets, matmul modes, decode shapes, kernels, sweeps, long contexts)
 # and compares their JSON byte for byte (the version line left out). A change meant to make the counting
 # executor faster, not different, passes with "0 differ".
 #   usage: bench/compare_builds.sh OLD_FA_SIM NEW_FA_SIM [MAX_N]   (MAX_N: largest N tried, default 1048576)
@@ -22,6 +22,11 @@ for algo in standard tiled fa1 fa2 all; do
     configs+=("--algo $algo --N $n --d 128 --dtype fp32")
     configs+=("--algo $algo --N $n --Nk $((n * 2 + 3)) --causal")
   done
+done
+# PyTorch's math backend: an N x Nk fp32 tensor per kernel, its rows ragged where Nk is no multiple of 512
+for n in 1000 4096 65536; do
+  for pass in fwd bwd; do configs+=("--algo torch_math --N $n --pass $pass" "--algo torch_math --N $n --pass $pass --causal"); done
+  configs+=("--algo torch_math --N $n --Nk $((n * 2 + 3)) --causal" "--algo torch_math --N $n --dtype fp32 --d 128")
 done
 for m in tiled naive library; do
   for n in 4096 65536; do

@@ -50,6 +50,10 @@ run() {  # label, then fa-sim's arguments
   for n in 1048576 4194304 16777216; do run "--algo standard --N $n" --algo standard --N "$n"; done
   for n in 1048576 16777216; do run "--algo standard --N $n --causal" --algo standard --N "$n" --causal; done
   for n in 1048576 16777216; do run "--algo standard --N $n --pass bwd" --algo standard --N "$n" --pass bwd; done
+  # PyTorch's math backend (a library model, not in --algo all): its element-wise kernels over N x Nk
+  for n in 1048576 16777216; do run "--algo torch_math --N $n" --algo torch_math --N "$n"; done
+  run "--algo torch_math --N 16777216 --causal" --algo torch_math --N 16777216 --causal
+  run "--algo torch_math --N 16777216 --pass bwd" --algo torch_math --N 16777216 --pass bwd
   echo "# the same by the by-block path (--count block), where it still runs:"
   run "--algo fa2 --N 1048576 --count block" --algo fa2 --N 1048576 --count block
   run "--algo fa2 --N 1048576" --algo fa2 --N 1048576

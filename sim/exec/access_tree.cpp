@@ -199,7 +199,8 @@ void replay(L2Model& l2, const RowRunAccesses& rr, std::int64_t slots) {
     const std::int64_t per_group = slots / std::gcd(rr.row_blocks, slots);
     std::int64_t row = rr.first_row;
     const std::int64_t end = rr.first_row + rr.rows;
-    while (row < end && (row * rr.row_blocks) % slots != 0) replay(l2, row_of(rr, row++), slots);
+    auto first_block = [&](std::int64_t r) { return rr.row.front().first + (r - rr.first_row) * rr.row_blocks; };
+    while (row < end && first_block(row) % slots != 0) replay(l2, row_of(rr, row++), slots);
     const std::int64_t groups = (end - row) / per_group;
     if (groups >= 3) {
         std::vector<L2Model::ItemAccess> accesses;

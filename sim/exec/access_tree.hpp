@@ -43,7 +43,8 @@ struct BlockRunAccesses {
     AccessList block;
 };
 // Alike rows [first_row, first_row + rows) of a grid of row_blocks blocks a row (KernelDesc::row_blocks),
-// as the runs of row first_row with every access's row_step set.
+// as the runs of row first_row with every access's row_step set. A "row" may be several of the grid's
+// rows taken together (row_blocks then counts all their blocks): rows alike only with a period.
 struct RowRunAccesses {
     std::int64_t first_row = 0, rows = 1, row_blocks = 0;
     std::vector<BlockRunAccesses> row;

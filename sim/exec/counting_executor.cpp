@@ -548,6 +548,17 @@ std::vector<std::pair<std::int64_t, std::int64_t>> block_runs(const KernelDesc& 
     return runs;
 }
 
+// A row's work log with neighbouring entries of the same work joined: the three blocks described and the
+// run counted after them are one entry when the run's blocks all do the same.
+std::vector<std::pair<BlockWork, std::int64_t>> merge_alike(const std::vector<std::pair<BlockWork, std::int64_t>>& log) {
+    std::vector<std::pair<BlockWork, std::int64_t>> merged;
+    for (const auto& [w, times] : log) {
+        if (!merged.empty() && merged.back().first == w) merged.back().second += times;
+        else merged.emplace_back(w, times);
+    }
+    return merged;
+}
+
 }  // namespace
 CountingExecutor::~CountingExecutor() = default;
 
@@ -744,18 +755,25 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             KernelDesc rows_desc = kernel;
             rows_desc.blocks_per_head = rows;
             rows_desc.run_starts = kernel.row_run_starts;
-            for (const auto& [r0, r1] : block_runs(rows_desc)) {
-                if (r1 - r0 < 3) {
-                    for (std::int64_t r = r0; r < r1; ++r) describe_runs(row_runs(r), runs, true);
-                    continue;
-                }
+            // Rows `period` at a time from `first` (each unit the runs of `period` rows): three units run;
+            // when they are alike the rest of [first, r1) is counted by multiplicity and played as a run of
+            // alike units. Returns the rows done: all whole units when alike, the three otherwise.
+            auto units_from = [&](std::int64_t first, std::int64_t r1, std::int64_t period) -> std::pair<bool, std::int64_t> {
+                auto unit_runs = [&](std::int64_t u) {
+                    std::vector<std::pair<std::int64_t, std::int64_t>> all;
+                    for (std::int64_t q = 0; q < period; ++q) {
+                        const auto one = row_runs(first + u * period + q);
+                        all.insert(all.end(), one.begin(), one.end());
+                    }
+                    return all;
+                };
                 std::vector<BlockRunAccesses> three[3];
                 std::vector<std::pair<BlockWork, std::int64_t>> works[3];
                 Counters at[4];
                 at[0] = block.counters();
                 for (int i = 0; i < 3; ++i) {
                     work_log = &works[i];
-                    describe_runs(row_runs(r0 + i), three[i], false);
+                    describe_runs(unit_runs(i), three[i], false);
                     work_log = nullptr;
                     at[i + 1] = block.counters();
                 }
@@ -767,25 +785,41 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                     alike = three[0][j].count == three[1][j].count && three[0][j].count == three[2][j].count &&
                             alike_iterations(three[0][j].block, three[1][j].block, three[2][j].block);
                 if (!alike) {
-                    for (const auto& row : three) play(row);
-                    for (std::int64_t r = r0 + 3; r < r1; ++r) describe_runs(row_runs(r), runs, true);
-                    continue;
+                    for (const auto& unit : three) play(unit);
+                    return {false, 3 * period};
                 }
+                const std::int64_t units = (r1 - first) / period;
                 for (std::size_t j = 0; j < three[0].size(); ++j) set_row_steps(three[0][j].block, three[1][j].block);
-                block.add_counts(d, r1 - r0 - 3, false);
+                block.add_counts(d, units - 3, false);
                 const BlockWork kept = block.work;
-                if (works[0].size() == 1) {  // every block of a row alike: the rows' blocks in one entry
-                    block.work = works[0].front().first;
-                    finish_blocks(works[0].front().second * (r1 - r0 - 3));
+                const std::vector<std::pair<BlockWork, std::int64_t>> unit_work = merge_alike(works[0]);
+                if (unit_work.size() == 1) {  // every block of a unit alike: the units' blocks in one entry
+                    block.work = unit_work.front().first;
+                    finish_blocks(unit_work.front().second * (units - 3));
                 } else {
-                    for (std::int64_t r = r0 + 3; r < r1; ++r)
-                        for (const auto& [w, times] : works[0]) {
+                    for (std::int64_t u = 3; u < units; ++u)
+                        for (const auto& [w, times] : unit_work) {
                             block.work = w;
                             finish_blocks(times);
                         }
                 }
                 block.work = kept;
-                play(RowRunAccesses{r0, r1 - r0, row_blocks, std::move(three[0])});
+                play(RowRunAccesses{0, units, period * row_blocks, std::move(three[0])});
+                return {true, units * period};
+            };
+            // Rows one at a time are alike where their accesses meet 128-byte lines at the same places; an
+            // element-wise row whose length is no multiple of a line starts elsewhere in its line than the
+            // row before, and the places repeat after at most 128 rows. So rows that are not alike one at a
+            // time are tried 2, 4, ... 128 at a time.
+            constexpr std::int64_t kLongestRowPeriod = 128;
+            for (const auto& [r0, r1] : block_runs(rows_desc)) {
+                std::int64_t row = r0;
+                for (std::int64_t period = 1; period <= kLongestRowPeriod && r1 - row >= 3 * period; period *= 2) {
+                    const auto [alike, done] = units_from(row, r1, period);
+                    row += done;
+                    if (alike) break;
+                }
+                for (; row < r1; ++row) describe_runs(row_runs(row), runs, true);
             }
         }
         block.describe_into(nullptr);

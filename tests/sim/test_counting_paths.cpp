@@ -180,5 +180,25 @@ TEST_CASE("Counting by class runs a handful of blocks however long the sequence"
     CHECK(simulate(algorithm("fa2"), test::problem(65536), test::a100(), {}, every).kernels[0].blocks_run == 512);
 }
 
+TEST_CASE("Element-wise rows not a multiple of 128 bytes long count by class a few rows at a time", "[counting]") {
+    // PyTorch's math backend over 4096 x 4099 fp32 scores: a row is 16,396 bytes, so each starts 12 bytes
+    // further into its 128-byte line than the row before, and its requests differ; the same places recur
+    // every 32 rows (every 128 for the one-byte isneginf mask). Rows are taken 32 (128) at a time, and
+    // only a few hundred of the 4096 rows run. Both paths still count alike.
+    const AttentionProblem p = problem(4096, 4099, 64, DType::fp16, false, 1, 2);
+    const AlgorithmResult r = simulate(algorithm("torch_math"), p, gpu("H200"));
+    int element_wise = 0;
+    for (const KernelRecord& k : r.kernels) {
+        if (k.desc.row_blocks != ceil_div(std::int64_t{4099}, std::int64_t{512})) continue;
+        INFO(k.desc.name);
+        ++element_wise;
+        const std::int64_t rows_run_alone = 4;  // three alike blocks of a row and its ragged last one
+        CHECK(k.blocks_run <= 800 * rows_run_alone);
+        CHECK(k.blocks_run < k.desc.blocks_per_head / 8);
+    }
+    CHECK(element_wise >= 3);  // where, isneginf, the copy of the weights to fp16
+    check_same({&algorithm("torch_math"), PassSelection::fwd, p, &gpu("H200"), {}, {}, ""});
+}
+
 }  // namespace
 }  // namespace fasim
