@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
         // The probes.
         json raw = {{"gpu", device}, {"compute_capability", cc}, {"sm_count", sms}, {"max_clock_hz", clock_khz * 1e3}};
         const double copy = bench::copy_bytes_per_s();
+        const double dram_read = bench::dram_stream_bytes_per_s(sms, false);
+        const double dram_write = bench::dram_stream_bytes_per_s(sms, true);
         const double ffma = bench::ffma_flops_per_s(sms);
         const double exp2 = bench::exp2_per_s(sms);
         const bool has_mma = cc >= 80;
@@ -158,6 +160,8 @@ int main(int argc, char** argv) {
         for (const auto& r : l2_requests)
             if (r.lines_per_load == 4 || r.lines_per_load == 2) l2_req += r.requests_per_s / 2;
         raw["copy_bytes_per_s"] = copy;
+        raw["dram_read_stream_bytes_per_s"] = dram_read;
+        raw["dram_write_stream_bytes_per_s"] = dram_write;
         raw["ffma_flops_per_s"] = ffma;
         raw["exp2_per_s"] = exp2;
         raw["mma_sync_fp16_flops_per_s"] = mma16;

@@ -170,6 +170,30 @@ __global__ void stream_kernel(const float4* __restrict__ a, size_t n, float* sin
     if (s == 1234.5f) sink[0] = s;
 }
 
+// Every SM streaming one way over a buffer far larger than L2: each thread keeps kStreamUnroll 16-byte
+// loads in flight over a grid-stride loop (reads), or stores a 16-byte element per step (writes).
+__global__ void read_all_kernel(const float4* __restrict__ a, size_t n, float* sink) {
+    float s = 0.f;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (kStreamUnroll - 1) * stride < n; i += kStreamUnroll * stride) {
+        float4 v[kStreamUnroll];
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) v[u] = __ldcg(a + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < kStreamUnroll; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+    }
+    for (; i < n; i += stride) s += __ldcg(a + i).x;
+    if (s == 1234.5f) sink[0] = s;
+}
+__global__ void write_all_kernel(float4* a, size_t n) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float x = static_cast<float>(i);
+        a[i] = make_float4(x, x + 1.f, x + 2.f, x + 3.f);
+    }
+}
+
 // The SM clock while the tensor pipe works: the mma.sync loop of mma_kernel, with thread 0 of each block
 // reading the SM's cycle counter (clock64) and the global nanosecond timer (%globaltimer) around it.
 // Cycles over nanoseconds is the clock the block ran at, whatever the boost and power management chose.
@@ -369,6 +393,29 @@ double copy_bytes_per_s() {
     return 2.0 * static_cast<double>(kBytes) / (best_ms * 1e-3);
 }
 
+
+double dram_stream_bytes_per_s(int sms, bool write) {
+    // 1 GiB (far more than any L2) read or written once per launch by every SM at full occupancy.
+    const std::size_t n = (std::size_t{1} << 30) / 16;
+    constexpr int kThreadsPerBlock = 256;
+    int fits = 0;
+    if (write) CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, write_all_kernel, kThreadsPerBlock, 0));
+    else CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, read_all_kernel, kThreadsPerBlock, 0));
+    const unsigned grid = static_cast<unsigned>(sms * std::max(fits, 1));
+    float4* a = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    const double ms = median_ms([&] {
+        if (write) write_all_kernel<<<grid, kThreadsPerBlock>>>(a, n);
+        else read_all_kernel<<<grid, kThreadsPerBlock>>>(a, n, sink);
+        CUDA_CHECK(cudaGetLastError());
+    });
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(sink));
+    return static_cast<double>(n) * 16 / (ms * 1e-3);
+}
 
 double ffma_flops_per_s(int sms) {
     float* sink = nullptr;

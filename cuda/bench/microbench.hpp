@@ -10,6 +10,9 @@
 //                load: the L2 looks up a request per line a load touches (cuda/results/README.md)
 //   L2 read      bytes per second re-reading a buffer of 3/4 of L2 with 16-byte ld.global.cg loads
 //   copy         device-to-device cudaMemcpyAsync of 1 GiB, best of 10, read + write bytes per second
+//   DRAM streams bytes per second every SM reads (ld.global.cg, 4 16-byte loads in flight per thread) or
+//                writes (16-byte stores) over 1 GiB once per launch: the two directions apart, where the copy
+//                mixes them half and half (a GEMM writing S or reading P streams one way)
 //   DRAM latency seconds per dependent load missing L2 (a random cycle over 4 x L2)
 //   one block    bytes per second one block of `threads` threads streams from DRAM with 4 16-byte loads
 //                in flight per thread: with the latency, the bytes in flight it sustains (Little's law)
@@ -40,6 +43,7 @@ double exp2_per_s(int sms);
 std::vector<L2Rate> l2_request_rates(int sms);  // 32, 4, 2 and 1 lines per warp load
 double l2_read_bytes_per_s(int sms, std::size_t l2_bytes);
 double copy_bytes_per_s();
+double dram_stream_bytes_per_s(int sms, bool write);
 double dram_latency_s(std::size_t l2_bytes);
 double one_block_stream_bytes_per_s(int threads);
 double launch_overhead_s();

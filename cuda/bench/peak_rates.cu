@@ -88,13 +88,16 @@ int main(int argc, char** argv) {
                 }
         }
         const std::vector<bench::L2Rate> l2 = bench::l2_request_rates(sms);
+        const double dram_read = bench::dram_stream_bytes_per_s(sms, false);
+        const double dram_write = bench::dram_stream_bytes_per_s(sms, true);
         if (json) {
             std::printf("{\"gpu\": \"%s\", \"sm_count\": %d, \"max_clock_mhz\": %d", prop.name, sms, clock_khz / 1000);
             for (const auto& r : rows) std::printf(", \"%s_tflops\": %.1f", r.name.c_str(), r.tflops);
             for (const auto& r : l2)
                 std::printf(", \"l2_lines_per_load_%d\": {\"requests_per_s\": %.4g, \"sectors_per_s\": %.4g}", r.lines_per_load,
                             r.requests_per_s, r.sectors_per_s);
-            std::printf(", \"d2d_copy_bytes_per_s\": %.4g}\n", copy);
+            std::printf(", \"d2d_copy_bytes_per_s\": %.4g, \"dram_read_stream_bytes_per_s\": %.4g, "
+                        "\"dram_write_stream_bytes_per_s\": %.4g}\n", copy, dram_read, dram_write);
         } else {
             std::printf("%s, %d SMs, max SM clock %d MHz\n", prop.name, sms, clock_khz / 1000);
             for (const auto& r : rows) std::printf("  %-14s %8.1f TFLOP/s\n", r.name.c_str(), r.tflops);
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
                             r.requests_per_s / 1e9, r.sectors_per_s / 1e9, r.sectors_per_s * 32 / 1e12);
             std::printf("  device-to-device copy %.2f TB/s (read+write bytes per second, cudaMemcpyAsync of 1 GiB, best of 10)\n",
                         copy * 1e-12);
+            std::printf("  DRAM streams, every SM, 1 GiB: read only %.2f TB/s, write only %.2f TB/s\n", dram_read * 1e-12,
+                        dram_write * 1e-12);
         }
         return 0;
     } catch (const std::exception& e) {
