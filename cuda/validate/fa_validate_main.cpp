@@ -41,6 +41,7 @@
 #include "harness/host_io.hpp"
 #include "harness/timing.hpp"
 #include "inputs.hpp"
+#include "kernels/launchers.hpp"
 #include "model/kernel_setup.hpp"
 #include "model/simulation.hpp"
 #include "precision.hpp"
@@ -399,12 +400,14 @@ struct DecodeConfig {
     const KernelVariant* kernel = nullptr;
     int B = 1, H = 32, KV = 32, Nk = 1024, d = 128;
     DType dtype = DType::fp16;
-    CudaProblem problem() const { return CudaProblem{B, H, 1, Nk, d, dtype, false, KV}; }
+    int kv_splits = 0;  // 0: the kernel's heuristic
+    CudaProblem problem() const { return CudaProblem{B, H, 1, Nk, d, dtype, false, KV, kv_splits}; }
 };
 
 std::string describe(const DecodeConfig& c) {
     return std::string(c.kernel->name) + " B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) + " KV=" +
-           std::to_string(c.KV) + " Nk=" + std::to_string(c.Nk) + " d=" + std::to_string(c.d) + " " + dtype_name(c.dtype);
+           std::to_string(c.KV) + " Nk=" + std::to_string(c.Nk) + " d=" + std::to_string(c.d) + " " + dtype_name(c.dtype) +
+           (c.kv_splits > 0 ? " S=" + std::to_string(c.kv_splits) : "");
 }
 
 // Inputs too large to build on the host (the decode grid's K and V reach tens of GB): a block of N(0, 1)
@@ -577,6 +580,7 @@ struct DecodeGrid {
     std::vector<int> batches, kv_heads, Nks, ds;
     std::vector<DType> dtypes;
     int H = 32;
+    std::vector<int> kv_splits = {0};  // 0: the kernel's heuristic
 };
 
 // The decode grid: every (head dim, dtype, K/V heads, batch, Nk, kernel). A configuration whose tensors do
@@ -598,8 +602,9 @@ int run_decode_grid(const DecodeGrid& g, const std::vector<const KernelVariant*>
             for (int KV : g.kv_heads)
                 for (int B : g.batches)
                     for (int Nk : g.Nks)
+                        for (int S : g.kv_splits)
                         for (const KernelVariant* k : kernels) {
-                            const DecodeConfig c{k, B, g.H, KV, Nk, d, dtype};
+                            const DecodeConfig c{k, B, g.H, KV, Nk, d, dtype, S};
                             if (const std::string why = skip_reason(k, c.problem()); !why.empty()) {
                                 if (noted.insert(why).second) std::printf("skipped: %s\n", why.c_str());
                                 continue;
@@ -655,7 +660,7 @@ int main(int argc, char** argv) {
     CLI::App app{"fa-validate: the CUDA kernels against the float64 reference, and the simulator against the GPU"};
     std::string ns = "512,1024,2048,4096,8192,16384", ds = "64,128", causal = "both", dtypes = "fp32", algos = "all";
     std::string out_path, gpu_name, profile, pass = "fwd", grid = "default";
-    std::string nks = "1024,4096,16384,65536,131072", kv_heads = "32,8,1", batches = "1,8,64";
+    std::string nks = "1024,4096,16384,65536,131072", kv_heads = "32,8,1", batches = "1,8,64", kv_splits = "0";
     int B = 2, H = 8, runs = 10, warmup = 2, samples = 16;
     std::uint64_t seed = std::random_device{}();
     bool ncu = false;
@@ -685,6 +690,8 @@ int main(int argc, char** argv) {
     app.add_option("--Nk", nks, "decode grid: key lengths, comma separated (default 1024,4096,16384,65536,131072)")->type_name("INT,...");
     app.add_option("--kv-heads", kv_heads, "decode grid: K/V head counts, divisors of --heads (default 32,8,1)")->type_name("INT,...");
     app.add_option("--batches", batches, "decode grid: batch sizes, comma separated (default 1,8,64)")->type_name("INT,...");
+    app.add_option("--kv-splits", kv_splits, "decode grid: splits of the keys, comma separated, 0 for the kernel's heuristic "
+                   "(default 0); a count past a problem's K/V tiles skips that problem, saying so")->type_name("INT,...");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -780,6 +787,13 @@ int main(int argc, char** argv) {
                        std::string(a->algorithm);
             }
             if (std::string why = cuda_kernel_unsupported(*a, p); !why.empty()) return why;
+            if (p.kv_splits > 0) {  // --kv-splits past the problem's K/V tiles: flash_decoding_layout says by how much
+                try {
+                    (void)cuda_detail::flash_decoding_layout(p, prop.multiProcessorCount);
+                } catch (const std::invalid_argument& e) {
+                    return e.what();
+                }
+            }
             return is_backward(*a) ? cuda_kernel_unsupported(forward_of(*a), p) : std::string();
         };
         std::set<std::string> noted;
@@ -790,7 +804,11 @@ int main(int argc, char** argv) {
         json results = json::array();
         int failures = 0;
         if (decode) {
-            const DecodeGrid g{parse_ints(batches), parse_ints(kv_heads), parse_ints(nks), parse_ints(ds), dtype_list, H};
+            const DecodeGrid g{parse_ints(batches), parse_ints(kv_heads), parse_ints(nks), parse_ints(ds), dtype_list, H,
+                               parse_ints(kv_splits)};
+            for (int S : g.kv_splits)
+                if (S < 0) throw std::invalid_argument("--kv-splits " + std::to_string(S) + " is negative: pass 0 (the heuristic) or a "
+                                                       "count of splits from 1 to the problem's K/V tiles");
             failures = run_decode_grid(g, algo_list, skip_reason, gpu, topt, samples, seed, results);
         } else {
             std::printf("%-32s %9s %10s %10s %7s %8s %9s  %s\n", "configuration", "accuracy", "measured", "predicted", "error",
