@@ -10,7 +10,8 @@
 //                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm; then
 //                                  decode shapes: N in {1, 3, 64, 100} x Nk in {1, 77, 1000, 4097}, H = 8
 //                                  with KV = 8, 2, 1 K/V heads, batch 1 and 2, fp16/bf16, causal where
-//                                  N <= Nk; and flash_decoding with its split count forced
+//                                  N <= Nk; 32 query heads over 1 and 2 K/V heads and 20 query rows (two
+//                                  key groups in flash_decoding); and flash_decoding with its split count forced
 //   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
 //   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
 //
@@ -370,6 +371,9 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         // refilled, a ragged last tile, the combine); and 3 causal rows of multi-query attention
         problems.push_back({2, 8, 1, 300, 128, DType::fp16, false, 2, 3});
         problems.push_back({1, 8, 3, 600, 64, DType::bf16, true, 1});
+        // ... its warps in two key groups: 32 query heads of one K/V head packed as rows, and 20 causal rows
+        problems.push_back({1, 32, 1, 300, 128, DType::fp16, false, 1});
+        problems.push_back({1, 8, 20, 600, 64, DType::bf16, true, 2});
     } else {
         for (int N : {1, 37, 128, 300, 1024}) {
             const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
@@ -402,6 +406,14 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
                             for (int d : {64, 128})
                                 for (DType dt : {DType::fp16, DType::bf16}) problems.push_back({B, 8, N, Nk, d, dt, causal, KV});
                     }
+        // flash_decoding's warps in two key groups (17-32 rows per row head): MQA's 32 query heads packed
+        // as rows, and 20 (causal) query rows, the second band ragged.
+        for (int d : {64, 128})
+            for (DType dt : {DType::fp16, DType::bf16}) {
+                problems.push_back({1, 32, 1, 4097, d, dt, false, 1});
+                problems.push_back({2, 32, 1, 1000, d, dt, false, 2});
+                for (bool causal : {false, true}) problems.push_back({1, 8, 20, 1000, d, dt, causal, 8});
+            }
         // flash_decoding's split count forced: one split (no combine kernel), a few (the last split
         // shorter), and one K/V tile per split.
         for (const CudaProblem& base : {CudaProblem{2, 8, 1, 4097, 0, DType::fp16, false, 2},

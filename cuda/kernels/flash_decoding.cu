@@ -33,17 +33,24 @@
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV
 //             when a group's query heads are packed as rows; Tr = ceil(rows / 64)).
 //     block = 128 threads = 4 warps, split-Q as in fa2_tc: warp w owns rows [16w, 16w + 16) of the Q tile
-//             (one m16 row block); warps past the last row only help copy the tiles.
+//             (one m16 row block) when the row head has more than 32 rows. With fewer (a decoding step:
+//             one query row, or a packed group of up to 32 query heads) only one or two bands hold rows, so
+//             the warps split into G = 4 or 2 key groups (tile_rules::flash_decoding_key_groups): warp w
+//             owns band w % (4 / G) and keys [(w / (4 / G)) Bc / G, ...) of every tile, and at the end groups
+//             1.. hand their m, l and O to group 0 through shared memory, merged as two splits are. Before
+//             (warps without rows only copying): batch-1 MQA at 128k keys had two computing warps, each
+//             issuing an instruction every 5.1 cycles, 1.2 us per tile (ncu,
+//             cuda/results/2026-11-29-h200-decode-mqa).
 //     tiles = Br = 64 query rows, Bc = 128 (d = 64) or 64 (d = 128) keys, fixed.
 //     Per K/V tile, per warp: S = Q K^T in registers, masked only on tiles crossing the causal diagonal
 //     or the end of K, online softmax (fa2_tc's, exp2 with the scale folded in), O += round(P) V.
 //     Writes O / l and LSE (one split), or O_s / l_s and LSE_s in fp32 (several); a split that sees no key
 //     of a row writes O = 0, LSE = -inf there.
 //   combine kernel (several splits only)
-//     grid  = (rows, row heads): a block of 4 warps per row (the simulator's program has a block per Q
-//             tile; see the kernel for why not here). LSE over the splits by block reductions, then warp w
-//             adds the weighted O_s of splits w, w + 4, ..., each lane d/32 columns (coalesced rows of d
-//             floats), and warp 0 adds the four sums. On sm_90+ it is launched as a programmatic dependent
+//     grid  = (rows, row heads): a block of 4 warps per row. LSE over the splits by block reductions
+//             while each warp's first 16 partial rows are in flight, then warp w adds the weighted O_s of
+//             splits w, w + 4, ..., each lane d/32 columns (coalesced rows of d floats), and warp 0 adds
+//             the four sums. On sm_90+ it is launched as a programmatic dependent
 //             launch, so its launch overlaps the split kernel's tail.
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
@@ -86,7 +93,9 @@ struct SplitParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
-template <typename T, int D>
+// G: key groups (tile_rules::flash_decoding_key_groups): warp w owns the 16-row band w % (4 / G) of the Q
+// tile and keys [(w / (4 / G)) * Bc / G, ... + Bc / G) of every K/V tile.
+template <typename T, int D, int G>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(SplitParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
@@ -96,9 +105,12 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
 #else
     constexpr int BC = tile_rules::flash_decoding_bc(D);
     constexpr int LD = D + tile_rules::kFlashDecodingPad;  // shared-memory row stride, elements (padded)
+    constexpr int BANDS = kFlashWarps / G;  // 16-row bands per key group
+    constexpr int BCW = BC / G;      // keys of each tile per warp
+    static_assert(kFlashWarps % G == 0 && BCW % 16 == 0, "whole warps per key group, whole k-steps per slice");
     constexpr int KS_D = D / 16;     // k-steps of S = Q K^T (over the head dim)
-    constexpr int NT_S = BC / 8;     // n-tiles of S (8 keys each)
-    constexpr int KS_KV = BC / 16;   // k-steps of O = P V (over the keys)
+    constexpr int NT_S = BCW / 8;    // n-tiles of S (8 keys each)
+    constexpr int KS_KV = BCW / 16;  // k-steps of O = P V (over the keys)
     constexpr int NT_O = D / 8;      // n-tiles of O (8 columns each)
 
     const int tid = static_cast<int>(threadIdx.x);
@@ -110,7 +122,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     const int split = static_cast<int>(blockIdx.x) / p.q_tiles;
     const int q0 = (static_cast<int>(blockIdx.x) - split * p.q_tiles) * kBr;
     const int q_rows = imin(kBr, p.rows - q0);
-    const int wq0 = q0 + 16 * warp;      // the warp's first row
+    const int band = warp % BANDS;
+    const int key_group = warp / BANDS;
+    const int wk0 = key_group * BCW;        // the warp's first key within each tile
+    const int wq0 = q0 + 16 * band;         // the warp's first row
     const bool warp_active = wq0 < p.rows;  // uniform per warp
     const int kv_head = (row_head / p.row_heads_per_batch) * p.kv_heads_per_batch +
                         (row_head % p.row_heads_per_batch) / p.row_heads_per_kv_head;
@@ -154,14 +169,14 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
 #pragma unroll
             for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
         }
-        qk_scores<T>(s, qf, Kt + ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
+        qk_scores<T>(s, qf, Kt + (wk0 + (lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
         if constexpr (decltype(masked)::value) {  // s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1)
 #pragma unroll
             for (int nt = 0; nt < NT_S; ++nt) {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int q = wq0 + g + 8 * (i >> 1);
-                    const int k = k0 + 8 * nt + 2 * t + (i & 1);
+                    const int k = k0 + wk0 + 8 * nt + 2 * t + (i & 1);
                     if (k >= p.Nk || (p.causal != 0 && k > q + diag)) s[nt][i] = -INFINITY;
                 }
             }
@@ -194,7 +209,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
         }
         unsigned pf[KS_KV][4];
         p_fragments<T>(pf, s);
-        pv_accumulate<T>(o, pf, Vt + ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
+        pv_accumulate<T>(o, pf, Vt + (wk0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
     };
 
     // cp.async groups in issue order: Q with K/V tile `first`, then one group per iteration j holding tile
@@ -213,14 +228,15 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
         if (j == first && warp_active) {
             // A fragments of the warp's 16 rows (as fa2_tc: matrix i of the x4 is quarter (rows + 8(i & 1),
             // columns + 8(i >> 1)) of each 16 x 16 block).
-            const T* qrow = Qs + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+            const T* qrow = Qs + (16 * band + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
 #pragma unroll
             for (int ks = 0; ks < KS_D; ++ks) ldmatrix_x4(qf[ks], qrow + 16 * ks);
         }
         const int k0 = j * BC;
         const T* Kt = stages + 2 * stage * BC * LD;
-        // Warp-uniform: only a tile crossing the causal diagonal or the end of K runs the masked copy.
-        const bool need_mask = k0 + BC > p.Nk || (p.causal != 0 && k0 + BC - 1 > wq0 + diag);
+        // Warp-uniform: only a slice crossing the causal diagonal or the end of K runs the masked copy.
+        const int sk0 = k0 + wk0;
+        const bool need_mask = sk0 + BCW > p.Nk || (p.causal != 0 && sk0 + BCW - 1 > wq0 + diag);
         if (warp_active) {
             if (need_mask) step(Kt, Kt + BC * LD, k0, std::true_type{});
             else step(Kt, Kt + BC * LD, k0, std::false_type{});
@@ -234,6 +250,49 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     asm volatile("griddepcontrol.launch_dependents;");
 #endif
 
+    if constexpr (G > 1) {
+        // Merge the key groups: groups 1.. leave m, their lanes' partial l and O in shared memory (the
+        // stages are free: the loop's last barrier), group 0 rescales both to the larger max and adds.
+        // Lane-major (value v of lane at [v * 32 + lane]): conflict-free, and group 0's lane reads what the
+        // same lane of the same band wrote, the fragment layouts being the same.
+        constexpr int kValues = 4 * NT_O + 4;  // o, then m[2], l[2]
+        static_assert((G - 1) * BANDS * kValues * 32 * sizeof(float) <= 2 * tile_rules::kFlashDecodingStages * BC * LD * sizeof(T),
+                      "the merge fits in the stages");
+        float* merge = reinterpret_cast<float*>(stages);
+        if (key_group > 0 && warp_active) {
+            float* mine = merge + ((key_group - 1) * BANDS + band) * kValues * 32 + lane;
+#pragma unroll
+            for (int nt = 0; nt < NT_O; ++nt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) mine[(4 * nt + i) * 32] = o[nt][i];
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                mine[(4 * NT_O + h) * 32] = m[h];
+                mine[(4 * NT_O + 2 + h) * 32] = l[h];
+            }
+        }
+        __syncthreads();
+        if (key_group > 0 || !warp_active) return;
+#pragma unroll
+        for (int other = 1; other < G; ++other) {
+            const float* theirs = merge + ((other - 1) * BANDS + band) * kValues * 32 + lane;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float m_other = theirs[(4 * NT_O + h) * 32];
+                const float m_new = fmaxf(m[h], m_other);
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;  // neither saw a key: both weigh 0
+                const float a = fast_exp2(m[h] - m_use), b = fast_exp2(m_other - m_use);
+                l[h] = l[h] * a + theirs[(4 * NT_O + 2 + h) * 32] * b;
+                m[h] = m_new;
+#pragma unroll
+                for (int nt = 0; nt < NT_O; ++nt) {
+                    o[nt][2 * h] = o[nt][2 * h] * a + theirs[(4 * nt + 2 * h) * 32] * b;
+                    o[nt][2 * h + 1] = o[nt][2 * h + 1] * a + theirs[(4 * nt + 2 * h + 1) * 32] * b;
+                }
+            }
+        }
+    }
     if (!warp_active) return;
     const long long out_head = static_cast<long long>(row_head) * p.splits + split;  // O_s, LSE_s row head
 #pragma unroll
@@ -272,13 +331,19 @@ struct CombineParams {
 
 // LSE = log sum_s exp(LSE_s), O = sum_s exp(LSE_s - LSE) O_s, one block per row; a row no split saw a
 // key of (every LSE_s = -inf) gets O = 0, LSE = -inf. The block's 4 warps take every 4th split (each lane
-// d/32 adjacent columns of the partial row, 8 rows in flight per warp) and add their sums in shared
-// memory. A block per 64 rows, each warp walking all the splits of its rows, was latency-bound: 0.12 ms
-// for 32 rows x 128 splits on an H100, longer than reading 64 MB of K and V.
+// d/32 adjacent columns of the partial row, kInFlight rows in flight per warp) and add their sums in
+// shared memory. The partial rows are in L2, so the kernel is a chain of L2 round trips: the first
+// batch of O_s is loaded before the LSE reductions (it does not depend on them) and every thread reads
+// its LSE_s once, so 128 splits cost two round trips, where loading the LSEs twice and then O_s 8 rows at
+// a time cost six (7.1-7.3 us for MQA's 32 rows x 114-128 splits on an H200, ncu,
+// cuda/results/2026-11-29-h200-decode-mqa). A block per 64 rows, each warp walking all the splits of its
+// rows, was slower still: 0.12 ms for 32 rows x 128 splits on an H100.
 template <typename T, int D>
 __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(CombineParams p) {
     constexpr int kCols = D / 32;  // columns per lane: 2 (d = 64) or 4 (d = 128), adjacent
     static_assert(kCols == 2 || kCols == 4, "d = 64 or 128");
+    constexpr int kInFlight = 16;           // partial rows each warp loads before it adds them
+    constexpr int kLsePerThread = 2;        // LSE_s held per thread: up to 256 splits in one pass
     __shared__ float warp_max[kFlashWarps], warp_sum[kFlashWarps];
     __shared__ float warp_acc[kFlashWarps - 1][D];  // warps 1..3's sums; warp 0 adds them
     const int tid = static_cast<int>(threadIdx.x);
@@ -292,55 +357,73 @@ __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(C
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the split kernel has finished and its stores are visible
 #endif
 
+    // Rows s0 + u * 4 (u < kInFlight) of this warp: weight 0 past the last split.
+    float lse_s[kInFlight], o_s[kInFlight][kCols];
+    auto load_batch = [&](int s0) {
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u) {
+            const int s = s0 + u * kFlashWarps;
+            lse_s[u] = -INFINITY;
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) o_s[u][c] = 0.f;
+            if (s >= p.splits) continue;
+            const long long part = first + static_cast<long long>(s) * p.rows;
+            lse_s[u] = p.lse_part[part];
+            const float* src = p.o_part + part * D + kCols * lane;
+            if constexpr (kCols == 4) {
+                const float4 v = *reinterpret_cast<const float4*>(src);
+                o_s[u][0] = v.x;
+                o_s[u][1] = v.y;
+                o_s[u][2] = v.z;
+                o_s[u][3] = v.w;
+            } else {
+                const float2 v = *reinterpret_cast<const float2*>(src);
+                o_s[u][0] = v.x;
+                o_s[u][1] = v.y;
+            }
+        }
+    };
+    load_batch(warp);  // in flight while the block reduces the LSEs
+
+    float held[kLsePerThread];
+#pragma unroll
+    for (int i = 0; i < kLsePerThread; ++i) {
+        const int s = tid + i * kFlashThreads;
+        held[i] = s < p.splits ? lse_of(s) : -INFINITY;
+    }
     float mx = -INFINITY;
-    for (int s = tid; s < p.splits; s += kFlashThreads) mx = fmaxf(mx, lse_of(s));
+    for (int s = tid + kLsePerThread * kFlashThreads; s < p.splits; s += kFlashThreads) mx = fmaxf(mx, lse_of(s));
+#pragma unroll
+    for (int i = 0; i < kLsePerThread; ++i) mx = fmaxf(mx, held[i]);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
     if (lane == 0) warp_max[warp] = mx;
     __syncthreads();
     mx = fmaxf(fmaxf(warp_max[0], warp_max[1]), fmaxf(warp_max[2], warp_max[3]));
     float sum = 0.f;
-    if (mx != -INFINITY)
-        for (int s = tid; s < p.splits; s += kFlashThreads) sum += expf(lse_of(s) - mx);
+    if (mx != -INFINITY) {
+#pragma unroll
+        for (int i = 0; i < kLsePerThread; ++i) sum += expf(held[i] - mx);  // exp(-inf) = 0 past the last split
+        for (int s = tid + kLsePerThread * kFlashThreads; s < p.splits; s += kFlashThreads) sum += expf(lse_of(s) - mx);
+    }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFullMask, sum, off);
     if (lane == 0) warp_sum[warp] = sum;
     __syncthreads();
     const float lse = mx == -INFINITY ? -INFINITY : mx + logf(warp_sum[0] + warp_sum[1] + warp_sum[2] + warp_sum[3]);
 
-    constexpr int kInFlight = 8;  // partial rows each warp loads before it adds them
     float acc[kCols] = {};
     if (lse != -INFINITY) {
-        for (int s0 = warp; s0 < p.splits; s0 += kInFlight * kFlashWarps) {
-            float lse_s[kInFlight], o_s[kInFlight][kCols];
-#pragma unroll
-            for (int u = 0; u < kInFlight; ++u) {
-                const int s = s0 + u * kFlashWarps;
-                lse_s[u] = -INFINITY;  // past the last split: weight 0
-#pragma unroll
-                for (int c = 0; c < kCols; ++c) o_s[u][c] = 0.f;
-                if (s >= p.splits) continue;
-                const long long part = first + static_cast<long long>(s) * p.rows;
-                lse_s[u] = p.lse_part[part];
-                const float* src = p.o_part + part * D + kCols * lane;
-                if constexpr (kCols == 4) {
-                    const float4 v = *reinterpret_cast<const float4*>(src);
-                    o_s[u][0] = v.x;
-                    o_s[u][1] = v.y;
-                    o_s[u][2] = v.z;
-                    o_s[u][3] = v.w;
-                } else {
-                    const float2 v = *reinterpret_cast<const float2*>(src);
-                    o_s[u][0] = v.x;
-                    o_s[u][1] = v.y;
-                }
-            }
+        for (int s0 = warp;;) {
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u) {
                 const float w = expf(lse_s[u] - lse);
 #pragma unroll
                 for (int c = 0; c < kCols; ++c) acc[c] = fmaf(w, o_s[u][c], acc[c]);
             }
+            s0 += kInFlight * kFlashWarps;
+            if (s0 >= p.splits) break;
+            load_batch(s0);
         }
     }
     if (warp > 0) {
@@ -360,6 +443,10 @@ __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(C
 template <typename T, int D>
 void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& sp, const CombineParams& cp,
                               CudaLaunchInfo& info, cudaStream_t stream) {
+    const int key_groups = tile_rules::flash_decoding_key_groups(L.rows);
+    auto split_kernel = key_groups == 4   ? flash_decoding_split_kernel<T, D, 4>
+                        : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2>
+                                          : flash_decoding_split_kernel<T, D, 1>;
     CudaKernelLaunch split;
     split.name = "flash_decoding_split";
     split.grid = {static_cast<unsigned>(L.splits * L.q_tiles), static_cast<unsigned>(L.row_heads), 1u};
@@ -369,7 +456,7 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.Bc = L.Bc;
     split.kv_splits = L.splits;
     split.registers_per_thread =
-        launch_kernel(split.name.c_str(), flash_decoding_split_kernel<T, D>, dim3(split.grid[0], split.grid[1]),
+        launch_kernel(split.name.c_str(), split_kernel, dim3(split.grid[0], split.grid[1]),
                       dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
     info.kernels.push_back(split);
     if (L.splits == 1) return;

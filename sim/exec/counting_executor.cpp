@@ -85,7 +85,8 @@ class CountingBlock final : public Block {
 public:
     CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2)
         : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols),
-          warp_rows_(execution.instruction == MatrixInstruction::mma_sync ? execution.warp_rows : 0), rec_(record), l2_(l2) {}
+          warp_rows_(execution.instruction == MatrixInstruction::mma_sync ? execution.warp_rows : 0),
+          key_groups_(warp_rows_ > 0 ? std::max<std::int64_t>(1, execution.key_groups) : 1), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
@@ -286,7 +287,8 @@ public:
         if (A.space() == Space::Shared) smem_read(A.bytes() * (split == Split::Cols ? W : 1), lane_tiled);
         // Split-Q with fixed row bands: only the warps with rows load B's fragments (KernelExecution::warp_rows).
         const std::int64_t row_warps = split == Split::Rows ? warps_with_rows(m) : W;
-        if (split == Split::Rows) active_warps = std::max(active_warps, static_cast<int>(row_warps));
+        if (split == Split::Rows)
+            active_warps = std::max(active_warps, static_cast<int>(std::min<std::int64_t>(W, row_warps * key_groups_)));
         if (B.space() == Space::Shared) smem_read(B.bytes() * (split == Split::Rows ? row_warps : 1), lane_tiled);
         if (lane_tiled) {
             cuda_core::WarpProduct share{split == Split::Rows ? (m + W - 1) / W : m,
@@ -504,6 +506,7 @@ private:
     LaneGrid lanes_;
     std::int64_t gather_warp_cols_ = 0;
     std::int64_t warp_rows_ = 0;
+    std::int64_t key_groups_ = 1;  // KernelExecution::key_groups
     KernelRecord* rec_;
     L2Model* l2_;
     std::vector<TileInfo> tiles_;

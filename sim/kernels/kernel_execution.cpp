@@ -1,6 +1,7 @@
 #include "kernels/kernel_execution.hpp"
 
 #include "algorithms/algorithm.hpp"
+#include "kernels/tile_rules.hpp"
 
 namespace fasim {
 
@@ -64,6 +65,8 @@ ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConf
             e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
             if (scores == Space::Registers) e.warp_rows = warp_row_band(Br, k.warps);
         }
+        if (k.name == "flash_decoding_split" && e.warp_rows > 0)  // rows per row head: a packed group, or N
+            e.key_groups = tile_rules::flash_decoding_key_groups(p.N == 1 && p.grouped() ? p.group_size() : p.N);
         if (k.name == "fa2_forward" || k.name == "tiled_two_pass")
             e.lanes = flash_lanes(p, std::int64_t{1} << 30, scores == Space::Shared);
         else if (k.name == "fa1_forward")

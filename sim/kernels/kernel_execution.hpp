@@ -88,6 +88,10 @@ struct KernelExecution {
     // K and V. A one-row Q tile (a decoding step) so issues one warp's full 16-row work, on one
     // scheduler. 0: the tile's rows are spread evenly over the warps.
     std::int64_t warp_rows = 0;
+    // With warp_rows: the warps share each K/V tile's keys in this many groups, each group's warps owning
+    // the row bands (FlashDecoding's split kernel with few rows, tile_rules::flash_decoding_key_groups),
+    // so bands x groups warps compute. Their end-of-block merge (a few kB of shared memory) is not counted.
+    std::int64_t key_groups = 1;
 };
 
 // A kernel's model, by the kernel the program launches.

@@ -92,6 +92,11 @@ FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes) 
     return static_cast<std::size_t>(kFlashDecodingBr + 2 * kFlashDecodingStages * flash_decoding_bc(d)) *
            static_cast<std::size_t>(d + kFlashDecodingPad) * static_cast<std::size_t>(elem_bytes);
 }
+// Warps of a split block that share each K/V tile's keys: with few query rows (one, or a packed group of
+// query heads) only one or two of the 4 warps' 16-row bands hold rows, so the block's warps split into
+// key groups, each working on its own slice of every tile (Bc / groups keys) for the same rows; the
+// groups' m, l and O are merged once, at the end. `rows`: query rows per row head.
+FASIM_HD constexpr int flash_decoding_key_groups(std::int64_t rows) { return rows <= 16 ? 4 : rows <= 32 ? 2 : 1; }
 // flash-attention's own split-KV kernel (PyTorch's flash backend on decode shapes): 64 x 256 at d <= 64,
 // 64 x 128 at d <= 128, else 64 x 64; single K and V buffers.
 FASIM_HD constexpr int flash_attn_splitkv_bc(int d) { return d <= 64 ? 256 : d <= 128 ? 128 : 64; }

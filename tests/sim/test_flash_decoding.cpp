@@ -205,6 +205,33 @@ TEST_CASE("two one-row blocks on an SM compute on two schedulers: the busiest ho
     CHECK(t.issue_s < (2 * own + 2 * shared / 4) / (gpu.clock_hz * per_cycle) * 0.8);
 }
 
+TEST_CASE("FlashDecoding's split blocks with one or two bands of rows share each tile's keys over all four warps",
+          "[flash-decoding][model]") {
+    // The split kernel's warps own 16-row bands; a one-row (or packed 4-, 16- or 32-row) Q tile fills one or two
+    // of them, so the warps split into 4 or 2 key groups (tile_rules::flash_decoding_key_groups) and every warp
+    // computes. The instructions are those of whole bands either way: the groups divide them, not add to them.
+    // FA2's kernel keeps its bands (one row: one warp).
+    for (const std::int64_t kv : {32, 8, 1}) {
+        const AttentionProblem p = decode(1, 65536, 32, kv);
+        const std::int64_t rows = 32 / kv;  // query rows per row head: one, or the packed group
+        const KernelRecord& split = simulate(flash_decoding(), p, h100()).kernels.front();
+        INFO("K/V heads " << kv << ", rows " << rows);
+        CHECK(tile_rules::flash_decoding_key_groups(rows) == (rows <= 16 ? 4 : 2));
+        CHECK(split.active_warps == 4);
+    }
+    // 64 rows: four bands, one group; 48: three bands, which four warps cannot split into groups.
+    CHECK(tile_rules::flash_decoding_key_groups(64) == 1);
+    CHECK(tile_rules::flash_decoding_key_groups(48) == 1);
+    CHECK(simulate(flash_decoding(), decode(48, 65536, 32, 32), h100()).kernels.front().active_warps == 3);
+    CHECK(simulate(algorithm("fa2"), decode(1, 65536, 32, 32), h100()).kernels.front().active_warps == 1);
+    // The MQA block's issue time halves: the same instructions, on four schedulers instead of two.
+    const AlgorithmResult mqa = simulate(flash_decoding(), decode(1, 131072, 32, 1), h100());
+    const KernelTiming& t = mqa.timing.front();
+    const KernelRecord& k = mqa.kernels.front();
+    CHECK(t.issue_s < 0.6 * static_cast<double>(k.block_work.front().first.thread_instructions) / 32 /
+                          (2 * h100().clock_hz * t.issue_fraction));
+}
+
 TEST_CASE("bad decode inputs are refused on one line: K/V heads that do not divide the heads, splits out of range, causal N > Nk",
           "[flash-decoding][errors]") {
     AttentionProblem p = decode(1, 1024, 32, 5);

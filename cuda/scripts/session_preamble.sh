@@ -1,0 +1,36 @@
+# The opening of every one-call device session script: sourced, not run.
+#   source "$(dirname "$0")/session_preamble.sh" TARGET...
+# Only a few files come back from the device machine, so the session works in ./gpu-session and packs it
+# into $OUT/gpu-session.tgz when the script exits, whatever happens. Writes device.txt (GPU, driver, nvcc,
+# torch, time, the checkout's commit and local changes), builds the named CMake targets for the GPU at
+# hand in ./build-gpu (sm_90a on Hopper: fa2_wgmma's instructions exist there only) and leaves:
+#   $out    the session folder      $build  the build folder      $arch  the CUDA architecture built
+#   log MESSAGE...                  prints "== HH:MM:SS MESSAGE" and appends it to $out/session.log
+final=${OUT:-$PWD/gpu-out}
+out=$PWD/gpu-session
+build=$PWD/build-gpu
+rm -rf "$out"
+mkdir -p "$out" "$final"
+trap 'tar czf "$final/gpu-session.tgz" -C "$PWD" gpu-session' EXIT
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  nvcc --version | tail -2
+  python3 -c 'import torch; print("torch", torch.__version__)' 2>&1
+  date -u
+  git rev-parse HEAD 2>/dev/null
+  git status --short 2>/dev/null
+} >"$out/device.txt" 2>&1
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+[[ $arch == 90 ]] && arch=90a
+sms=$(nvidia-smi --query-gpu=multiprocessor_count --format=csv,noheader 2>/dev/null | head -1)
+[[ "$sms" =~ ^[0-9]+$ ]] || sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null)
+[[ "$sms" =~ ^[0-9]+$ ]] || sms=132
+log "build sm_$arch: $*"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DFASIM_CUDA=ON -DFASIM_TESTS=OFF \
+  >"$out/build.log" 2>&1 &&
+  cmake --build "$build" -j 16 --target "$@" >>"$out/build.log" 2>&1 || {
+  log "build failed"
+  tail -40 "$out/build.log"
+  exit 1
+}
