@@ -888,10 +888,13 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
         }
     }
     CHECK(predicted == 30 + 10);
-    // All but MQA at batch 1 with 1k, 64k and 128k keys (+36%, +25%, +37%: 9-36 us kernels whose launches the model
-    // overstates, and whose blocks, alone on their SMs, now also wait for their first tiles) and at batch 8 with
-    // 16k and 64k keys (-21%, -20%). 26 before the fill and drain.
-    CHECK(fd_within_20 == 25);
+    // All but MQA at batch 1 with 1k keys (+26%: a 9 us kernel whose launches the model overstates, and whose
+    // blocks, alone on their SMs, also wait for their first tiles) and at batch 8 with 16k and 64k keys (-21%,
+    // -20%). 26 before the fill and drain; 25 until the model counted FlashDecoding's key groups (90b06f9: all
+    // four warps of a few-row block compute), when MQA at batch 1 with 64k and 128k keys came in from +25% and
+    // +37% to -2% and +2%. This run's kernel did not have the key groups yet: its two computing warps issued
+    // more often than the model's readiness says, which made up for it (docs/model.md).
+    CHECK(fd_within_20 == 27);
     CHECK(predicted_64 == 14 + 4);
     CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
@@ -972,7 +975,10 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
     CHECK(fd == 45);
     CHECK(fa2 == 15);
     CHECK(fd_within_20_before == 35);
-    CHECK(fd_within_20 == 40);  // 42 before the fill and drain: MQA at batch 1 with 1k and 4k keys left the 20%
+    // 42 before the fill and drain (MQA at batch 1 with 1k and 4k keys left the 20%); 40 until the model counted
+    // FlashDecoding's key groups (90b06f9), which brought MQA at batch 1 with 4k, 64k and 128k keys from +25%,
+    // +35% and +48% to +16%, +5% and +9%, though this run's kernel had no key groups (see the H100 run's test).
+    CHECK(fd_within_20 == 43);
 }
 
 TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before the run within 15% on all 27, the "
@@ -1006,8 +1012,10 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
         const double written = predicted_before.at({algo, batch, kv, nk});
         CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));  // the run's own: the same numbers
         // and today's, but for a lone block's fill and drain (BlockTerms::fill, 2026-11-29): fa2_tc at batch 2 and 4,
-        // 64 and 128 blocks alone on their SMs, +0.1..+1.2%
-        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(algo == "fa2_tc" && batch <= 4 ? 0.013 : 1e-6));
+        // 64 and 128 blocks alone on their SMs, +0.1..+1.2%; and FlashDecoding's key groups (90b06f9): batch 4, 8 K/V
+        // heads, 2k keys, the one shape here that was issue-bound, -1.1%
+        const bool moved = (algo == "fa2_tc" && batch <= 4) || (algo == "flash_decoding" && batch == 4 && kv == 8 && nk == 2048);
+        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(moved ? 0.013 : 1e-6));
         const double rt = ratio(written, measured);
         if (algo == "fa2_tc") {
             ++fa2;
@@ -1145,6 +1153,103 @@ TEST_CASE("decode on the H200: splits past one block per SM make batch-1 FlashDe
     // One K/V head streams at most half the copy rate, whatever the count: the splits are not what holds it back.
     CHECK(mqa_best_gbps == Approx(2145).margin(1));
     CHECK(mqa_best_gbps / 4250 < 0.51);
+}
+
+namespace {
+// The gpu__time_duration.sum values of an ncu text report, in the order of its kernels (microseconds).
+std::vector<double> ncu_durations_us(const std::string& text) {
+    std::vector<double> out;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("gpu__time_duration.sum") == std::string::npos) continue;
+        REQUIRE(line.find(" us ") != std::string::npos);
+        out.push_back(std::stod(line.substr(line.find_last_of(' ') + 1)));
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("decode on the H200: the combine is half of batch-1 MQA's 14 us; warps in key groups and the combine's early "
+          "loads make MQA at batch 1 8-15% faster in one call, every other shape within 1.3%",
+          "[hardware][decode][time]") {
+    // cuda/results/2026-11-29-h200-decode-mqa (the kernel of 50ff63c): Nsight Compute's own durations of the split
+    // and combine kernels. MQA at batch 1: 128 or 114 blocks, each one 4-warp block per SM with two computing warps
+    // issuing every 5.1 cycles; the combine of 32 rows x 114-128 splits a chain of L2 round trips.
+    const std::string mqa = kResults + "2026-11-29-h200-decode-mqa/";
+    CHECK(read_text(mqa + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const std::vector<double> before_16k = ncu_durations_us(read_text(mqa + "ncu_mqa_16k.txt"));
+    const std::vector<double> before_128k = ncu_durations_us(read_text(mqa + "ncu_mqa_128k.txt"));
+    REQUIRE(before_16k.size() == 2);  // split, combine
+    REQUIRE(before_128k.size() == 2);
+    CHECK(before_16k[0] == Approx(7.78));   // split, 16k keys
+    CHECK(before_16k[1] == Approx(7.14));   // combine: as long as the split
+    CHECK(before_128k[0] == Approx(26.69));
+    CHECK(before_128k[1] == Approx(7.33));
+    const std::vector<double> kv32 = ncu_durations_us(read_text(mqa + "ncu_kv32_128k.txt"));
+    REQUIRE(kv32.size() == 2);
+    CHECK(kv32[1] == Approx(4.38));  // the floor: a combine of 8 splits
+
+    // cuda/results/2026-11-29-h200-decode-key-groups (90b06f9): cuda-check (two key groups covered), sanitizers, and
+    // the same durations with the warps in key groups and the combine's first loads before its reductions.
+    const std::string kg = kResults + "2026-11-29-h200-decode-key-groups/";
+    CHECK(read_text(kg + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(kg + "check.txt").find("810 passed, 0 failed") != std::string::npos);
+    check_sanitizer_clean(read_text(kg + "sanitizer.txt"));
+    const std::vector<double> after_16k = ncu_durations_us(read_text(kg + "ncu_mqa_16384.txt"));
+    const std::vector<double> after_128k = ncu_durations_us(read_text(kg + "ncu_mqa_131072.txt"));
+    REQUIRE(after_16k.size() == 2);
+    REQUIRE(after_128k.size() == 2);
+    CHECK(after_16k[1] == Approx(5.15));   // combine 7.14 -> 5.15 us
+    CHECK(after_128k[0] == Approx(24.86)); // split 26.69 -> 24.86 us
+    CHECK(after_128k[1] == Approx(4.90));  // combine 7.33 -> 4.90 us
+    // Predicted before the run (the model with the key groups): 16 of 18 within 20%; the misses are MQA at batch 1
+    // with 64k and 128k keys, +21% and +27%, issue-bound in the model while the four warps issue in 23% of cycles.
+    const json before = load(kg + "predicted_before.json");
+    CHECK(before.at("simulator_commit").get<std::string>().rfind("90b06f9", 0) == 0);
+    const auto predicted_before = decode_predictions(before);
+    int timed = 0, within_20 = 0;
+    for_each_timed_decode(load(kg + "decode.json"), [&](const json& r, const std::string& algo, int batch, int kv, int nk, double measured) {
+        const double written = predicted_before.at({algo, batch, kv, nk});
+        CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));
+        const double error = written / measured - 1;
+        ++timed;
+        within_20 += std::abs(error) <= 0.20;
+        if (batch == 1 && kv == 1 && nk >= 65536) CHECK((error > 0.20 && error < 0.28));
+        else CHECK(std::abs(error) <= 0.11);
+    });
+    CHECK(timed == 18);
+    CHECK(within_20 == 16);
+
+    // cuda/results/2026-11-29-h200-decode-ab: both kernels built in one call and timed old, new, old, new.
+    const std::string ab = kResults + "2026-11-29-h200-decode-ab/";
+    CHECK(read_text(ab + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    std::map<std::string, std::map<DecodeShape, double>> pass;  // measured seconds
+    for (const char* name : {"old_1", "new_1", "old_2", "new_2"}) {
+        const json doc = load(ab + name + ".json");
+        for (const json& r : doc.at("results")) {
+            CHECK(r.at("accuracy").at("pass").get<bool>());
+            pass[name][decode_shape(r)] = r.at("measured_s").get<double>();
+        }
+        CHECK(pass[name].size() == 18);
+    }
+    for (const auto& [shape, old_1] : pass["old_1"]) {
+        const auto [batch, kv, nk] = shape;
+        CAPTURE(batch, kv, nk);
+        const double ratio_new_old = (pass["new_1"].at(shape) + pass["new_2"].at(shape)) / (old_1 + pass["old_2"].at(shape));
+        if (kv == 1 && batch == 1) CHECK(ratio_new_old < (nk >= 65536 ? 0.88 : 0.93));  // 0.92, 0.87, 0.86
+        else if (kv == 1) CHECK(ratio_new_old < 0.97);                                  // batch 8: 0.94, 0.96, 0.97
+        else CHECK(std::abs(ratio_new_old - 1) < 0.013);  // -0.8..+1.2% (32 K/V heads at 16k keys +1.2%)
+    }
+    // Batch-1 MQA streams K and V at 15/41/56% of the copy rate (4.22 TB/s in the key-groups call), from 14/35/48%.
+    const auto kv_share = [&](const char* name, int nk) {
+        const json doc = load(ab + name + ".json");
+        for (const json& r : doc.at("results"))
+            if (r.at("batch") == 1 && r.at("kv_heads") == 1 && r.at("Nk") == nk) return r.at("kv_bandwidth_gbps").get<double>() / 4220;
+        return 0.0;
+    };
+    CHECK(kv_share("new_2", 16384) == Approx(0.153).margin(0.002));
+    CHECK(kv_share("new_2", 65536) == Approx(0.409).margin(0.002));
+    CHECK(kv_share("new_2", 131072) == Approx(0.562).margin(0.002));
 }
 
 TEST_CASE("decode on the H200: a third K/V stage (Q kept in it until its fragments are in registers) streams no "
