@@ -39,8 +39,10 @@
 //             owns band w % (4 / G) and keys [(w / (4 / G)) Bc / G, ...) of every tile, and at the end groups
 //             1.. hand their m, l and O to group 0 through shared memory, merged as two splits are. Before
 //             (warps without rows only copying): batch-1 MQA at 128k keys had two computing warps, each
-//             issuing an instruction every 5.1 cycles, 1.2 us per tile (ncu,
-//             cuda/results/2026-11-29-h200-decode-mqa).
+//             issuing an instruction every 5.1-5.4 cycles, about 1.2 us per tile (ncu,
+//             cuda/results/2026-11-29-h200-decode-mqa). With the key groups and the combine's early loads,
+//             MQA at batch 1 is 8-14% faster, every other decode shape within 1.2%, timed in one call
+//             (cuda/results/2026-11-29-h200-decode-ab).
 //     tiles = Br = 64 query rows, Bc = 128 (d = 64) or 64 (d = 128) keys, fixed.
 //     Per K/V tile, per warp: S = Q K^T in registers, masked only on tiles crossing the causal diagonal
 //     or the end of K, online softmax (fa2_tc's, exp2 with the scale folded in), O += round(P) V.
