@@ -214,7 +214,8 @@ TEST_CASE("FlashDecoding's split blocks with one or two bands of rows share each
     for (const std::int64_t kv : {32, 8, 1}) {
         const AttentionProblem p = decode(1, 65536, 32, kv);
         const std::int64_t rows = 32 / kv;  // query rows per row head: one, or the packed group
-        const KernelRecord& split = simulate(flash_decoding(), p, h100()).kernels.front();
+        const AlgorithmResult r = simulate(flash_decoding(), p, h100());
+        const KernelRecord& split = r.kernels.front();
         INFO("K/V heads " << kv << ", rows " << rows);
         CHECK(tile_rules::flash_decoding_key_groups(rows) == (rows <= 16 ? 4 : 2));
         CHECK(split.active_warps == 4);
