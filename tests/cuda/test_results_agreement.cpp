@@ -1170,7 +1170,7 @@ std::vector<double> ncu_durations_us(const std::string& text) {
 }  // namespace
 
 TEST_CASE("decode on the H200: the combine is half of batch-1 MQA's 14 us, and warps in key groups and the combine's early "
-          "loads make MQA at batch 1 8-15% faster in one call, every other shape within 1.3%",
+          "loads make MQA at batch 1 8-14% faster in one call, every other shape within 1.2%",
           "[hardware][decode][time]") {
     // cuda/results/2026-11-29-h200-decode-mqa (the kernel of 50ff63c): Nsight Compute's own durations of the split
     // and combine kernels. MQA at batch 1: 128 or 114 blocks, each one 4-warp block per SM with two computing warps
