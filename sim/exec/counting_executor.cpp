@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -128,39 +129,58 @@ public:
         rec_->smem_write += times * d.smem_write;
     }
 
+    // Three iterations of a loop run; when they are alike the others are counted by multiplicity and the
+    // loop is recorded as one. Iterations alike only a few at a time (k-steps over rows whose length is no
+    // multiple of a 128-byte line meet the lines at places that recur) are tried 2, 4 ... at a time: units.
     void repeat(std::int64_t first, std::int64_t count, const std::function<void(std::int64_t)>& body) override {
         if (!describe_ || count < 3) {
             Block::repeat(first, count, body);
             return;
         }
+        std::int64_t i = first;
+        const std::int64_t end = first + count;
+        for (std::int64_t period = 1; period <= kLongestPeriod && end - i >= 3 * period; period *= 2) {
+            const auto [alike, done] = repeat_units(i, end, period, body);
+            i += done;
+            if (alike) break;
+        }
+        for (; i < end; ++i) body(i);
+    }
+    // The place where an access meets a 128-byte line recurs after at most 128 iterations.
+    static constexpr std::int64_t kLongestPeriod = 128;
+    // Units of `period` iterations from `first`: three run; when alike, every whole unit of [first, end) is
+    // counted and recorded as one loop. Returns whether they were, and the iterations done.
+    std::pair<bool, std::int64_t> repeat_units(std::int64_t first, std::int64_t end, std::int64_t period,
+                                               const std::function<void(std::int64_t)>& body) {
         AccessList* outer = describe_;
         AccessList runs[3];
         Counters at[4];
         at[0] = counters();
         ++levels_;
-        for (int i = 0; i < 3; ++i) {
-            describe_ = &runs[i];
-            body(first + i);
-            at[i + 1] = counters();
+        for (int u = 0; u < 3; ++u) {
+            describe_ = &runs[u];
+            for (std::int64_t q = 0; q < period; ++q) body(first + u * period + q);
+            at[u + 1] = counters();
         }
         --levels_;
         describe_ = outer;
         const Counters d = difference(at[1], at[0]);
         if (d == difference(at[2], at[1]) && d == difference(at[3], at[2]) && alike_iterations(runs[0], runs[1], runs[2])) {
+            const std::int64_t units = (end - first) / period;
             set_steps(runs[0], runs[1], levels_);
-            add_counts(d, count - 3, true);
+            add_counts(d, units - 3, true);
             AccessNode loop;
-            loop.count = count;
+            loop.count = units;
             loop.body = std::move(runs[0]);
             outer->push_back(std::move(loop));
             described();
-            return;
+            return {true, units * period};
         }
-        // Not alike after all (a program that split its loop at the wrong place): every iteration, as it is.
+        // Not alike: every iteration, as it is.
         for (AccessList& run : runs)
             for (AccessNode& n : run) outer->push_back(unnest(std::move(n), levels_));
         described();
-        for (std::int64_t i = first + 3; i < first + count; ++i) body(i);
+        return {false, 3 * period};
     }
     // Called when the recording grows large (a whole FA1 head is one block): by then the
     // block has shown its peaks, so the kernel is configured and recording stops.
@@ -737,8 +757,12 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         };
         // In launch order: runs of blocks, or runs of alike rows of a grid.
         std::vector<BlockRunAccesses> runs;  // described, not yet played
-        const std::int64_t row_blocks = kernel.row_blocks;
-        if (row_blocks <= 1 || kernel.blocks_per_head % row_blocks != 0) {
+        // A kernel that declares no grid of rows is a grid of one-block rows: its runs of alike blocks are
+        // runs of alike rows, so blocks that are alike only a few at a time (a row kernel's rows meeting
+        // 128-byte lines at places that recur) are found as units too.
+        const bool one_block_rows = kernel.row_blocks <= 1;
+        const std::int64_t row_blocks = one_block_rows ? 1 : kernel.row_blocks;
+        if (kernel.blocks_per_head % row_blocks != 0) {
             describe_runs(block_runs(kernel), runs, true);
         } else {
             // Three rows of a run of alike rows run (each as its runs of blocks); the others are counted by
@@ -746,6 +770,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             const std::int64_t rows = kernel.blocks_per_head / row_blocks;
             KernelDesc row_desc = kernel;
             row_desc.blocks_per_head = row_blocks;
+            if (one_block_rows) row_desc.run_starts = {0};
             const std::vector<std::pair<std::int64_t, std::int64_t>> in_row = block_runs(row_desc);
             auto row_runs = [&](std::int64_t r) {
                 std::vector<std::pair<std::int64_t, std::int64_t>> shifted = in_row;
@@ -757,7 +782,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             };
             KernelDesc rows_desc = kernel;
             rows_desc.blocks_per_head = rows;
-            rows_desc.run_starts = kernel.row_run_starts;
+            rows_desc.run_starts = one_block_rows ? kernel.run_starts : kernel.row_run_starts;
             // Rows `period` at a time from `first` (each unit the runs of `period` rows): three units run;
             // when they are alike the rest of [first, r1) is counted by multiplicity and played as a run of
             // alike units. Returns the rows done: all whole units when alike, the three otherwise.
@@ -815,9 +840,19 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             // row before, and the places repeat after at most 128 rows. So rows that are not alike one at a
             // time are tried 2, 4, ... 128 at a time.
             constexpr std::int64_t kLongestRowPeriod = 128;
+            // Units are played in groups that fill whole waves, and the first group starts where a unit
+            // starts at a wave's first block: that needs the units to start at a multiple of
+            // gcd(slots, blocks per unit). Rows before such a start run one at a time.
+            auto align_units = [&](std::int64_t row, std::int64_t r1, std::int64_t period) {
+                const std::int64_t g = std::gcd(concurrent_blocks(gpu_, rec.occupancy), period * row_blocks);
+                for (; row < r1 && (row * row_blocks) % g != 0; ++row) describe_runs(row_runs(row), runs, true);
+                return row;
+            };
             for (const auto& [r0, r1] : block_runs(rows_desc)) {
                 std::int64_t row = r0;
                 for (std::int64_t period = 1; period <= kLongestRowPeriod && r1 - row >= 3 * period; period *= 2) {
+                    if (period > 1) row = align_units(row, r1, period);  // rows before are described: configured
+                    if (r1 - row < 3 * period) break;
                     const auto [alike, done] = units_from(row, r1, period);
                     row += done;
                     if (alike) break;
