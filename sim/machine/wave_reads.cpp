@@ -57,7 +57,7 @@ bool WaveReads::may_hold(TensorId tensor, const Box& box) const {
             if (s.box.overlaps(box)) return true;
     const auto families = families_.find(tensor);
     if (families == families_.end()) return false;
-    for (const Family& f : families->second) {
+    for (const Family& f : families->second.all) {
         Box fb;
         for (int c = 0; c < 3; ++c) {
             fb.lo[c] = f.lo[c];
@@ -98,14 +98,20 @@ std::optional<std::int64_t> WaveReads::reader(const Key& key) const {
     }
     const auto families = families_.find(key.tensor);
     if (families == families_.end()) return block;
-    for (const Family& f : families->second) {
-        if (f.stamp < stamp) continue;
-        std::int64_t item = 0;
-        if (const auto b = index_in(f, key, item)) {
-            block = b;
-            stamp = f.stamp;
+    // The latest record decides: the family with the highest stamp that holds the region.
+    auto look_in = [&](const std::vector<std::uint32_t>& indices) {
+        for (const std::uint32_t i : indices) {
+            const Family& f = families->second.all[i];
+            if (f.stamp < stamp) continue;
+            std::int64_t item = 0;
+            if (const auto b = index_in(f, key, item)) {
+                block = b;
+                stamp = f.stamp;
+            }
         }
-    }
+    };
+    if (const auto band = families->second.by_band.find(band_of(key.row0)); band != families->second.by_band.end()) look_in(band->second);
+    look_in(families->second.wide);
     return block;
 }
 
@@ -156,7 +162,14 @@ bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::
         span.hi[c] = f.hi[c];
     }
     widen(base.tensor, span);
-    families_[base.tensor].push_back(std::move(f));
+    Families& families = families_[base.tensor];
+    const auto index = static_cast<std::uint32_t>(families.all.size());
+    const std::int64_t first_band = band_of(f.lo[1]), last_band = band_of(f.hi[1]);
+    if (last_band - first_band < kMaxBands)
+        for (std::int64_t b = first_band; b <= last_band; ++b) families.by_band[b].push_back(index);
+    else
+        families.wide.push_back(index);
+    families.all.push_back(std::move(f));
     return true;
 }
 

@@ -75,9 +75,20 @@ private:
     };
     std::optional<std::int64_t> index_in(const Family& f, const Key& key, std::int64_t& item) const;
 
+    // A tensor's families in record order, and which of them may hold a region starting in a band of
+    // kBandRows rows: reader() looks at those and the ones spanning too many bands, not at all of them (a
+    // wave of a row kernel records a family per row).
+    static constexpr std::int64_t kBandRows = 8, kMaxBands = 16;
+    struct Families {
+        std::vector<Family> all;
+        std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_band;
+        std::vector<std::uint32_t> wide;
+    };
+    static std::int64_t band_of(std::int64_t row) { return row >= 0 ? row / kBandRows : (row + 1) / kBandRows - 1; }
+
     std::int64_t wave_ = -1, stamp_ = 0;
     std::unordered_map<Key, Reader, KeyHash> single_;
-    std::unordered_map<TensorId, std::vector<Family>> families_;  // by tensor
+    std::unordered_map<TensorId, Families> families_;  // by tensor
     std::unordered_map<TensorId, std::int64_t> first_stamp_;  // per tensor, its first record in this wave
     std::unordered_map<TensorId, Box> span_;                 // per tensor, where its records start
     // Per tensor, where its one-by-one records start: a box per stretch of records by one block (blocks
