@@ -599,9 +599,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
 
     // `times` blocks did block.work (noted in work_log too, where the class path follows a row).
     std::vector<std::pair<BlockWork, std::int64_t>>* work_log = nullptr;
-    auto finish_blocks = [&](std::int64_t times) {
-        const BlockWork& w = block.work;
-        if (work_log) work_log->emplace_back(w, times);
+    auto count_blocks = [&](const BlockWork& w, std::int64_t times) {
         rec.matmul_flops += times * w.matmul_flops;
         rec.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
         rec.nonmatmul_flops += times * w.nonmatmul_flops;
@@ -610,8 +608,11 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         rec.smem_wavefronts += times * w.smem_wavefronts;
         rec.lane_matmul_flops += times * w.lane_matmul_flops;
         rec.warp_instructions += times * w.thread_instructions;  // divided by 32 once all blocks are in
-        if (!rec.block_work.empty() && rec.block_work.back().first == w) rec.block_work.back().second += times;
-        else rec.block_work.emplace_back(w, times);
+    };
+    auto finish_blocks = [&](std::int64_t times) {
+        if (work_log) work_log->emplace_back(block.work, times);
+        count_blocks(block.work, times);
+        rec.block_work.add(block.work, times);
     };
     auto finish_block = [&] { finish_blocks(1); };
 
@@ -819,19 +820,10 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                 const std::int64_t units = (r1 - first) / period;
                 for (std::size_t j = 0; j < three[0].size(); ++j) set_row_steps(three[0][j].block, three[1][j].block);
                 block.add_counts(d, units - 3, false);
-                const BlockWork kept = block.work;
+                // The other units' blocks do the unit's work in the unit's order: one repeated stretch.
                 const std::vector<std::pair<BlockWork, std::int64_t>> unit_work = merge_alike(works[0]);
-                if (unit_work.size() == 1) {  // every block of a unit alike: the units' blocks in one entry
-                    block.work = unit_work.front().first;
-                    finish_blocks(unit_work.front().second * (units - 3));
-                } else {
-                    for (std::int64_t u = 3; u < units; ++u)
-                        for (const auto& [w, times] : unit_work) {
-                            block.work = w;
-                            finish_blocks(times);
-                        }
-                }
-                block.work = kept;
+                for (const auto& [w, times] : unit_work) count_blocks(w, times * (units - 3));
+                rec.block_work.add_repeated(unit_work, units - 3);
                 play(RowRunAccesses{0, units, period * row_blocks, std::move(three[0])});
                 return {true, units * period};
             };

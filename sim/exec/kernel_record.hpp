@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/count.hpp"
+#include "exec/block_work.hpp"
 #include "kernels/kernel_execution.hpp"
 #include "machine/occupancy.hpp"
 #include "tile/tile_program.hpp"
@@ -53,38 +54,6 @@ struct LevelTraffic {
 Count read_of(const LevelTraffic& t, std::string_view name);
 Count write_of(const LevelTraffic& t, std::string_view name);
 
-// The work of one thread block (what the runtime model needs to time it). Counts too: a block can do a
-// whole head's work (FlashAttention-1 launches one block per batch·head), and one head passes 64 bits at
-// the limits with small tiles: FA1 with --Br 1 --Bc 1, d = 256 executes 2^32.6 lane FLOPs per head at
-// N = Nk = 2^8 (measured), quadratic in N, so 2^64.6 at N = Nk = 2^24. The terms added to them stay
-// std::int64_t: each is one operation's, at most a product of the largest tiles (2·4096·4096·256 = 2^33
-// FLOPs for Br, Bc <= 4096, d <= 256) or one region's bytes (a row of S at Nk = 2^24 in fp32: 2^26).
-struct BlockWork {
-    Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
-    Count recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
-    Count smem_bytes = 0;   // read + written
-    // When the products run on the CUDA cores (kernels/cuda_core_products.hpp), what CUDA-core runs are
-    // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
-    // matmul FLOPs the lanes execute (whole micro-tiles: matmul_flops plus padding).
-    Count smem_wavefronts = 0;
-    Count lane_matmul_flops = 0;
-    Count l2_bytes = 0;     // sector bytes requested from L2 (read + write)
-    Count l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
-    Count barriers = 0;
-    // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
-    // instructions; kernels/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
-    Count thread_instructions = 0;
-    // Of those, the ones every warp of the block issues its share of, whichever warps compute: tile
-    // copies into shared memory, their waits, barriers (KernelExecution::warp_rows).
-    Count shared_thread_instructions = 0;
-    // The block's own latency chain, which no other work of the block hides: the global bytes it loads
-    // before its first product (the first tiles: nothing to compute on until they land) and stores after
-    // its last (the output tiles); 0 in a block without products. Per block, not counts: alike iterations and
-    // blocks do not add them.
-    std::int64_t prologue_bytes = 0, epilogue_bytes = 0;
-    bool operator==(const BlockWork&) const = default;
-};
-
 struct KernelRecord {
     KernelDesc desc;
     KernelExecution execution;               // how it runs (kernels/kernel_execution.hpp)
@@ -113,8 +82,8 @@ struct KernelRecord {
     Count recomputed_matmul_flops = 0;  // of matmul_flops (Product::recompute)
     Count warp_instructions = 0;      // kernels/issue_costs.hpp
 
-    // Work of each block of one head, in launch order, run-length encoded.
-    std::vector<std::pair<BlockWork, std::int64_t>> block_work;
+    // Work of each block of one head, in launch order (exec/block_work.hpp).
+    BlockWorkList block_work;
     // Blocks of the simulated head whose tile program ran (by class: three of each run of alike blocks;
     // by block: all of them). How the counting went, not what it counted.
     std::int64_t blocks_run = 0;

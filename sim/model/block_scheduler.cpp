@@ -34,6 +34,21 @@ BlockTerms terms_from(const std::array<double, kTerms>& v, const BlockTerms& fla
 
 bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
+// The head with its repeated stretches written out.
+std::vector<TimedBlocks> expanded(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats) {
+    std::vector<TimedBlocks> out;
+    std::size_t e = 0;
+    for (const RepeatedEntries& r : repeats) {
+        out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(e), head.begin() + static_cast<std::ptrdiff_t>(r.first));
+        for (std::int64_t t = 0; t < r.times; ++t)
+            out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(r.first),
+                       head.begin() + static_cast<std::ptrdiff_t>(r.first + r.length));
+        e = r.first + r.length;
+    }
+    out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(e), head.end());
+    return out;
+}
+
 // Durations or terms that are not finite (a rate of 0 somewhere) have no exact sums: one block at a time,
 // in double precision, as the scheduler always did before.
 BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
@@ -83,11 +98,13 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //    to every SM, and whole cycles are added at once. Repetition is tested exactly, on the fixed-point
 //    times, so the cycles added are exact. It happens where the durations are commensurate (multiples of
 //    a common step not too small) or each head fills whole rounds; with generic durations the slots'
-//    free times keep drifting against one another and never repeat, and every head is scheduled.
+//    free times keep drifting against one another and never repeat, and every head is scheduled;
+//  - a stretch of entries repeated within a head (RepeatedEntries) runs repetition after repetition with
+//    the same cycle detection over its repetitions: whole cycles are added at once.
 class GreedyScheduler {
 public:
-    GreedyScheduler(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
-                    std::size_t timeline_blocks);
+    GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats, std::int64_t heads,
+                    int sm_count, int slots_per_sm, std::size_t timeline_blocks);
     BlockSchedule run();
 
 private:
@@ -97,17 +114,26 @@ private:
         Fixed spread = 0;
         bool operator==(const Signature&) const = default;
     };
-    // One cycle-detection snapshot (Brent's algorithm): heads done, free times relative to the
-    // earliest (by slot), the earliest, and the SMs' terms.
+    // One cycle-detection snapshot (Brent's algorithm): steps done (heads, or a repeat's repetitions),
+    // free times relative to the earliest (by slot), the earliest, and the SMs' terms.
     struct Snapshot {
-        std::int64_t heads_done = -1;
+        std::int64_t done = -1;
         Signature signature;
         std::vector<Fixed> relative;
         Fixed earliest = 0;
         std::vector<TermSums> sm_terms;
     };
+    // Brent's cycle detection over steps that each run the same blocks: heads, or the repetitions of a
+    // repeated stretch. Off once a cycle has been skipped.
+    struct CycleDetector {
+        Snapshot saved;
+        std::int64_t power = 1, since_saved = 0;
+        bool on = true;
+    };
 
     void run_head(std::int64_t& position);
+    void run_entries(std::size_t from, std::size_t to, std::int64_t& position);
+    void run_repeated(const RepeatedEntries& r, std::int64_t& position);
     void one_block(std::size_t e, std::int64_t position, bool record);
     void run_of(std::size_t e, std::int64_t count);
     void deal_in_bulk(std::size_t e, std::int64_t count);
@@ -143,9 +169,12 @@ private:
     }
     Signature signature() const { return {ring_.front_slot(), ring_.slot_at(slots_ - 1), ring_.back_time() - ring_.front_time()}; }
     void relative_state(std::vector<Fixed>& relative, Fixed& earliest) const;
-    std::int64_t skip_repeating_heads(std::int64_t heads_done);
+    // After `done` of `total` steps: when the state repeats one saved `period` steps before, the steps left
+    // repeat it for ever, and whole periods of them are added at once. Returns the steps skipped.
+    std::int64_t skip_cycles(CycleDetector& c, std::int64_t done, std::int64_t total);
 
     const std::vector<TimedBlocks>& head_;
+    const std::vector<RepeatedEntries>& repeats_;
     const std::int64_t heads_;
     const int sm_count_, slots_;
     const std::size_t timeline_blocks_;
@@ -166,28 +195,43 @@ private:
     std::vector<TermSums> sm_terms_;
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
     BlockSchedule out_;
-    // Cycle detection.
-    Snapshot saved_;
-    std::int64_t power_ = 1, since_saved_ = 0;
-    bool detect_ = true;
+    CycleDetector heads_cycle_;
+    bool in_repeat_ = false;  // its entries run again in the same head: singles are credited at once, not logged
+    // In a repeat, the entry with the most blocks of each repetition: it laps even as a short run, since
+    // it comes back every repetition with the same class (only one, or each would settle the other's).
+    std::ptrdiff_t repeat_lapper_ = -1;
     std::vector<Fixed> scratch_;
 };
 
-GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count,
-                                 int slots_per_sm, std::size_t timeline_blocks)
-    : head_(head), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
+GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats,
+                                 std::int64_t heads, int sm_count, int slots_per_sm, std::size_t timeline_blocks)
+    : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
       ring_(sm_count * slots_per_sm), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
       sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
     for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = s % sm_count_;
     // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
     // one value, when there are no blocks).
+    // Summed over the entries as the head runs them (a repeated stretch once per repetition): the same
+    // sums, to the bit, as over the same head listed without repeats.
     double total_time = 0;
     std::array<double, kTerms> total_terms{};
-    for (const TimedBlocks& b : head_) {
+    auto add_to_totals = [&](const TimedBlocks& b) {
         const double blocks = static_cast<double>(b.count) * static_cast<double>(heads_);
         total_time += std::max(blocks * b.duration, b.duration);
         const auto v = term_values(b.terms);
         for (std::size_t f = 0; f < kTerms; ++f) total_terms[f] += std::max(blocks * v[f], v[f]);
+    };
+    std::vector<bool> boundary(head_.size() + 1, false);  // a repeat starts or ends before the entry
+    {
+        std::size_t e = 0;
+        for (const RepeatedEntries& r : repeats_) {
+            for (; e < r.first; ++e) add_to_totals(head_[e]);
+            for (std::int64_t t = 0; t < r.times; ++t)
+                for (std::size_t i = r.first; i < r.first + r.length; ++i) add_to_totals(head_[i]);
+            e = r.first + r.length;
+            boundary[r.first] = boundary[e] = true;
+        }
+        for (; e < head_.size(); ++e) add_to_totals(head_[e]);
     }
     time_ = FixedPoint(total_time);
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
@@ -199,19 +243,21 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, std::int6
     for (std::size_t e = n; e-- > 0;) {
         const TimedBlocks& b = head_[e];
         duration_[e] = time_.from_seconds(b.duration);
-        const bool stretch_goes_on = e + 1 < n && b.count == 1 && head_[e + 1].count == 1 && duration_[e + 1] >= duration_[e];
+        // Stretches and runs of singles end where a repeat starts or ends: the entry that runs next is not e + 1.
+        const bool stretch_goes_on = e + 1 < n && !boundary[e + 1] && b.count == 1 && head_[e + 1].count == 1 &&
+                                     duration_[e + 1] >= duration_[e];
         stretch_end_[e] = stretch_goes_on ? stretch_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
         // A single block outside a stretch of a round: one of a run of such that the heap may take.
         auto single = [&](std::size_t i) { return head_[i].count == 1 && stretch_end_[i] - i < round; };
-        singles_end_[e] = single(e) && e + 1 < n && single(e + 1) ? singles_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
+        singles_end_[e] = single(e) && e + 1 < n && !boundary[e + 1] && single(e + 1) ? singles_end_[e + 1] : static_cast<std::uint32_t>(e + 1);
     }
 }
 
 BlockSchedule GreedyScheduler::run() {
     std::int64_t position = 0;
     for (std::int64_t h = 0; h < heads_;) {
-        if (detect_ && out_.timeline.size() >= timeline_blocks_) {
-            const std::int64_t skipped = skip_repeating_heads(h);
+        if (heads_cycle_.on && out_.timeline.size() >= timeline_blocks_) {
+            const std::int64_t skipped = skip_cycles(heads_cycle_, h, heads_);
             h += skipped;
             if (h >= heads_) break;
         }
@@ -227,6 +273,8 @@ BlockSchedule GreedyScheduler::run() {
     out_.makespan_s = time_.to_seconds(ring_.back_time());
     Fixed all = 0;
     for (std::size_t e = 0; e < head_.size(); ++e) all += duration_[e] * head_[e].count;
+    for (const RepeatedEntries& r : repeats_)
+        for (std::size_t e = r.first; e < r.first + r.length; ++e) all += duration_[e] * head_[e].count * (r.times - 1);
     out_.block_seconds = time_.to_seconds(all * heads_);
     if (all == 0 && std::none_of(head_.begin(), head_.end(), [&](const TimedBlocks& b) { return b.count > 0 && heads_ > 0; }))
         return std::move(out_);  // no blocks
@@ -244,8 +292,44 @@ BlockSchedule GreedyScheduler::run() {
 }
 
 void GreedyScheduler::run_head(std::int64_t& position) {
+    std::size_t e = 0;
+    for (const RepeatedEntries& r : repeats_) {
+        run_entries(e, r.first, position);
+        run_repeated(r, position);
+        e = r.first + r.length;
+    }
+    run_entries(e, head_.size(), position);
+}
+
+// The repetitions of a repeated stretch, skipping whole cycles of them once the slots' state repeats (as
+// heads do).
+void GreedyScheduler::run_repeated(const RepeatedEntries& r, std::int64_t& position) {
+    in_repeat_ = true;
+    CycleDetector cycle;
+    std::int64_t blocks = 0;
+    for (std::size_t e = r.first; e < r.first + r.length; ++e) {
+        blocks += head_[e].count;
+        if (repeat_lapper_ < 0 || head_[e].count > head_[static_cast<std::size_t>(repeat_lapper_)].count)
+            repeat_lapper_ = static_cast<std::ptrdiff_t>(e);
+    }
+    for (std::int64_t t = 0; t < r.times;) {
+        if (cycle.on && out_.timeline.size() >= timeline_blocks_) {
+            const std::int64_t skipped = skip_cycles(cycle, t, r.times);
+            t += skipped;
+            position += skipped * blocks;
+            if (t >= r.times) break;
+        }
+        run_entries(r.first, r.first + r.length, position);
+        ++t;
+    }
+    in_repeat_ = false;
+    repeat_lapper_ = -1;
+    if (log_.logging() && !log_.in_head()) log_.next_head();  // a flush above ended the head's row of the log
+}
+
+void GreedyScheduler::run_entries(std::size_t from, std::size_t to, std::int64_t& position) {
     const std::size_t round = static_cast<std::size_t>(slots_);
-    for (std::size_t e = 0; e < head_.size(); ++e) {
+    for (std::size_t e = from; e < to; ++e) {
         std::int64_t count = head_[e].count;
         for (; count > 0 && out_.timeline.size() < timeline_blocks_; --count) one_block(e, position++, true);
         if (count == 0) continue;
@@ -286,7 +370,7 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
     while (count > 0) {
         if (ring_.deals_in_turn(d)) {
             if (lapping_ != static_cast<std::ptrdiff_t>(e)) {
-                if (count < switch_at) {
+                if (count < switch_at && static_cast<std::ptrdiff_t>(e) != repeat_lapper_) {
                     one_block(e, 0, false);
                     --count;
                     continue;
@@ -464,7 +548,7 @@ const GreedyScheduler::InTurnSums& GreedyScheduler::in_turn_sums(std::size_t fro
 
 void GreedyScheduler::credit_singles(std::size_t first, const int* takers, std::size_t count) {
     if (count == 0) return;
-    if (log_.logging()) {
+    if (log_.logging() && !in_repeat_) {
         log_.record(first, takers, count);
         return;
     }
@@ -495,35 +579,36 @@ void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earlie
     for (Fixed& t : relative) t -= earliest;
 }
 
-// Brent's cycle detection on the state after each head: compared with a saved state (by signature first,
-// then slot by slot), which is replaced after 1, 2, 4, ... heads. When the state repeats, the heads in
-// between will repeat for ever: whole cycles of them are added at once. Returns the heads skipped.
-std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
+// Brent's cycle detection on the state after each step (a head, or a repetition of a repeated stretch):
+// compared with a saved state (by signature first, then slot by slot), which is replaced after 1, 2, 4, ...
+// steps. When the state repeats, the steps in between will repeat for ever: whole cycles of them are added
+// at once. Returns the steps skipped.
+std::int64_t GreedyScheduler::skip_cycles(CycleDetector& c, std::int64_t done, std::int64_t total) {
     const Signature now = signature();
     Fixed earliest = 0;
-    if (saved_.heads_done >= 0 && now == saved_.signature) {
+    if (c.saved.done >= 0 && now == c.saved.signature) {
         relative_state(scratch_, earliest);
-        if (scratch_ == saved_.relative) {
-            detect_ = false;
+        if (scratch_ == c.saved.relative) {
+            c.on = false;
             settle();
             flush_log();
-            const std::int64_t period = heads_done - saved_.heads_done, cycles = (heads_ - heads_done) / period;
-            ring_.add_to_all((earliest - saved_.earliest) * cycles);
+            const std::int64_t period = done - c.saved.done, cycles = (total - done) / period;
+            ring_.add_to_all((earliest - c.saved.earliest) * cycles);
             for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm)
                 for (std::size_t f = 0; f < kTerms; ++f)
-                    sm_terms_[sm][f] += (sm_terms_[sm][f] - saved_.sm_terms[sm][f]) * cycles;
+                    sm_terms_[sm][f] += (sm_terms_[sm][f] - c.saved.sm_terms[sm][f]) * cycles;
             return cycles * period;
         }
     }
-    if (++since_saved_ >= power_ || saved_.heads_done < 0) {
+    if (++c.since_saved >= c.power || c.saved.done < 0) {
         settle();
         flush_log();
-        relative_state(saved_.relative, saved_.earliest);
-        saved_.heads_done = heads_done;
-        saved_.signature = now;
-        saved_.sm_terms = sm_terms_;
-        power_ *= 2;
-        since_saved_ = 0;
+        relative_state(c.saved.relative, c.saved.earliest);
+        c.saved.done = done;
+        c.saved.signature = now;
+        c.saved.sm_terms = sm_terms_;
+        c.power *= 2;
+        c.since_saved = 0;
     }
     return 0;
 }
@@ -531,13 +616,13 @@ std::int64_t GreedyScheduler::skip_repeating_heads(std::int64_t heads_done) {
 }  // namespace
 
 BlockSchedule schedule_blocks(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
-                              std::size_t timeline_blocks) {
+                              std::size_t timeline_blocks, const std::vector<RepeatedEntries>& repeats) {
     for (const TimedBlocks& b : head) {
         bool finite = finite_non_negative(b.duration);
         for (double v : term_values(b.terms)) finite = finite && finite_non_negative(v);
-        if (!finite) return schedule_one_at_a_time(head, heads, sm_count, slots_per_sm, timeline_blocks);
+        if (!finite) return schedule_one_at_a_time(expanded(head, repeats), heads, sm_count, slots_per_sm, timeline_blocks);
     }
-    return GreedyScheduler(head, heads, sm_count, slots_per_sm, timeline_blocks).run();
+    return GreedyScheduler(head, repeats, heads, sm_count, slots_per_sm, timeline_blocks).run();
 }
 
 }  // namespace fasim

@@ -136,12 +136,14 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     std::vector<TimedBlocks> head;
-    head.reserve(k.block_work.size());
-    for (const auto& [work, count] : k.block_work) {
+    head.reserve(k.block_work.entries().size());
+    for (const auto& [work, count] : k.block_work.entries()) {
         const BlockTerms bt = terms(work, r);
         head.push_back({bt, bt.duration(resident), count});
     }
-    BlockSchedule schedule = schedule_blocks(head, k.desc.heads, gpu.sm_count, bps, timeline_blocks);
+    std::vector<RepeatedEntries> repeats;
+    for (const BlockWorkList::Repeat& x : k.block_work.repeats()) repeats.push_back({x.first, x.length, x.times});
+    BlockSchedule schedule = schedule_blocks(head, k.desc.heads, gpu.sm_count, bps, timeline_blocks, repeats);
     const double makespan = schedule.makespan_s, busy = schedule.block_seconds / resident;
     const BlockTerms& busiest = schedule.busiest;  // the busiest SM's terms, summed over its blocks
     t.timeline = std::move(schedule.timeline);

@@ -29,6 +29,8 @@ public:
         row_ = row_ == kNoRow ? 0 : row_ + 1;
         return true;
     }
+    // Whether a head's blocks are being recorded (not just after a flush).
+    bool in_head() const { return row_ != kNoRow; }
     // Blocks of entries first.. (one each) went to `slots`, in order.
     void record(std::size_t first, const int* slots, std::size_t count) {
         if (takers_.empty()) takers_.assign(entries_ * rows_, kNone);

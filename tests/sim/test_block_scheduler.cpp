@@ -477,3 +477,59 @@ TEST_CASE("Block scheduler: rounds of equal single blocks tie every slot and go 
                        reference_schedule<DoubleSums>(head, heads, sms, slots_per_sm, 2 * slots));
         }
 }
+
+TEST_CASE("Block scheduler: stretches repeated in a head schedule as the head written out, to the bit", "[model][scheduler]") {
+    // A unit of rows alike only a few at a time is kept once with its count (exec/block_work.hpp): the
+    // scheduler runs its repetitions, skipping whole cycles of them once the slots' state repeats. Random
+    // heads of plain entries and 1 to 3 repeated units (2 to 40 entries, 2 to 1500 times), against the same
+    // head written out, and against the reference where the grid is small.
+    CaseMaker make(20261130, true);
+    std::mt19937_64 rng(20261130);
+    auto uniform = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+    int cycles_possible = 0;
+    for (int i = 0; i < 300; ++i) {
+        const Case base = make.make(i % CaseMaker::kShapes);
+        const std::int64_t slots = static_cast<std::int64_t>(base.sm_count) * base.slots_per_sm;
+        std::vector<TimedBlocks> head;
+        std::vector<RepeatedEntries> repeats;
+        auto plain = [&](std::int64_t n) {
+            for (std::int64_t e = 0; e < n; ++e) head.push_back(base.head[static_cast<std::size_t>(uniform(0, static_cast<std::int64_t>(base.head.size()) - 1))]);
+        };
+        plain(uniform(0, 3));
+        for (std::int64_t r = uniform(1, 3); r > 0; --r) {
+            RepeatedEntries rep{head.size(), static_cast<std::size_t>(uniform(2, 40)), uniform(2, 1500)};
+            // Entries from a few kinds (as a unit's rows meet the lines at a few places), counts from single
+            // blocks to about a round of the slots.
+            const std::int64_t kinds = uniform(1, 3);
+            for (std::size_t e = 0; e < rep.length; ++e) {
+                TimedBlocks b = base.head[static_cast<std::size_t>(uniform(0, std::min<std::int64_t>(kinds, static_cast<std::int64_t>(base.head.size())) - 1))];
+                b.count = uniform(0, 2) == 0 ? uniform(1, 2 * slots) : uniform(1, 5);
+                head.push_back(b);
+            }
+            repeats.push_back(rep);
+            plain(uniform(0, 2));
+        }
+        std::vector<TimedBlocks> written_out;
+        std::size_t e = 0;
+        std::int64_t per_head = 0;
+        for (const RepeatedEntries& r : repeats) {
+            for (; e < r.first; ++e) written_out.push_back(head[e]);
+            for (std::int64_t t = 0; t < r.times; ++t)
+                for (std::size_t j = r.first; j < r.first + r.length; ++j) written_out.push_back(head[j]);
+            e = r.first + r.length;
+        }
+        for (; e < head.size(); ++e) written_out.push_back(head[e]);
+        for (const TimedBlocks& b : written_out) per_head += b.count;
+        const std::int64_t heads = uniform(1, std::clamp<std::int64_t>(1000000 / per_head, 1, 4));
+        const std::size_t timeline = static_cast<std::size_t>(uniform(0, 1) ? 0 : uniform(1, 3000));
+        cycles_possible += repeats.front().times > 64;
+        INFO("case " << i << ": " << head.size() << " entries, " << repeats.size() << " repeated (first " << repeats.front().length
+                     << " entries x " << repeats.front().times << "), " << heads << " heads, " << base.sm_count << " SMs x "
+                     << base.slots_per_sm << " slots, " << per_head << " blocks a head");
+        const BlockSchedule got = schedule_blocks(head, heads, base.sm_count, base.slots_per_sm, timeline, repeats);
+        check_same(got, schedule_blocks(written_out, heads, base.sm_count, base.slots_per_sm, timeline));
+        if (per_head * heads <= 200000)
+            check_same(got, reference_schedule<DoubleSums>(written_out, heads, base.sm_count, base.slots_per_sm, timeline));
+    }
+    CHECK(cycles_possible > 100);
+}

@@ -1,0 +1,148 @@
+// The work of each block of one head, in launch order (KernelRecord::block_work): run-length encoded, and
+// stretches that repeat kept once with their count. Rows alike only a few at a time (a row kernel over
+// rows of an odd number of 2-byte elements meets the 128-byte lines at 64 places in turn) are counted a
+// unit of rows at a time; the unit's blocks do a few kinds of work in a fixed order, and a million rows
+// would otherwise be hundreds of thousands of entries for the schedule to walk and hold.
+//
+// Two lists are equal when they stand for the same blocks: compared as the expanded sequence, alike
+// neighbours joined. The list keeps that sequence's entries, so that the runtime model times the same
+// entries whichever way the blocks were counted (by class, or block by block): where a repeated unit would
+// join the entry before or after it, one repetition is written out instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "common/count.hpp"
+
+namespace fasim {
+
+// The work of one thread block (what the runtime model needs to time it). Counts too: a block can do a
+// whole head's work (FlashAttention-1 launches one block per batch·head), and one head passes 64 bits at
+// the limits with small tiles: FA1 with --Br 1 --Bc 1, d = 256 executes 2^32.6 lane FLOPs per head at
+// N = Nk = 2^8 (measured), quadratic in N, so 2^64.6 at N = Nk = 2^24. The terms added to them stay
+// std::int64_t: each is one operation's, at most a product of the largest tiles (2·4096·4096·256 = 2^33
+// FLOPs for Br, Bc <= 4096, d <= 256) or one region's bytes (a row of S at Nk = 2^24 in fp32: 2^26).
+struct BlockWork {
+    Count matmul_flops = 0, nonmatmul_flops = 0, sfu_ops = 0;
+    Count recomputed_matmul_flops = 0;  // of matmul_flops: products an earlier pass already did
+    Count smem_bytes = 0;   // read + written
+    // When the products run on the CUDA cores (kernels/cuda_core_products.hpp), what CUDA-core runs are
+    // timed by: the 128-byte wavefronts the shared-memory pipe serves for those accesses, and the
+    // matmul FLOPs the lanes execute (whole micro-tiles: matmul_flops plus padding).
+    Count smem_wavefronts = 0;
+    Count lane_matmul_flops = 0;
+    Count l2_bytes = 0;     // sector bytes requested from L2 (read + write)
+    Count l2_requests = 0;  // requests to L2: a line per warp access (machine/sectors.hpp)
+    Count barriers = 0;
+    // Instructions as a warp-level mma.sync kernel issues them, in thread-instructions (/32 = warp
+    // instructions; kernels/issue_costs.hpp): what latency-bound tensor-core kernels are timed by.
+    Count thread_instructions = 0;
+    // Of those, the ones every warp of the block issues its share of, whichever warps compute: tile
+    // copies into shared memory, their waits, barriers (KernelExecution::warp_rows).
+    Count shared_thread_instructions = 0;
+    // The block's own latency chain, which no other work of the block hides: the global bytes it loads
+    // before its first product (the first tiles: nothing to compute on until they land) and stores after
+    // its last (the output tiles); 0 in a block without products. Per block, not counts: alike iterations and
+    // blocks do not add them.
+    std::int64_t prologue_bytes = 0, epilogue_bytes = 0;
+    bool operator==(const BlockWork&) const = default;
+};
+
+class BlockWorkList {
+public:
+    using Entry = std::pair<BlockWork, std::int64_t>;  // `second` blocks in a row doing `first`
+    // Entries [first, first + length) run `times` times in a row.
+    struct Repeat {
+        std::size_t first = 0, length = 0;
+        std::int64_t times = 1;
+    };
+
+    BlockWorkList() = default;
+    BlockWorkList(std::vector<Entry> entries) : entries_(std::move(entries)) {}  // NOLINT: a plain list
+
+    // `times` more blocks doing `w`.
+    void add(const BlockWork& w, std::int64_t times) {
+        if (times <= 0) return;
+        if (ends_in_repeat() && entries_.back().first == w) unroll_last_repetition();
+        if (!entries_.empty() && !ends_in_repeat() && entries_.back().first == w) entries_.back().second += times;
+        else entries_.emplace_back(w, times);
+    }
+    // The blocks of `unit` (entries whose neighbours differ), `times` times in a row.
+    void add_repeated(const std::vector<Entry>& unit, std::int64_t times) {
+        if (unit.empty() || times <= 0) return;
+        if (unit.size() == 1) {
+            add(unit.front().first, unit.front().second * times);
+            return;
+        }
+        if (unit.front().first == unit.back().first) {
+            // Each repetition's last entry joins the next one's first: X (n1), the middle, then (X (last + n1),
+            // the middle) times - 1, and X (last).
+            const std::vector<Entry> first(unit.begin(), unit.end() - 1);
+            std::vector<Entry> joined = first;
+            joined.front().second += unit.back().second;
+            for (const auto& [w, n] : first) add(w, n);
+            add_repeated(joined, times - 1);
+            add(unit.back().first, unit.back().second);
+            return;
+        }
+        // The first repetition written out joins the entry before, as the expanded sequence would.
+        for (const auto& [w, n] : unit) add(w, n);
+        if (times == 1) return;
+        if (times < 4) {  // too short to be worth a repeat
+            for (std::int64_t t = 1; t < times; ++t)
+                for (const auto& [w, n] : unit) add(w, n);
+            return;
+        }
+        repeats_.push_back({entries_.size(), unit.size(), times - 1});
+        entries_.insert(entries_.end(), unit.begin(), unit.end());
+    }
+
+    const std::vector<Entry>& entries() const { return entries_; }
+    const std::vector<Repeat>& repeats() const { return repeats_; }
+    bool empty() const { return entries_.empty(); }
+
+    // Calls visit(entry) for every entry of the expanded sequence, in order.
+    template <class Visit>
+    void for_each_expanded(Visit&& visit) const {
+        std::size_t e = 0;
+        for (const Repeat& r : repeats_) {
+            for (; e < r.first; ++e) visit(entries_[e]);
+            for (std::int64_t t = 0; t < r.times; ++t)
+                for (std::size_t i = r.first; i < r.first + r.length; ++i) visit(entries_[i]);
+            e = r.first + r.length;
+        }
+        for (; e < entries_.size(); ++e) visit(entries_[e]);
+    }
+    std::vector<Entry> expanded() const {
+        std::vector<Entry> out;
+        for_each_expanded([&](const Entry& x) {
+            if (!out.empty() && out.back().first == x.first) out.back().second += x.second;
+            else out.push_back(x);
+        });
+        return out;
+    }
+    bool operator==(const BlockWorkList& o) const { return expanded() == o.expanded(); }
+
+private:
+    bool ends_in_repeat() const {
+        return !repeats_.empty() && repeats_.back().first + repeats_.back().length == entries_.size();
+    }
+    // The last repeat runs once less and that repetition follows it as plain entries.
+    void unroll_last_repetition() {
+        Repeat& r = repeats_.back();
+        const std::vector<Entry> unit(entries_.begin() + static_cast<std::ptrdiff_t>(r.first), entries_.end());
+        if (--r.times == 0) {
+            entries_.resize(r.first);
+            repeats_.pop_back();
+        }
+        entries_.insert(entries_.end(), unit.begin(), unit.end());
+    }
+
+    std::vector<Entry> entries_;
+    std::vector<Repeat> repeats_;
+};
+
+}  // namespace fasim
