@@ -711,50 +711,53 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
                 throw std::logic_error("kernel '" + kernel.name + "': its first block's shared memory or registers grew after its record " +
                                        "first reached " + std::to_string(kMaxDescribed) + " entries, when its occupancy was fixed");
         };
-        // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
-        auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
-                                 std::vector<BlockRunAccesses>& runs, bool play_now) {
+        // A run of alike blocks [first, end): three run, and when alike the rest are counted by multiplicity
+        // and kept as one run. When not, the rest run one by one (`rest`), or are left to the caller. Returns
+        // the blocks done.
+        auto describe_run = [&](std::int64_t first, std::int64_t end, std::vector<BlockRunAccesses>& runs, bool play_now,
+                                bool rest) {
             auto played = [&] {
                 if (!play_now) return;
                 play(runs);
                 runs.clear();
             };
-            for (const auto& [first, end] : block_runs_in) {
-                const std::int64_t count = end - first;
-                if (count >= 3) {
-                    AccessList blocks[3];
-                    Counters at[4];
-                    BlockWork works[3];
-                    at[0] = block.counters();
-                    for (int i = 0; i < 3; ++i) {
-                        describe(first + i, blocks[i]);
-                        works[i] = block.work;
-                        at[i + 1] = block.counters();
-                    }
-                    for (Counters& c : at) c.work = BlockWork{};  // each block's own work is compared apart
-                    const Counters d = difference(at[1], at[0]);
-                    if (works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
-                        d == difference(at[3], at[2]) && alike_iterations(blocks[0], blocks[1], blocks[2])) {
-                        set_steps(blocks[0], blocks[1], 0);
-                        block.add_counts(d, count - 3, false);
-                        finish_blocks(count - 3);  // the same work as the three
-                        runs.push_back({first, count, std::move(blocks[0])});
-                        played();
-                        continue;
-                    }
-                    for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
-                    played();
-                    for (std::int64_t b = first + 3; b < end; ++b) {
-                        describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block, play_now);
-                        played();
-                    }
-                    continue;
+            const std::int64_t count = end - first;
+            if (count >= 3) {
+                AccessList blocks[3];
+                Counters at[4];
+                BlockWork works[3];
+                at[0] = block.counters();
+                for (int i = 0; i < 3; ++i) {
+                    describe(first + i, blocks[i]);
+                    works[i] = block.work;
+                    at[i + 1] = block.counters();
                 }
-                for (std::int64_t b = first; b < end; ++b) {
-                    describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block, play_now);
+                for (Counters& c : at) c.work = BlockWork{};  // each block's own work is compared apart
+                const Counters d = difference(at[1], at[0]);
+                if (works[0] == works[1] && works[1] == works[2] && d == difference(at[2], at[1]) &&
+                    d == difference(at[3], at[2]) && alike_iterations(blocks[0], blocks[1], blocks[2])) {
+                    set_steps(blocks[0], blocks[1], 0);
+                    block.add_counts(d, count - 3, false);
+                    finish_blocks(count - 3);  // the same work as the three
+                    runs.push_back({first, count, std::move(blocks[0])});
                     played();
+                    return count;
                 }
+                for (int i = 0; i < 3; ++i) runs.push_back({first + i, 1, std::move(blocks[i])});
+                played();
+                if (!rest) return std::int64_t{3};
+                first += 3;
             }
+            for (std::int64_t b = first; b < end; ++b) {
+                describe(b, runs.emplace_back(BlockRunAccesses{b, 1, {}}).block, play_now);
+                played();
+            }
+            return count;
+        };
+        // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
+        auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
+                                 std::vector<BlockRunAccesses>& runs, bool play_now) {
+            for (const auto& [first, end] : block_runs_in) describe_run(first, end, runs, play_now, true);
         };
         // In launch order: runs of blocks, or runs of alike rows of a grid.
         std::vector<BlockRunAccesses> runs;  // described, not yet played
@@ -842,7 +845,13 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
             };
             for (const auto& [r0, r1] : block_runs(rows_desc)) {
                 std::int64_t row = r0;
-                for (std::int64_t period = 1; period <= kLongestRowPeriod && r1 - row >= 3 * period; period *= 2) {
+                // One-block rows alike one at a time are a run of blocks, played wave by wave from any block
+                // (a group of rows would have to start on a wave's first block).
+                if (one_block_rows) {
+                    row += describe_run(r0, r1, runs, true, false);
+                    if (row == r1) continue;
+                }
+                for (std::int64_t period = one_block_rows ? 2 : 1; period <= kLongestRowPeriod && r1 - row >= 3 * period; period *= 2) {
                     if (period > 1) row = align_units(row, r1, period);  // rows before are described: configured
                     if (r1 - row < 3 * period) break;
                     const auto [alike, done] = units_from(row, r1, period);
