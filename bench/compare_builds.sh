@@ -40,6 +40,13 @@ done
 for nk in 1024 65536 1048576; do
   configs+=("--algo flash_decoding --N 1 --Nk $nk --heads 32 --kv-heads 8 --d 128" "--algo all --N 16 --Nk $nk --heads 32 --kv-heads 1")
 done
+# Lengths that are an odd number of elements: rows and k-steps meet 128-byte lines at places that recur
+for n in 20003 100003; do
+  for algo in standard fa1 fa2; do
+    configs+=("--algo $algo --N $n --pass fwd+bwd" "--algo $algo --N $n --causal --pass fwd+bwd" "--algo $algo --N $n --dtype fp32")
+  done
+done
+configs+=("--algo torch_math --N 20003" "--algo torch_math --N 20003 --pass bwd --causal" "--algo torch_math --N 5001 --Nk 20003")
 configs+=("--algo all --sweep N=512:$max_n" "--algo all --sweep N=512:65536 --causal --pass fwd+bwd")
 
 differ=0

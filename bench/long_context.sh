@@ -54,6 +54,17 @@ run() {  # label, then fa-sim's arguments
   for n in 1048576 16777216; do run "--algo torch_math --N $n" --algo torch_math --N "$n"; done
   run "--algo torch_math --N 16777216 --causal" --algo torch_math --N 16777216 --causal
   run "--algo torch_math --N 16777216 --pass bwd" --algo torch_math --N 16777216 --pass bwd
+  # Lengths that are no whole number of 128-byte lines (an odd number of fp16 elements; 50,000 keys: rows
+  # of PyTorch's element-wise kernels end in a ragged block): rows and k-steps meet the lines at places
+  # that recur, counted a unit of rows or k-steps at a time.
+  for n in 1000003 16777215; do
+    run "--algo standard --N $n" --algo standard --N "$n"
+    run "--algo standard --N $n --pass bwd" --algo standard --N "$n" --pass bwd
+  done
+  for n in 1000003 4194303 16777215; do run "--algo standard --N $n --causal" --algo standard --N "$n" --causal; done
+  for algo in fa2 fa1; do run "--algo $algo --N 16777215 --causal" --algo "$algo" --N 16777215 --causal; done
+  for n in 50000 1000000 16777215; do run "--algo torch_math --N $n" --algo torch_math --N "$n"; done
+  run "--algo torch_math --N 1000003 --pass bwd" --algo torch_math --N 1000003 --pass bwd
   echo "# the same by the by-block path (--count block), where it still runs:"
   run "--algo fa2 --N 1048576 --count block" --algo fa2 --N 1048576 --count block
   run "--algo fa2 --N 1048576" --algo fa2 --N 1048576
