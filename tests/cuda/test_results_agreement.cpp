@@ -1155,6 +1155,45 @@ TEST_CASE("decode on the H200: splits past one block per SM make batch-1 FlashDe
     CHECK(mqa_best_gbps / 4250 < 0.51);
 }
 
+TEST_CASE("decode on the H200: with key groups, splits past one block per SM are still slower, and 128 splits beat "
+          "the heuristic's 114 by 3-4.5% with one K/V head",
+          "[hardware][decode][time]") {
+    // cuda/results/2026-11-30-h200-decode-splits: the counts of the run above again (--kv-splits 0, 132, 264, 396,
+    // 528), with the kernel whose warps share each K/V tile's keys (90b06f9).
+    const std::string run = kResults + "2026-11-30-h200-decode-splits/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(run + "copy.txt").find("copy 4.23 TB/s") != std::string::npos);
+    const json doc = load(run + "decode_splits.json");
+    CHECK(doc.at("results").size() == 24);
+    std::map<std::pair<int, int>, std::map<int, const json*>> by_shape;  // (K/V heads, Nk) -> splits used -> row
+    for (const json& r : doc.at("results")) {
+        CHECK(r.at("accuracy").at("pass").get<bool>());
+        by_shape[{r.at("kv_heads").get<int>(), r.at("Nk").get<int>()}][r.at("kv_splits").get<int>()] = &r;
+    }
+    REQUIRE(by_shape.size() == 6);
+    auto time_us = [&](int kv, int nk, int splits) { return by_shape.at({kv, nk}).at(splits)->at("measured_s").get<double>() * 1e6; };
+    double mqa_best_gbps = 0;
+    for (const auto& [shape, rows] : by_shape) {
+        INFO("K/V heads " << shape.first << ", Nk " << shape.second);
+        const double one_per_sm = time_us(shape.first, shape.second, 128);
+        for (const auto& [splits, r] : rows) {
+            if (splits > 132) CHECK(r->at("measured_s").get<double>() * 1e6 > 1.04 * one_per_sm);  // at least 4% slower
+            const double error = r->at("error_pct").get<double>();
+            // The model on one K/V head from 64k keys: +18..+28% at one block per SM (issue-bound), -10..-25% at two
+            // to four (DRAM-bound); on 8 K/V heads -20..+0%.
+            if (shape.first == 1 && shape.second >= 65536) CHECK((splits > 132 ? (error > -26 && error < -10) : (error > 17 && error < 29)));
+            if (shape.first == 8) CHECK((error > -21 && error < 1));
+            if (shape.first == 1) mqa_best_gbps = std::max(mqa_best_gbps, r->at("kv_bandwidth_gbps").get<double>());
+        }
+    }
+    // 128 splits (one block on 128 SMs) against the heuristic's 114, one K/V head: 3.3% and 4.5% faster.
+    CHECK(time_us(1, 65536, 128) / time_us(1, 65536, 114) == Approx(0.967).margin(0.002));
+    CHECK(time_us(1, 131072, 128) / time_us(1, 131072, 114) == Approx(0.955).margin(0.002));
+    // One K/V head streams at most 58% of the copy rate.
+    CHECK(mqa_best_gbps == Approx(2464).margin(1));
+    CHECK(mqa_best_gbps / 4230 < 0.59);
+}
+
 namespace {
 // The gpu__time_duration.sum values of an ncu text report, in the order of its kernels (microseconds).
 std::vector<double> ncu_durations_us(const std::string& text) {
