@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/count.hpp"
+#include "common/repeated_stretches.hpp"
 
 namespace fasim {
 
@@ -104,21 +105,10 @@ public:
     const std::vector<Repeat>& repeats() const { return repeats_; }
     bool empty() const { return entries_.empty(); }
 
-    // Calls visit(entry) for every entry of the expanded sequence, in order.
-    template <class Visit>
-    void for_each_expanded(Visit&& visit) const {
-        std::size_t e = 0;
-        for (const Repeat& r : repeats_) {
-            for (; e < r.first; ++e) visit(entries_[e]);
-            for (std::int64_t t = 0; t < r.times; ++t)
-                for (std::size_t i = r.first; i < r.first + r.length; ++i) visit(entries_[i]);
-            e = r.first + r.length;
-        }
-        for (; e < entries_.size(); ++e) visit(entries_[e]);
-    }
+    // The sequence the list stands for, alike neighbours joined.
     std::vector<Entry> expanded() const {
         std::vector<Entry> out;
-        for_each_expanded([&](const Entry& x) {
+        for_each_repeated(entries_, repeats_, [&](const Entry& x) {
             if (!out.empty() && out.back().first == x.first) out.back().second += x.second;
             else out.push_back(x);
         });

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <queue>
 
+#include "common/repeated_stretches.hpp"
 #include "model/fixed_point.hpp"
 #include "model/slot_ring.hpp"
 #include "model/slot_rounds.hpp"
@@ -37,15 +38,7 @@ bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 // The head with its repeated stretches written out.
 std::vector<TimedBlocks> expanded(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats) {
     std::vector<TimedBlocks> out;
-    std::size_t e = 0;
-    for (const RepeatedEntries& r : repeats) {
-        out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(e), head.begin() + static_cast<std::ptrdiff_t>(r.first));
-        for (std::int64_t t = 0; t < r.times; ++t)
-            out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(r.first),
-                       head.begin() + static_cast<std::ptrdiff_t>(r.first + r.length));
-        e = r.first + r.length;
-    }
-    out.insert(out.end(), head.begin() + static_cast<std::ptrdiff_t>(e), head.end());
+    for_each_repeated(head, repeats, [&](const TimedBlocks& b) { out.push_back(b); });
     return out;
 }
 
@@ -221,18 +214,9 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std
         const auto v = term_values(b.terms);
         for (std::size_t f = 0; f < kTerms; ++f) total_terms[f] += std::max(blocks * v[f], v[f]);
     };
+    for_each_repeated(head_, repeats_, add_to_totals);
     std::vector<bool> boundary(head_.size() + 1, false);  // a repeat starts or ends before the entry
-    {
-        std::size_t e = 0;
-        for (const RepeatedEntries& r : repeats_) {
-            for (; e < r.first; ++e) add_to_totals(head_[e]);
-            for (std::int64_t t = 0; t < r.times; ++t)
-                for (std::size_t i = r.first; i < r.first + r.length; ++i) add_to_totals(head_[i]);
-            e = r.first + r.length;
-            boundary[r.first] = boundary[e] = true;
-        }
-        for (; e < head_.size(); ++e) add_to_totals(head_[e]);
-    }
+    for (const RepeatedEntries& r : repeats_) boundary[r.first] = boundary[r.first + r.length] = true;
     time_ = FixedPoint(total_time);
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
     const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
