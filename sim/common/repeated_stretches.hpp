@@ -4,15 +4,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace fasim {
 
-// Calls visit(entry) for every entry of the sequence, in order. `repeats`: in order and apart, each with
-// `first`, `length` and `times`: entries [first, first + length) run `times` times in a row.
-template <class Entries, class Repeats, class Visit>
-void for_each_repeated(const Entries& entries, const Repeats& repeats, Visit&& visit) {
+// Entries [first, first + length) of a sequence run `times` times in a row.
+struct RepeatedStretch {
+    std::size_t first = 0, length = 0;
+    std::int64_t times = 1;
+};
+
+// Calls visit(entry) for every entry of the sequence, in order; `repeats` in order and apart.
+template <class Entries, class Visit>
+void for_each_repeated(const Entries& entries, const std::vector<RepeatedStretch>& repeats, Visit&& visit) {
     std::size_t e = 0;
-    for (const auto& r : repeats) {
+    for (const RepeatedStretch& r : repeats) {
         for (; e < r.first; ++e) visit(entries[e]);
         for (std::int64_t t = 0; t < r.times; ++t)
             for (std::size_t i = r.first; i < r.first + r.length; ++i) visit(entries[i]);

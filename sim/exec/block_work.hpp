@@ -55,11 +55,6 @@ struct BlockWork {
 class BlockWorkList {
 public:
     using Entry = std::pair<BlockWork, std::int64_t>;  // `second` blocks in a row doing `first`
-    // Entries [first, first + length) run `times` times in a row.
-    struct Repeat {
-        std::size_t first = 0, length = 0;
-        std::int64_t times = 1;
-    };
 
     BlockWorkList() = default;
     BlockWorkList(std::vector<Entry> entries) : entries_(std::move(entries)) {}  // NOLINT: a plain list
@@ -102,7 +97,7 @@ public:
     }
 
     const std::vector<Entry>& entries() const { return entries_; }
-    const std::vector<Repeat>& repeats() const { return repeats_; }
+    const std::vector<RepeatedStretch>& repeats() const { return repeats_; }
     bool empty() const { return entries_.empty(); }
 
     // The sequence the list stands for, alike neighbours joined.
@@ -122,7 +117,7 @@ private:
     }
     // The last repeat runs once less and that repetition follows it as plain entries.
     void unroll_last_repetition() {
-        Repeat& r = repeats_.back();
+        RepeatedStretch& r = repeats_.back();
         const std::vector<Entry> unit(entries_.begin() + static_cast<std::ptrdiff_t>(r.first), entries_.end());
         if (--r.times == 0) {
             entries_.resize(r.first);
@@ -132,7 +127,7 @@ private:
     }
 
     std::vector<Entry> entries_;
-    std::vector<Repeat> repeats_;
+    std::vector<RepeatedStretch> repeats_;
 };
 
 }  // namespace fasim

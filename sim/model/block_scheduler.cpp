@@ -36,7 +36,7 @@ BlockTerms terms_from(const std::array<double, kTerms>& v, const BlockTerms& fla
 bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
 // The head with its repeated stretches written out.
-std::vector<TimedBlocks> expanded(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats) {
+std::vector<TimedBlocks> expanded(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats) {
     std::vector<TimedBlocks> out;
     for_each_repeated(head, repeats, [&](const TimedBlocks& b) { out.push_back(b); });
     return out;
@@ -92,11 +92,11 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //    times, so the cycles added are exact. It happens where the durations are commensurate (multiples of
 //    a common step not too small) or each head fills whole rounds; with generic durations the slots'
 //    free times keep drifting against one another and never repeat, and every head is scheduled;
-//  - a stretch of entries repeated within a head (RepeatedEntries) runs repetition after repetition with
+//  - a stretch of entries repeated within a head (RepeatedStretch) runs repetition after repetition with
 //    the same cycle detection over its repetitions: whole cycles are added at once.
 class GreedyScheduler {
 public:
-    GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats, std::int64_t heads,
+    GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats, std::int64_t heads,
                     int sm_count, int slots_per_sm, std::size_t timeline_blocks);
     BlockSchedule run();
 
@@ -126,7 +126,7 @@ private:
 
     void run_head(std::int64_t& position);
     void run_entries(std::size_t from, std::size_t to, std::int64_t& position);
-    void run_repeated(const RepeatedEntries& r, std::int64_t& position);
+    void run_repeated(const RepeatedStretch& r, std::int64_t& position);
     void one_block(std::size_t e, std::int64_t position, bool record);
     void run_of(std::size_t e, std::int64_t count);
     void deal_in_bulk(std::size_t e, std::int64_t count);
@@ -167,7 +167,7 @@ private:
     std::int64_t skip_cycles(CycleDetector& c, std::int64_t done, std::int64_t total);
 
     const std::vector<TimedBlocks>& head_;
-    const std::vector<RepeatedEntries>& repeats_;
+    const std::vector<RepeatedStretch>& repeats_;
     const std::int64_t heads_;
     const int sm_count_, slots_;
     const std::size_t timeline_blocks_;
@@ -196,7 +196,7 @@ private:
     std::vector<Fixed> scratch_;
 };
 
-GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedEntries>& repeats,
+GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats,
                                  std::int64_t heads, int sm_count, int slots_per_sm, std::size_t timeline_blocks)
     : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
       ring_(sm_count * slots_per_sm), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
@@ -216,7 +216,7 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std
     };
     for_each_repeated(head_, repeats_, add_to_totals);
     std::vector<bool> boundary(head_.size() + 1, false);  // a repeat starts or ends before the entry
-    for (const RepeatedEntries& r : repeats_) boundary[r.first] = boundary[r.first + r.length] = true;
+    for (const RepeatedStretch& r : repeats_) boundary[r.first] = boundary[r.first + r.length] = true;
     time_ = FixedPoint(total_time);
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
     const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
@@ -257,7 +257,7 @@ BlockSchedule GreedyScheduler::run() {
     out_.makespan_s = time_.to_seconds(ring_.back_time());
     Fixed all = 0;
     for (std::size_t e = 0; e < head_.size(); ++e) all += duration_[e] * head_[e].count;
-    for (const RepeatedEntries& r : repeats_)
+    for (const RepeatedStretch& r : repeats_)
         for (std::size_t e = r.first; e < r.first + r.length; ++e) all += duration_[e] * head_[e].count * (r.times - 1);
     out_.block_seconds = time_.to_seconds(all * heads_);
     if (all == 0 && std::none_of(head_.begin(), head_.end(), [&](const TimedBlocks& b) { return b.count > 0 && heads_ > 0; }))
@@ -277,7 +277,7 @@ BlockSchedule GreedyScheduler::run() {
 
 void GreedyScheduler::run_head(std::int64_t& position) {
     std::size_t e = 0;
-    for (const RepeatedEntries& r : repeats_) {
+    for (const RepeatedStretch& r : repeats_) {
         run_entries(e, r.first, position);
         run_repeated(r, position);
         e = r.first + r.length;
@@ -287,7 +287,7 @@ void GreedyScheduler::run_head(std::int64_t& position) {
 
 // The repetitions of a repeated stretch, skipping whole cycles of them once the slots' state repeats (as
 // heads do).
-void GreedyScheduler::run_repeated(const RepeatedEntries& r, std::int64_t& position) {
+void GreedyScheduler::run_repeated(const RepeatedStretch& r, std::int64_t& position) {
     in_repeat_ = true;
     CycleDetector cycle;
     std::int64_t blocks = 0;
@@ -600,7 +600,7 @@ std::int64_t GreedyScheduler::skip_cycles(CycleDetector& c, std::int64_t done, s
 }  // namespace
 
 BlockSchedule schedule_blocks(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
-                              std::size_t timeline_blocks, const std::vector<RepeatedEntries>& repeats) {
+                              std::size_t timeline_blocks, const std::vector<RepeatedStretch>& repeats) {
     for (const TimedBlocks& b : head) {
         bool finite = finite_non_negative(b.duration);
         for (double v : term_values(b.terms)) finite = finite && finite_non_negative(v);

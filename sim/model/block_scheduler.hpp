@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/repeated_stretches.hpp"
 #include "model/block_terms.hpp"
 
 namespace fasim {
@@ -26,13 +27,6 @@ struct TimedBlocks {
     std::int64_t count = 0;
 };
 
-// Entries [first, first + length) of a head run `times` times in a row (a unit of rows alike only a few
-// at a time: exec/block_work.hpp); the entries after them follow.
-struct RepeatedEntries {
-    std::size_t first = 0, length = 0;
-    std::int64_t times = 1;
-};
-
 struct BlockSchedule {
     double makespan_s = 0;
     double block_seconds = 0;  // the durations of all blocks, summed
@@ -42,6 +36,6 @@ struct BlockSchedule {
 
 // `repeats`: stretches of `head` that run several times in a row, in order, apart (none: each entry once).
 BlockSchedule schedule_blocks(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
-                              std::size_t timeline_blocks, const std::vector<RepeatedEntries>& repeats = {});
+                              std::size_t timeline_blocks, const std::vector<RepeatedStretch>& repeats = {});
 
 }  // namespace fasim

@@ -491,13 +491,13 @@ TEST_CASE("Block scheduler: stretches repeated in a head schedule as the head wr
         const Case base = make.make(i % CaseMaker::kShapes);
         const std::int64_t slots = static_cast<std::int64_t>(base.sm_count) * base.slots_per_sm;
         std::vector<TimedBlocks> head;
-        std::vector<RepeatedEntries> repeats;
+        std::vector<RepeatedStretch> repeats;
         auto plain = [&](std::int64_t n) {
             for (std::int64_t e = 0; e < n; ++e) head.push_back(base.head[static_cast<std::size_t>(uniform(0, static_cast<std::int64_t>(base.head.size()) - 1))]);
         };
         plain(uniform(0, 3));
         for (std::int64_t r = uniform(1, 3); r > 0; --r) {
-            RepeatedEntries rep{head.size(), static_cast<std::size_t>(uniform(2, 40)), uniform(2, 1500)};
+            RepeatedStretch rep{head.size(), static_cast<std::size_t>(uniform(2, 40)), uniform(2, 1500)};
             // Entries from a few kinds (as a unit's rows meet the lines at a few places), counts from single
             // blocks to about a round of the slots.
             const std::int64_t kinds = uniform(1, 3);
@@ -512,7 +512,7 @@ TEST_CASE("Block scheduler: stretches repeated in a head schedule as the head wr
         std::vector<TimedBlocks> written_out;
         std::size_t e = 0;
         std::int64_t per_head = 0;
-        for (const RepeatedEntries& r : repeats) {
+        for (const RepeatedStretch& r : repeats) {
             for (; e < r.first; ++e) written_out.push_back(head[e]);
             for (std::int64_t t = 0; t < r.times; ++t)
                 for (std::size_t j = r.first; j < r.first + r.length; ++j) written_out.push_back(head[j]);
