@@ -717,8 +717,13 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 streamed_one_by_one = streamed_one_by_one || tiles.streamed[si].boxed || shape.wave_step != 0 ||
                                       !(streamed_fresh[si] && (cur.ctx.wave_end != wave_reads_.wave() || !streamed_recorded_before[si] ||
                                                                streamed_far[si]));
+            // Inside a block (its block and wave fixed), a look-up's answer holds for as many items as the record
+            // says (WaveReads::same_reader_items): a second pass over what the first pass read is one family.
+            bool lookups_span = streamed_one_by_one && shape.wave_step == 0 && shape.block_step == 0;
+            for (const auto& t : tiles.streamed) lookups_span = lookups_span && !t.boxed;
             std::int64_t m = 0;
             for (std::int64_t j = k, span = 1; j < n; j += span) {
+                std::int64_t lookup_span = n - j;  // items from j whose look-ups answer as j's
                 const std::int64_t t = j - cur.k;
                 const L2Clock start = cur.ctx.clock_start + advance * t;
                 const std::int64_t block = cur.ctx.block_end + shape.block_step * t;
@@ -741,15 +746,21 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                     // Regions nobody but this loop recorded, or none recorded near the rest of the loop's,
                     // are absent for all: no look-up needed.
                     if (streamed_fresh[si] && (wave != wave_reads_.wave() || !streamed_recorded_before[si] || streamed_far[si])) continue;
-                    for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i)
-                        alike = streamed_lookup(moved_key(tiles.streamed[si].moving[i], tiles.streamed[si].step, j), wave, block) ==
-                                cur.streamed_class[si][i];
+                    const Step& step = tiles.streamed[si].step;
+                    for (std::size_t i = 0; alike && i < tiles.streamed[si].moving.size(); ++i) {
+                        const WaveReads::Key key = moved_key(tiles.streamed[si].moving[i], step, j);
+                        alike = streamed_lookup(key, wave, block) == cur.streamed_class[si][i];
+                        if (alike && lookups_span)
+                            lookup_span = wave_reads_.same_reader_items(key, {step.head, step.rows, step.cols}, lookup_span);
+                    }
                 }
                 if (!alike) break;
                 // How many items from j on are sure to be found alike as j was: the wave's or its scale's
                 // stretch, and where each moving tile's state and the item's clock, wave and block keep
                 // every comparison of classify the same.
-                span = streamed_one_by_one ? 1 : same_context_items(block, wave, n - j);
+                span = !streamed_one_by_one ? same_context_items(block, wave, n - j)
+                       : lookups_span       ? std::min(lookup_span, same_context_items(block, wave, n - j))
+                                            : 1;
                 for (std::size_t ti = 0; span > 1 && ti < tiles.tracked.size(); ++ti)
                     for (std::size_t i = 0; span > 1 && i < tiles.tracked[ti].moving.size(); ++i)
                         span = alike_tile_items(tiles.tracked[ti], i, j, start, wave, block, advance, span);

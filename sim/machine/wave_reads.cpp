@@ -40,7 +40,7 @@ void WaveReads::start_wave(std::int64_t wave) {
     families_.clear();
     first_stamp_.clear();
     span_.clear();
-    single_spans_.clear();
+    singles_.clear();
 }
 
 void WaveReads::widen(TensorId tensor, const Box& box) {
@@ -52,8 +52,8 @@ bool WaveReads::may_hold(TensorId tensor, const Box& box) const {
     const auto it = span_.find(tensor);
     if (it == span_.end() || !it->second.overlaps(box)) return false;
     // Closer: the regions recorded one by one, block by block, and each family's own span.
-    if (const auto single = single_spans_.find(tensor); single != single_spans_.end())
-        for (const BlockSpan& s : single->second)
+    if (const auto single = singles_.find(tensor); single != singles_.end())
+        for (const BlockSpan& s : single->second.spans)
             if (s.box.overlaps(box)) return true;
     const auto families = families_.find(tensor);
     if (families == families_.end()) return false;
@@ -115,13 +115,84 @@ std::optional<std::int64_t> WaveReads::reader(const Key& key) const {
     return block;
 }
 
+const WaveReads::Family* WaveReads::deciding_family(const Key& key) const {
+    const auto families = families_.find(key.tensor);
+    if (families == families_.end()) return nullptr;
+    std::int64_t stamp = -1;
+    if (const auto it = single_.find(key); it != single_.end()) stamp = it->second.stamp;
+    const Family* decider = nullptr;
+    auto look_in = [&](const std::vector<std::uint32_t>& indices) {
+        for (const std::uint32_t i : indices) {
+            const Family& f = families->second.all[i];
+            std::int64_t item = 0;
+            if (f.stamp > stamp && index_in(f, key, item)) {
+                decider = &f;
+                stamp = f.stamp;
+            }
+        }
+    };
+    if (const auto band = families->second.by_band.find(band_of(key.row0)); band != families->second.by_band.end()) look_in(band->second);
+    look_in(families->second.wide);
+    return decider;
+}
+
+std::int64_t WaveReads::same_reader_items(const Key& key, const Move& step, std::int64_t limit) const {
+    if (limit <= 1) return limit;
+    const Family* f = deciding_family(key);
+    if (f == nullptr) return 1;
+    // The family's dimension the step walks along, and how far along it the key lies.
+    std::size_t along = f->dims.size();
+    for (std::size_t d = 0; d < f->dims.size() && along == f->dims.size(); ++d)
+        if (f->dims[d].second == step && f->dims[d].first > 1) along = d;
+    if (along == f->dims.size() || (along == 0 && f->block_step != 0)) return 1;  // not its dimension, or other blocks'
+    const int c = f->pivot[along];
+    const std::int64_t at = (coordinate(key, c) - coordinate(f->base, c)) / coordinate(step, c);
+    const std::int64_t items = std::min(limit, f->dims[along].first - at);
+    if (items <= 1) return 1;
+    // No record later than the family's starts among those regions.
+    Box range;
+    for (int k = 0; k < 3; ++k) {
+        const std::int64_t a = coordinate(key, k), b = a + (items - 1) * coordinate(step, k);
+        range.lo[k] = std::min(a, b);
+        range.hi[k] = std::max(a, b);
+    }
+    std::size_t looked = 0;
+    const std::vector<Family>& all = families_.at(key.tensor).all;
+    for (auto it = all.rbegin(); it != all.rend() && it->stamp > f->stamp; ++it) {
+        if (++looked > kLaterLooked) return 1;
+        Box fb;
+        for (int k = 0; k < 3; ++k) {
+            fb.lo[k] = it->lo[k];
+            fb.hi[k] = it->hi[k];
+        }
+        if (fb.overlaps(range)) return 1;
+    }
+    if (const auto singles = singles_.find(key.tensor); singles != singles_.end()) {
+        const std::vector<std::pair<std::int64_t, Key>>& latest = singles->second.latest;
+        for (std::size_t i = 0; i < latest.size(); ++i) {  // newest first
+            const auto& [stamp, region] = latest[(singles->second.next + latest.size() - 1 - i) % latest.size()];
+            if (stamp < f->stamp) break;
+            // The oldest kept one is later too: so may be those no longer kept.
+            if (++looked > kLaterLooked || i + 1 == kLaterLooked) return 1;
+            Box at;
+            for (int k = 0; k < 3; ++k) at.lo[k] = at.hi[k] = coordinate(region, k);
+            if (at.overlaps(range)) return 1;
+        }
+    }
+    return items;
+}
+
 void WaveReads::record(const Key& key, std::int64_t block) {
     single_[key] = {block, ++stamp_};
     first_stamp_.try_emplace(key.tensor, stamp_);
     Box at;
     for (int c = 0; c < 3; ++c) at.lo[c] = at.hi[c] = coordinate(key, c);
     widen(key.tensor, at);
-    std::vector<BlockSpan>& spans = single_spans_[key.tensor];
+    Singles& singles = singles_[key.tensor];
+    if (singles.latest.size() < kLaterLooked) singles.latest.emplace_back(stamp_, key);
+    else singles.latest[singles.next] = {stamp_, key};
+    singles.next = (singles.next + 1) % kLaterLooked;
+    std::vector<BlockSpan>& spans = singles.spans;
     if (spans.empty() || spans.back().block != block) {
         if (spans.size() == kSingleSpans) {  // too many to look through: one box over them all
             for (std::size_t i = 1; i < spans.size(); ++i) widen_box(spans[0].box, spans[i].box);

@@ -36,6 +36,10 @@ public:
 
     // The block that last read the region in this wave, if one did.
     std::optional<std::int64_t> reader(const Key& key) const;
+    // How many of the regions key, key + step, key + 2 step ... (at most `limit`, at least 1 when limit is)
+    // reader() is sure to answer as it answers for key: those one family read, by one block, with no later
+    // record among them. A loop's second pass over what its first pass read asks this once, not per region.
+    std::int64_t same_reader_items(const Key& key, const Move& step, std::int64_t limit) const;
     void record(const Key& key, std::int64_t block);
     // Regions base + sum_d i_d * dims[d].second (i_d < dims[d].first), read by block0 + i_0 * block_step.
     // False, recording nothing, where a region could not be told from its position in the family (two
@@ -74,6 +78,9 @@ private:
         std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};  // the head, row0 and col0 its regions span
     };
     std::optional<std::int64_t> index_in(const Family& f, const Key& key, std::int64_t& item) const;
+    // The record reader() goes by for the region: the family (or nullptr where a region recorded one by one,
+    // or nothing, decides).
+    const Family* deciding_family(const Key& key) const;
 
     // A tensor's families in record order, and which of them may hold a region starting in a band of
     // kBandRows rows: reader() looks at those and the ones spanning too many bands, not at all of them (a
@@ -99,7 +106,15 @@ private:
         std::int64_t block = 0;
         Box box;
     };
-    std::unordered_map<TensorId, std::vector<BlockSpan>> single_spans_;
+    // same_reader_items looks at the records later than a family, up to this many, before answering 1.
+    static constexpr std::size_t kLaterLooked = 64;
+    struct Singles {
+        std::vector<BlockSpan> spans;
+        // The latest kLaterLooked one-by-one records (stamp, region), circularly from `next`.
+        std::vector<std::pair<std::int64_t, Key>> latest;
+        std::size_t next = 0;
+    };
+    std::unordered_map<TensorId, Singles> singles_;
     void widen(TensorId tensor, const Box& box);
 };
 

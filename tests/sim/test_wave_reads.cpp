@@ -1,7 +1,8 @@
 // WaveReads, rule 1's record of which block of a wave read each region of a streamed tensor: its reader
 // answers as a plain list of every recorded read would, and may_hold never says "no region starts in
 // this box" where one does, yet tells the blocks of a wave apart (a carried loop needs that answer to
-// skip looking up each of its items' regions: a block's 2^19 k-steps over P at N = 2^24).
+// skip looking up each of its items' regions: a block's 2^19 k-steps over P at N = 2^24), and
+// same_reader_items vouches for a stretch of regions only where reader would answer alike for each.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -21,7 +22,7 @@ bool starts_inside(const WaveReads::Key& k, const WaveReads::Box& b) {
 TEST_CASE("WaveReads answers as a list of every read, and may_hold never misses a recorded region", "[l2][wave_reads]") {
     std::mt19937_64 rng(20261128);
     auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-    std::int64_t boxes_with_regions = 0, boxes_without = 0;
+    std::int64_t boxes_with_regions = 0, boxes_without = 0, spans = 0;
     for (int trial = 0; trial < 300; ++trial) {
         WaveReads reads;
         reads.start_wave(trial);
@@ -53,6 +54,20 @@ TEST_CASE("WaveReads answers as a list of every read, and may_hold never misses 
                 if (r == k) expected = block;
             CHECK(reads.reader(k) == expected);
         }
+        // same_reader_items vouches only for regions whose reader is the first one's (a loop carries its items
+        // over on that answer), and finds runs of them in families.
+        for (int q = 0; q < 50; ++q) {
+            const WaveReads::Key k = pick(0, 1) == 0 ? plain[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(plain.size()) - 1))].first
+                                                     : key(pick(0, 1), pick(0, 60) * 16, pick(0, 60) * 32);
+            const WaveReads::Move step = pick(0, 1) == 0 ? WaveReads::Move{0, 0, 32} : WaveReads::Move{0, 16, 0};
+            const std::int64_t limit = pick(1, 40);
+            const std::int64_t items = reads.same_reader_items(k, step, limit);
+            REQUIRE(items >= 1);
+            REQUIRE(items <= limit);
+            spans += items > 1;
+            for (std::int64_t j = 1; j < items; ++j)
+                CHECK(reads.reader(key(k.head, k.row0 + j * step.rows, k.col0 + j * step.cols)) == reads.reader(k));
+        }
         // may_hold is false only where no recorded region starts in the box.
         for (int q = 0; q < 50; ++q) {
             WaveReads::Box box;
@@ -69,6 +84,7 @@ TEST_CASE("WaveReads answers as a list of every read, and may_hold never misses 
     }
     CHECK(boxes_with_regions > 1000);
     CHECK(boxes_without > 1000);
+    CHECK(spans > 500);
 }
 
 TEST_CASE("WaveReads tells apart the row bands the blocks of a wave read, however wide each band's reads spread",
