@@ -186,7 +186,18 @@ private:
     TakerLog log_;       // single blocks' takers, credited a batch of heads at a time
     std::vector<int> sm_of_slot_;
     std::vector<TermSums> sm_terms_;
+    std::vector<std::int64_t> lapped_by_sm_;  // settle()'s
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
+    // Whether e's blocks are the lapping class's: the lapping entry's duration and terms (rows of a row
+    // kernel alike but for where they meet 128-byte lines lap as one class, with no settle between them).
+    bool laps_with(std::size_t e) {
+        if (lapping_ < 0) return false;
+        const auto l = static_cast<std::size_t>(lapping_);
+        if (l == e) return true;
+        if (duration_[e] != duration_[l]) return false;
+        terms_of(std::max(e, l));  // both entries' terms known
+        return own_terms_[e] == own_terms_[l];
+    }
     BlockSchedule out_;
     CycleDetector heads_cycle_;
     bool in_repeat_ = false;  // its entries run again in the same head: singles are credited at once, not logged
@@ -353,7 +364,7 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
     const std::int64_t switch_at = slots_ / 4 + 1, bulk_at = 4 * static_cast<std::int64_t>(slots_);
     while (count > 0) {
         if (ring_.deals_in_turn(d)) {
-            if (lapping_ != static_cast<std::ptrdiff_t>(e)) {
+            if (!laps_with(e)) {
                 if (count < switch_at && static_cast<std::ptrdiff_t>(e) != repeat_lapper_) {
                     one_block(e, 0, false);
                     --count;
@@ -549,12 +560,16 @@ void GreedyScheduler::settle() {
     ring_.settle();
     std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
     if (lapping_ < 0) return;
+    // Summed by SM first: one multiplication of the terms per SM, not per slot.
     const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
+    lapped_by_sm_.assign(static_cast<std::size_t>(sm_count_), 0);
     for (std::size_t s = 0; s < lapped.size(); ++s) {
-        if (lapped[s] == 0) continue;
-        credit(static_cast<int>(s), lapping_terms, lapped[s]);
+        lapped_by_sm_[static_cast<std::size_t>(sm_of_slot_[s])] += lapped[s];
         lapped[s] = 0;
     }
+    for (std::size_t sm = 0; sm < lapped_by_sm_.size(); ++sm)
+        if (lapped_by_sm_[sm] != 0)
+            for (std::size_t f = 0; f < kTerms; ++f) sm_terms_[sm][f] += lapping_terms[f] * lapped_by_sm_[sm];
 }
 
 void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {
