@@ -186,7 +186,6 @@ private:
     TakerLog log_;       // single blocks' takers, credited a batch of heads at a time
     std::vector<int> sm_of_slot_;
     std::vector<TermSums> sm_terms_;
-    std::vector<std::int64_t> lapped_by_sm_;  // settle()'s
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
     // Whether e's blocks are the lapping class's: the lapping entry's duration and terms (rows of a row
     // kernel alike but for where they meet 128-byte lines lap as one class, with no settle between them).
@@ -210,7 +209,7 @@ private:
 GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats,
                                  std::int64_t heads, int sm_count, int slots_per_sm, std::size_t timeline_blocks)
     : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
-      ring_(sm_count * slots_per_sm), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
+      ring_(sm_count * slots_per_sm, sm_count), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
       sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
     for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = s % sm_count_;
     // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
@@ -558,18 +557,17 @@ void GreedyScheduler::flush_log() {
 
 void GreedyScheduler::settle() {
     ring_.settle();
-    std::vector<std::int64_t>& lapped = ring_.lapped_blocks();
-    if (lapping_ < 0) return;
-    // Summed by SM first: one multiplication of the terms per SM, not per slot.
-    const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
-    lapped_by_sm_.assign(static_cast<std::size_t>(sm_count_), 0);
-    for (std::size_t s = 0; s < lapped.size(); ++s) {
-        lapped_by_sm_[static_cast<std::size_t>(sm_of_slot_[s])] += lapped[s];
-        lapped[s] = 0;
+    if (lapping_ >= 0) {
+        // Summed by SM first: one multiplication of the terms per SM, not per slot.
+        const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
+        const std::int64_t by_every_sm = ring_.lapped_by_every_slot() * (slots_ / sm_count_);
+        for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm) {
+            const std::int64_t lapped = by_every_sm + ring_.lapped_by_sm()[sm];
+            if (lapped != 0)
+                for (std::size_t f = 0; f < kTerms; ++f) sm_terms_[sm][f] += lapping_terms[f] * lapped;
+        }
     }
-    for (std::size_t sm = 0; sm < lapped_by_sm_.size(); ++sm)
-        if (lapped_by_sm_[sm] != 0)
-            for (std::size_t f = 0; f < kTerms; ++f) sm_terms_[sm][f] += lapping_terms[f] * lapped_by_sm_[sm];
+    ring_.clear_lapped();
 }
 
 void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {

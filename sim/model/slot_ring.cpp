@@ -4,10 +4,9 @@
 
 namespace fasim {
 
-SlotRing::SlotRing(int slots)
-    : n_(slots), entries_(static_cast<std::size_t>(slots)), lapped_(static_cast<std::size_t>(slots)),
-      counted_(static_cast<std::size_t>(slots)) {
-    for (int i = 0; i < n_; ++i) at(i).slot = i;
+SlotRing::SlotRing(int slots, int sm_count)
+    : n_(slots), sm_count_(sm_count), entries_(static_cast<std::size_t>(slots)), lapped_by_sm_(static_cast<std::size_t>(sm_count)) {
+    for (int i = 0; i < n_; ++i) place(i, 0, i);
 }
 
 bool SlotRing::deals_in_turn(Fixed duration) const {
@@ -16,7 +15,6 @@ bool SlotRing::deals_in_turn(Fixed duration) const {
 
 void SlotRing::take_at_front(Fixed end) {
     const int s = front_slot();
-    lapped_[static_cast<std::size_t>(s)] += rounds_ - counted_[static_cast<std::size_t>(s)];  // the front is never passed
     // How many of the other slots come before it now: the back (blocks that do not get shorter) and the
     // front (short blocks) first. Compared as stored: less base_, and less lap_ among the passed.
     const SlotTime unpassed{end - base_, s}, among_passed{end - base_ - lap_, s};
@@ -54,7 +52,7 @@ void SlotRing::take_at_front(Fixed end) {
         front_ = index(1);
     }
     place(here, end - base_ - (is_passed ? lap_ : 0), s);
-    counted_[static_cast<std::size_t>(s)] = rounds_ + (is_passed ? 1 : 0);
+    if (is_passed) --lapped_by_sm_[static_cast<std::size_t>(at(here).sm)];  // it took this block, not its lapping block of the round
     if (is_passed && ++passed_ == n_) {
         base_ += lap_;
         ++rounds_;
@@ -81,16 +79,29 @@ void SlotRing::lap(std::int64_t blocks) {
 }
 
 void SlotRing::settle() {
-    for (int p = 0; p < n_; ++p) {
-        Entry& e = at(index(p));
-        const bool was_passed = passed(p);
-        const auto s = static_cast<std::size_t>(e.slot);
-        lapped_[s] += rounds_ + (was_passed ? 1 : 0) - counted_[s];
-        if (was_passed) e.store(e.stored() + lap_);
-        counted_[s] = 0;
+    lapped_by_all_ += rounds_;
+    if (passed_ <= n_ / 2) {  // the passed took one more, and hold it apart from the base
+        for (int p = n_ - passed_; p < n_; ++p) {
+            Entry& e = at(index(p));
+            e.store(e.stored() + lap_);
+            ++lapped_by_sm_[static_cast<std::size_t>(e.sm)];
+        }
+    } else {  // the same, seen as one more round for all and one fewer for the unpassed
+        ++lapped_by_all_;
+        base_ += lap_;
+        for (int p = 0; p < n_ - passed_; ++p) {
+            Entry& e = at(index(p));
+            e.store(e.stored() - lap_);
+            --lapped_by_sm_[static_cast<std::size_t>(e.sm)];
+        }
     }
     passed_ = 0;
     rounds_ = 0;
+}
+
+void SlotRing::clear_lapped() {
+    lapped_by_all_ = 0;
+    std::fill(lapped_by_sm_.begin(), lapped_by_sm_.end(), 0);
 }
 
 void SlotRing::set_lapping_duration(Fixed duration) { lap_ = duration; }
@@ -104,13 +115,11 @@ void SlotRing::assign(const std::vector<Fixed>& by_slot) {
     for (int i = 0; i < n_; ++i) place(i, by_slot[static_cast<std::size_t>(i)] - base_, i);
     std::sort(entries_.begin(), entries_.end(),
               [](const Entry& a, const Entry& b) { return SlotTime{a.stored(), a.slot} < SlotTime{b.stored(), b.slot}; });
-    std::fill(counted_.begin(), counted_.end(), 0);
     front_ = 0;
 }
 
 void SlotRing::assign_in_order(const std::vector<SlotTime>& ordered) {
     for (int i = 0; i < n_; ++i) place(i, ordered[static_cast<std::size_t>(i)].time - base_, ordered[static_cast<std::size_t>(i)].slot);
-    std::fill(counted_.begin(), counted_.end(), 0);
     front_ = 0;
 }
 

@@ -6,8 +6,11 @@
 // so does every further block as long as none is shorter (deals_in_turn). A run of c blocks of one class,
 // the "lapping" class, then only moves the front c places: each slot keeps the time it had when the
 // round began plus, for those already passed in this round (the last `passed_` places), one lapping
-// duration; each completed round goes into a common base. The blocks so dealt are counted per slot when
-// the ring settles.
+// duration; each completed round goes into a common base. The blocks so dealt are counted when the ring
+// settles: every slot took one per completed round and the passed ones one more, less one for each time a
+// slot took another block and went among the passed (it then skips its lapping block of that round). The
+// counts are kept by SM, which is all the scheduler credits, so a settle costs the passed or the unpassed
+// places, whichever are fewer, not every slot (a row kernel's rows may switch the lapping class every row).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,8 @@ struct SlotTime {
 
 class SlotRing {
 public:
-    explicit SlotRing(int slots);  // every slot free at 0
+    // `slots` slots, slot s on SM s % sm_count, every one free at 0.
+    SlotRing(int slots, int sm_count);
 
     int size() const { return n_; }
     int slot_at(int position) const { return at(index(position)).slot; }  // position 0: the front
@@ -43,10 +47,14 @@ public:
     // `blocks` blocks of the lapping class go to the front in turn; deals_in_turn(lapping duration) must hold.
     void lap(std::int64_t blocks);
 
-    // Counts into lapped_blocks() the lapping blocks each slot took, and stores every free time as is.
+    // Counts the lapping blocks the slots took (lapped_by_every_slot() and lapped_by_sm()), and stores every
+    // free time as is.
     void settle();
-    // Lapping blocks taken by each slot (by slot index) up to the last settle(); the caller empties it.
-    std::vector<std::int64_t>& lapped_blocks() { return lapped_; }
+    // The lapping blocks taken up to the last settle(): as many by every slot, and, SM by SM, a few more or
+    // fewer in all. The caller empties both (clear_lapped()).
+    std::int64_t lapped_by_every_slot() const { return lapped_by_all_; }
+    const std::vector<std::int64_t>& lapped_by_sm() const { return lapped_by_sm_; }
+    void clear_lapped();
     void set_lapping_duration(Fixed duration);  // settle() first
 
     // After settle(): adds to the free time of the slot at `position`.
@@ -69,7 +77,7 @@ private:
     struct Entry {
         std::uint64_t low = 0;
         std::int64_t high = 0;
-        int slot = 0;
+        int slot = 0, sm = 0;  // (the SM fills the padding: 24 bytes still)
         Fixed stored() const { return static_cast<Fixed>(high) * (Fixed{1} << 64) + static_cast<Fixed>(low); }
         void store(Fixed v) {
             low = static_cast<std::uint64_t>(v);
@@ -79,6 +87,7 @@ private:
     void place(int i, Fixed stored, int slot) {
         at(i).store(stored);
         at(i).slot = slot;
+        at(i).sm = slot % sm_count_;
     }
     const Entry& at(int i) const { return entries_[static_cast<std::size_t>(i)]; }
     Entry& at(int i) { return entries_[static_cast<std::size_t>(i)]; }
@@ -88,11 +97,10 @@ private:
     void shift_toward_front(int first, int count);
     void shift_toward_back(int first, int count);
 
-    int n_;
-    std::vector<Entry> entries_;        // by array index
-    std::vector<std::int64_t> lapped_;  // by slot
-    // By slot: the lapping blocks it had already been counted for (rounds_ + passed, when it was placed).
-    std::vector<std::int64_t> counted_;
+    int n_, sm_count_;
+    std::vector<Entry> entries_;              // by array index
+    std::int64_t lapped_by_all_ = 0;          // lapping blocks every slot took (settled)
+    std::vector<std::int64_t> lapped_by_sm_;  // by SM: more (or fewer) than lapped_by_all_ per slot, summed
     Fixed base_ = 0, lap_ = 0;
     int front_ = 0;
     int passed_ = 0;            // slots that took a lapping block in the current round: the last ones
