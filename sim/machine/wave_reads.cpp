@@ -146,8 +146,8 @@ std::int64_t WaveReads::same_reader_items(const Key& key, const Move& step, std:
         if (f->dims[d].second == step && f->dims[d].first > 1) along = d;
     if (along == f->dims.size() || (along == 0 && f->block_step != 0)) return 1;  // not its dimension, or other blocks'
     const int c = f->pivot[along];
-    const std::int64_t at = (coordinate(key, c) - coordinate(f->base, c)) / coordinate(step, c);
-    const std::int64_t items = std::min(limit, f->dims[along].first - at);
+    const std::int64_t index = (coordinate(key, c) - coordinate(f->base, c)) / coordinate(step, c);
+    const std::int64_t items = std::min(limit, f->dims[along].first - index);
     if (items <= 1) return 1;
     // No record later than the family's starts among those regions.
     Box range;
