@@ -136,7 +136,8 @@ private:
     void settle();
     // Single blocks of entries first.. went to `takers`: logged, or credited at once.
     void credit_singles(std::size_t first, const int* takers, std::size_t count);
-    void flush_log();
+    void flush_log();  // and the lapped classes: whatever is not yet in sm_terms_
+    void flush_lapped();
     // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
     const TermSums& terms_of(std::size_t e) {
         while (own_terms_.size() <= e) {
@@ -187,6 +188,14 @@ private:
     std::vector<int> sm_of_slot_;
     std::vector<TermSums> sm_terms_;
     std::ptrdiff_t lapping_ = -1;      // the entry whose blocks the ring laps with
+    // Lapping blocks settled but not yet credited, by class (an entry of it) and SM.
+    struct LappedClass {
+        std::size_t entry = 0;
+        std::vector<std::int64_t> by_sm;
+        std::int64_t by_every_slot = 0;
+    };
+    static constexpr std::size_t kLappedClasses = 4;
+    std::vector<LappedClass> lapped_classes_;
     // Whether e's blocks are the lapping class's: the lapping entry's duration and terms (rows of a row
     // kernel alike but for where they meet 128-byte lines lap as one class, with no settle between them).
     bool laps_with(std::size_t e) {
@@ -553,21 +562,39 @@ void GreedyScheduler::credit_singles(std::size_t first, const int* takers, std::
 void GreedyScheduler::flush_log() {
     if (log_.recorded_end() > 0) terms_of(log_.recorded_end() - 1);
     log_.flush([this](int slot, std::size_t entry) { credit(slot, own_terms_[entry], 1); });
+    flush_lapped();
 }
 
 void GreedyScheduler::settle() {
     ring_.settle();
     if (lapping_ >= 0) {
-        // Summed by SM first: one multiplication of the terms per SM, not per slot.
-        const TermSums& lapping_terms = terms_of(static_cast<std::size_t>(lapping_));
-        const std::int64_t by_every_sm = ring_.lapped_by_every_slot() * (slots_ / sm_count_);
-        for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm) {
-            const std::int64_t lapped = by_every_sm + ring_.lapped_by_sm()[sm];
-            if (lapped != 0)
-                for (std::size_t f = 0; f < kTerms; ++f) sm_terms_[sm][f] += lapping_terms[f] * lapped;
+        // Counted by class (the lapping entry's duration and terms): a row kernel's rows alternate between a
+        // few, and the terms are multiplied once per class and SM when flushed, not at every settle.
+        const auto l = static_cast<std::size_t>(lapping_);
+        auto same = [&](const LappedClass& c) { return c.entry == l || laps_with(c.entry); };
+        auto it = std::find_if(lapped_classes_.begin(), lapped_classes_.end(), same);
+        if (it == lapped_classes_.end()) {
+            if (lapped_classes_.size() == kLappedClasses) flush_lapped();
+            lapped_classes_.push_back({l, std::vector<std::int64_t>(static_cast<std::size_t>(sm_count_), 0), 0});
+            it = lapped_classes_.end() - 1;
         }
+        it->by_every_slot += ring_.lapped_by_every_slot();
+        for (std::size_t sm = 0; sm < it->by_sm.size(); ++sm) it->by_sm[sm] += ring_.lapped_by_sm()[sm];
     }
     ring_.clear_lapped();
+}
+
+void GreedyScheduler::flush_lapped() {
+    for (const LappedClass& c : lapped_classes_) {
+        const TermSums& terms = terms_of(c.entry);
+        const std::int64_t by_every_sm = c.by_every_slot * (slots_ / sm_count_);
+        for (std::size_t sm = 0; sm < sm_terms_.size(); ++sm) {
+            const std::int64_t lapped = by_every_sm + c.by_sm[sm];
+            if (lapped != 0)
+                for (std::size_t f = 0; f < kTerms; ++f) sm_terms_[sm][f] += terms[f] * lapped;
+        }
+    }
+    lapped_classes_.clear();
 }
 
 void GreedyScheduler::relative_state(std::vector<Fixed>& relative, Fixed& earliest) const {
