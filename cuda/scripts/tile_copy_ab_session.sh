@@ -10,7 +10,8 @@
 #                 hidden 2048; N = 2048 and 8192, d = 64 and 128, causal and not), PyTorch's flash backend on
 #                 the same problems once;
 #   STEPS=bwd     fa2_bwd_tc in the same setting (--pass bwd).
-# CHECK=0 leaves out cuda-check and compute-sanitizer (they ran in an earlier call on the same tree).
+# CHECK=0 leaves out cuda-check and compute-sanitizer (they ran in an earlier call on the same tree); the
+# sanitizer runs last, after the timings.
 # Everything lands in $OUT/gpu-session.tgz.
 #   OLD=82281d7 STEPS="decode" bash cuda/scripts/tile_copy_ab_session.sh
 set -uo pipefail
@@ -20,7 +21,7 @@ check_algos=fa1_tc,fa2_tc,fa2_tc_tuned,fa2_bwd_tc,flash_decoding
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate peak-rates
 if [[ ${CHECK:-1} != 0 ]]; then
   log "cuda-check $check_algos (while $old builds)"
-  (timeout 330 "$build/cuda/cuda-check" --quiet $(echo "$check_algos" | sed 's/^/--algo /; s/,/ --algo /g') \
+  (timeout 240 "$build/cuda/cuda-check" --quiet $(echo "$check_algos" | sed 's/^/--algo /; s/,/ --algo /g') \
     >"$out/check.txt" 2>&1
   echo "exit $?" >>"$out/check.txt") &
   check_pid=$!
@@ -39,10 +40,6 @@ if [[ ${CHECK:-1} != 0 ]]; then
   wait "$check_pid"
   log "cuda-check done"
   tail -3 "$out/check.txt"
-  log "compute-sanitizer $check_algos"
-  SANITIZE_ALGOS=$check_algos timeout 120 bash cuda/scripts/sanitize.sh "$build" "$out/sanitizer" >"$out/sanitizer.txt" 2>&1
-  echo "exit $?" >>"$out/sanitizer.txt"
-  tail -4 "$out/sanitizer.txt"
 fi
 has() { [[ " $steps " == *" $1 "* ]]; }
 pass() {  # NAME BUILD_DIR
@@ -86,5 +83,11 @@ if has ladder; then
   done
 fi
 has decode && "$build/cuda/peak-rates" --copy >>"$out/copy.txt" 2>&1
+if [[ ${CHECK:-1} != 0 ]]; then
+  log "compute-sanitizer $check_algos"
+  SANITIZE_ALGOS=$check_algos timeout ${SANITIZE_S:-100} bash cuda/scripts/sanitize.sh "$build" "$out/sanitizer" >"$out/sanitizer.txt" 2>&1
+  echo "exit $?" >>"$out/sanitizer.txt"
+  tail -4 "$out/sanitizer.txt"
+fi
 log "done"
 cat "$out/copy.txt" 2>/dev/null
