@@ -77,7 +77,6 @@ namespace {
 constexpr const char* kName = "flash_decoding";
 constexpr int kBr = tile_rules::kFlashDecodingBr;   // query rows per block: 4 warps x 16
 static_assert(kBr == 16 * kFlashWarps && tile_rules::kFlashDecodingWarps == kFlashWarps, "one m16 row block per warp");
-static_assert(tile_rules::kFlashDecodingStages == 2, "the loop below double-buffers");
 
 struct SplitParams {
     const void* Q;
@@ -96,9 +95,11 @@ struct SplitParams {
 };
 
 // G: key groups (tile_rules::flash_decoding_key_groups): warp w owns the 16-row band w % (4 / G) of the Q
-// tile and keys [(w / (4 / G)) * Bc / G, ... + Bc / G) of every K/V tile.
-template <typename T, int D, int G>
-__global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(SplitParams p) {
+// tile and keys [(w / (4 / G)) * Bc / G, ... + Bc / G) of every K/V tile. STAGES: K/V tile buffers
+// (tile_rules::flash_decoding_stages), tiles j + 1 .. j + STAGES - 1 in flight while tile j is used.
+template <typename T, int D, int G, int STAGES>
+__global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDecodingStages ? 2 : 1)
+    flash_decoding_split_kernel(SplitParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
     // devices below 8.0.
@@ -110,6 +111,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
     constexpr int BANDS = kFlashWarps / G;  // 16-row bands per key group
     constexpr int BCW = BC / G;      // keys of each tile per warp
     static_assert(kFlashWarps % G == 0 && BCW % 16 == 0, "whole warps per key group, whole k-steps per slice");
+    static_assert(STAGES >= 2 && (STAGES & (STAGES - 1)) == 0, "a power of two: the stage of tile j is (j - first) % STAGES");
     constexpr int KS_D = D / 16;     // k-steps of S = Q K^T (over the head dim)
     constexpr int NT_S = BCW / 8;    // n-tiles of S (8 keys each)
     constexpr int KS_KV = BCW / 16;  // k-steps of O = P V (over the keys)
@@ -214,19 +216,27 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
         pv_accumulate<T>(o, pf, Vt + (wk0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
     };
 
-    // cp.async groups in issue order: Q with K/V tile `first`, then one group per iteration j holding tile
-    // j + 1 (empty on the last, so that wait<1> always means "tile j has landed").
+    // cp.async groups in issue order: Q with K/V tile `first`, tiles first + 1 .. first + STAGES - 2 one
+    // group each, then one group per iteration j holding tile j + STAGES - 1 (empty groups past the last
+    // tile, so that wait<STAGES - 1> always means "tile j has landed").
     if (first < last) {
         load_tile_async<T, D, kBr, LD, kFlashThreads>(Qs, Qg, q0, q_rows);
         load_kv(first, 0);
         cp_async_commit();
+#pragma unroll
+        for (int s = 1; s < STAGES - 1; ++s) {
+            if (first + s < last) load_kv(first + s, s);
+            cp_async_commit();
+        }
     }
     for (int j = first; j < last; ++j) {
-        const int stage = (j - first) & 1;
-        if (j + 1 < last) load_kv(j + 1, stage ^ 1);  // the barrier ending iteration j - 1 freed that stage
+        const int stage = (j - first) & (STAGES - 1);
+        const int ahead = j + STAGES - 1;
+        // Into the stage of tile j - 1, which the barrier ending iteration j - 1 freed.
+        if (ahead < last) load_kv(ahead, (ahead - first) & (STAGES - 1));
         cp_async_commit();
-        cp_async_wait<1>();  // this thread's copies of tile j (and Q) have landed ...
-        __syncthreads();     // ... and every other thread's
+        cp_async_wait<STAGES - 1>();  // this thread's copies of tile j (and Q) have landed ...
+        __syncthreads();              // ... and every other thread's
         if (j == first && warp_active) {
             // A fragments of the warp's 16 rows (as fa2_tc: matrix i of the x4 is quarter (rows + 8(i & 1),
             // columns + 8(i >> 1)) of each 16 x 16 block).
@@ -258,7 +268,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_decoding_split_kernel(
         // Lane-major (value v of lane at [v * 32 + lane]): conflict-free, and group 0's lane reads what the
         // same lane of the same band wrote, the fragment layouts being the same.
         constexpr int kValues = 4 * NT_O + 4;  // o, then m[2], l[2]
-        static_assert((G - 1) * BANDS * kValues * 32 * sizeof(float) <= 2 * tile_rules::kFlashDecodingStages * BC * LD * sizeof(T),
+        static_assert((G - 1) * BANDS * kValues * 32 * sizeof(float) <= 2 * STAGES * BC * LD * sizeof(T),
                       "the merge fits in the stages");
         float* merge = reinterpret_cast<float*>(stages);
         if (key_group > 0 && warp_active) {
@@ -446,14 +456,19 @@ template <typename T, int D>
 void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& sp, const CombineParams& cp,
                               CudaLaunchInfo& info, cudaStream_t stream) {
     const int key_groups = tile_rules::flash_decoding_key_groups(L.rows);
-    auto split_kernel = key_groups == 4   ? flash_decoding_split_kernel<T, D, 4>
-                        : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2>
-                                          : flash_decoding_split_kernel<T, D, 1>;
+    constexpr int kDeep = tile_rules::kFlashDecodingDeepStages;
+    auto split_kernel =
+        L.stages == kDeep ? (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, kDeep>
+                             : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, kDeep>
+                                               : flash_decoding_split_kernel<T, D, 1, kDeep>)
+                          : (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, 2>
+                             : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, 2>
+                                               : flash_decoding_split_kernel<T, D, 1, 2>);
     CudaKernelLaunch split;
     split.name = "flash_decoding_split";
     split.grid = {static_cast<unsigned>(L.splits * L.q_tiles), static_cast<unsigned>(L.row_heads), 1u};
     split.block_threads = kFlashThreads;
-    split.dynamic_smem_bytes = tile_rules::flash_decoding_smem_bytes(D, static_cast<int>(sizeof(T)));
+    split.dynamic_smem_bytes = tile_rules::flash_decoding_smem_bytes(D, static_cast<int>(sizeof(T)), L.stages);
     split.Br = L.Br;
     split.Bc = L.Bc;
     split.kv_splits = L.splits;
@@ -514,7 +529,10 @@ CudaLaunchInfo run_flash_decoding(const CudaProblem& p, const DeviceTensors& t, 
         throw std::runtime_error(std::string(kName) + " needs compute capability 8.0+ (mma.m16n8k16 bf16); this GPU is " +
                                  std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; use --algo fa2");
     (void)flash_decoding_tiles(p.d, p.dtype, device_smem_per_block());
-    const FlashDecodingLayout L = flash_decoding_layout(p, device_sm_count());
+    FlashDecodingLayout L = flash_decoding_layout(p, device_sm_count());
+    // The deep pipeline only where its shared memory fits (it does on sm_80+ at d <= 128: 156 KB at most).
+    if (tile_rules::flash_decoding_smem_bytes(p.d, static_cast<int>(dtype_bytes(p.dtype)), L.stages) > device_smem_per_block())
+        L.stages = tile_rules::kFlashDecodingStages;
     SplitParams sp{};
     sp.Q = f.Q;
     sp.K = f.K;
@@ -573,6 +591,7 @@ FlashDecodingLayout flash_decoding_layout(const CudaProblem& p, int sm_count) {
                                                             L.kv_tiles);
     L.splits = static_cast<int>(tile_rules::flash_decoding_nonempty_splits(L.kv_tiles, asked));
     L.tiles_per_split = ceil_div(L.kv_tiles, L.splits);
+    L.stages = tile_rules::flash_decoding_stages(static_cast<std::int64_t>(L.splits) * L.q_tiles * L.row_heads, sm_count);
     if (static_cast<long long>(L.splits) * L.q_tiles > std::numeric_limits<int>::max())
         throw std::invalid_argument("kv_splits = " + std::to_string(L.splits) + " with " + std::to_string(L.q_tiles) +
                                     " Q tiles is too many blocks: at most 2^31 - 1 per row head. Fix: pass fewer kv_splits");

@@ -139,6 +139,7 @@ struct FlashDecodingLayout {
     int kv_tiles = 0;         // ceil(Nk / Bc)
     int splits = 0;           // S: split s takes K/V tiles [s * tiles_per_split, (s + 1) * tiles_per_split)
     int tiles_per_split = 0;  // ceil(kv_tiles / S)
+    int stages = 0;           // K/V tile buffers of the split kernel (tile_rules::flash_decoding_stages)
 };
 FlashDecodingLayout flash_decoding_layout(const CudaProblem& p, int sm_count);
 

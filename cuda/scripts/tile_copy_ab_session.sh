@@ -3,7 +3,7 @@
 # (load_tile_async, kernels/mma_fragments.cuh), timed in the same call. Builds cuda-check, fa-validate and
 # peak-rates from this tree and fa-validate from commit OLD (a git worktree, built while cuda-check runs),
 # checks every kernel that copies tiles with load_tile_async against fp64 (cuda-check) and under
-# compute-sanitizer, then times old, new, old, new:
+# compute-sanitizer, then times old, new, then decoding again, old, new:
 #   STEPS=decode  FlashDecoding at batch 1 and 8 (32 query heads over 32, 8 and 1 K/V heads, d = 128, fp16,
 #                 16k-128k keys), the copy rate beside it;
 #   STEPS=ladder  fa2_tc, fa2_tc_tuned and fa1_tc in the FA2 paper's setting (fp16, batch x N = 16k tokens,
@@ -13,11 +13,12 @@
 # CHECK=0 leaves out cuda-check and compute-sanitizer (they ran in an earlier call on the same tree); the
 # sanitizer runs last, after the timings.
 # Everything lands in $OUT/gpu-session.tgz.
+# CHECK_ALGOS narrows cuda-check and compute-sanitizer (default: all five kernels).
 #   OLD=82281d7 STEPS="decode" bash cuda/scripts/tile_copy_ab_session.sh
 set -uo pipefail
 old=${OLD:?the commit to compare with}
 steps=${STEPS:-decode ladder bwd}
-check_algos=fa1_tc,fa2_tc,fa2_tc_tuned,fa2_bwd_tc,flash_decoding
+check_algos=${CHECK_ALGOS:-fa1_tc,fa2_tc,fa2_tc_tuned,fa2_bwd_tc,flash_decoding}
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate peak-rates
 if [[ ${CHECK:-1} != 0 ]]; then
   log "cuda-check $check_algos (while $old builds)"
@@ -42,8 +43,8 @@ if [[ ${CHECK:-1} != 0 ]]; then
   tail -3 "$out/check.txt"
 fi
 has() { [[ " $steps " == *" $1 "* ]]; }
-pass() {  # NAME BUILD_DIR
-  local name=$1 dir=$2
+pass() {  # NAME BUILD_DIR [STEPS of this pass, default all]
+  local name=$1 dir=$2 steps=${3:-$steps}
   if has decode; then
     log "decode $name"
     "$dir/cuda/validate/fa-validate" --grid decode --algo flash_decoding --batches 1,8 --kv-heads 32,8,1 \
@@ -70,8 +71,9 @@ pass() {  # NAME BUILD_DIR
 has decode && "$build/cuda/peak-rates" --copy >"$out/copy.txt" 2>&1
 pass old_1 /tmp/old_tree/build-gpu
 pass new_1 "$build"
-pass old_2 /tmp/old_tree/build-gpu
-pass new_2 "$build"
+# The second round times decoding only: the compute-bound kernels move by 1% or less between rounds.
+pass old_2 /tmp/old_tree/build-gpu decode
+pass new_2 "$build" decode
 if has ladder; then
   log "PyTorch flash"
   for d in 64 128; do

@@ -85,11 +85,19 @@ inline constexpr int kFlashDecodingBr = 64;
 inline constexpr int kFlashDecodingWarps = 4;
 inline constexpr int kFlashDecodingPad = 8;     // elements per shared-memory row (16 bytes: conflict-free ldmatrix)
 inline constexpr int kFlashDecodingStages = 2;  // K/V tile buffers: tile j + 1 is copied while tile j is used
+// When the whole grid fits one block per SM (batch-1 decoding with few K/V heads: MQA's 114-128 splits),
+// the second block per SM the two stages leave room for is never used, and each SM streams one tile at a
+// time: the split kernel then keeps three tiles in flight in four stages (one block per SM).
+inline constexpr int kFlashDecodingDeepStages = 4;
 FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 128 : d <= 128 ? 64 : 32; }
+// K/V stages of a split kernel of `blocks` blocks on `sm_count` SMs.
+FASIM_HD constexpr int flash_decoding_stages(std::int64_t blocks, std::int64_t sm_count) {
+    return blocks <= sm_count ? kFlashDecodingDeepStages : kFlashDecodingStages;
+}
 // Its dynamic shared memory, as the kernel carves it: the Q tile, then per stage a K and a V tile, rows of
 // d + 8 elements in the storage dtype.
-FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes) {
-    return static_cast<std::size_t>(kFlashDecodingBr + 2 * kFlashDecodingStages * flash_decoding_bc(d)) *
+FASIM_HD constexpr std::size_t flash_decoding_smem_bytes(int d, int elem_bytes, int stages = kFlashDecodingStages) {
+    return static_cast<std::size_t>(kFlashDecodingBr + 2 * stages * flash_decoding_bc(d)) *
            static_cast<std::size_t>(d + kFlashDecodingPad) * static_cast<std::size_t>(elem_bytes);
 }
 // Warps of a split block that share each K/V tile's keys: with few query rows (one, or a packed group of
