@@ -90,6 +90,9 @@ struct CudaKernelLaunch {
     int q_splits = 0;  // fa1_tc: blocks per batch*head (grid.x), each visiting every q_splits-th Q tile
     int kv_splits = 0; // flash_decoding's split kernel: splits of the keys per row head and Q tile
     int registers_per_thread = 0;  // flash kernels: what ptxas allocated (0 where not recorded)
+    // Its cp.async tile copies take one address per whole tile (kernels/mma_fragments.cuh, TileAddresses);
+    // false: per 16-byte chunk, or no such copies.
+    bool one_address_per_tile = false;
 };
 
 struct CudaLaunchInfo {

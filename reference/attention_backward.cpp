@@ -69,8 +69,10 @@ AttentionGradients gradient_term_sizes(const Matrix& Q, const Matrix& K, const M
     const AttentionResult exact = exact_attention(Q, K, V, options);
     const double scale = std::abs(softmax_scale(Q.cols(), options));
     const Matrix P = probabilities(Q, K, options, exact);
-    const Matrix dP = (dO * V.transpose()).cwiseAbs();
-    const Vector D = (dO.array() * exact.O.array()).rowwise().sum().matrix().cwiseAbs();
+    // dP and D as sums of their terms' absolute values: a sum rounds by the size of its terms, not of its
+    // result (D - dP cancels to 0 with one key, and largely with random dO).
+    const Matrix dP = dO.cwiseAbs() * V.cwiseAbs().transpose();
+    const Vector D = (dO.cwiseAbs().array() * exact.O.cwiseAbs().array()).rowwise().sum().matrix();
     const Matrix dS = (P.array() * (dP.colwise() + D).array()).matrix();
     return {scale * dS * K.cwiseAbs(), scale * dS.transpose() * Q.cwiseAbs(), P.transpose() * dO.cwiseAbs()};
 }

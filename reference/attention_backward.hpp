@@ -48,8 +48,9 @@ GradientCheck check_gradient(const Matrix& G_alg, const Matrix& G_exact, const M
                              DType dtype, double term_size = 0);
 
 // The gradients with every term taken by its absolute value, in float64: dQ = scale |dS| |K|,
-// dK = scale |dS|^T |Q|, dV = P^T |dO| with |dS| = P o (|dP| + |D|). The sizes the rounding errors of
-// the sums scale with.
+// dK = scale |dS|^T |Q|, dV = P^T |dO| with |dS| = P o (|dO| |V|^T + rowsum(|dO| o |O|)), dP = dO V^T and
+// D = rowsum(dO o O) summed term by term in absolute value too. The sizes the rounding errors of the sums
+// scale with.
 AttentionGradients gradient_term_sizes(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
                                        const AttentionOptions& options = {});
 // A_max above.

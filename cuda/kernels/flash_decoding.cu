@@ -146,12 +146,14 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
 
     // K_j and V_j into one stage, keys past Nk zero-filled (they are masked).
     // .L2::128B: each 16-byte copy also asks L2 for its whole 128-byte line (see the top of the file).
+    // One address per whole tile (kernels/mma_fragments.cuh, TileAddresses).
     constexpr int kPrefetch = 128;
+    constexpr TileAddresses kOnePerTile = TileAddresses::one_per_tile;
     auto load_kv = [&](int j, int stage) {
         const int k0 = j * BC;
         T* Kt = stages + 2 * stage * BC * LD;
-        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch>(Kt, Kg, k0, imin(BC, p.Nk - k0));
-        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt, Kg, k0, imin(BC, p.Nk - k0));
+        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
     };
 
     float o[NT_O][4];  // O accumulator: o[nt] = C fragment of rows g, g+8, columns 8nt + 2t, 8nt + 2t + 1
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
     // group each, then one group per iteration j holding tile j + STAGES - 1 (empty groups past the last
     // tile, so that wait<STAGES - 1> always means "tile j has landed").
     if (first < last) {
-        load_tile_async<T, D, kBr, LD, kFlashThreads>(Qs, Qg, q0, q_rows);
+        load_tile_async<T, D, kBr, LD, kFlashThreads, 0, kOnePerTile>(Qs, Qg, q0, q_rows);
         load_kv(first, 0);
         cp_async_commit();
 #pragma unroll
@@ -475,6 +477,7 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.registers_per_thread =
         launch_kernel(split.name.c_str(), split_kernel, dim3(split.grid[0], split.grid[1]),
                       dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
+    split.one_address_per_tile = true;  // load_kv and the Q tile
     info.kernels.push_back(split);
     if (L.splits == 1) return;
     CudaKernelLaunch combine;

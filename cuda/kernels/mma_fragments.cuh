@@ -8,9 +8,10 @@
 //                                  valid = false writes 16 zero bytes instead (reads nothing)
 //   cp_async_commit()              closes the current group of cp.async copies
 //   cp_async_wait<n>()             waits until at most n of this thread's groups are still in flight
-//   load_tile_async<T, D, ROWS, LD, THREADS[, P]>(dst, head, row0, nvalid)
+//   load_tile_async<T, D, ROWS, LD, THREADS[, P, A]>(dst, head, row0, nvalid)
 //                                  a ROWS x D tile of a row-major matrix into shared memory (row
-//                                  stride LD) by cp_async_16, rows past nvalid zero-filled
+//                                  stride LD) by cp_async_16, rows past nvalid zero-filled;
+//                                  A = TileAddresses::per_chunk or one_per_tile (below)
 //   fast_exp2(x)                   2^x with one ex2.approx.ftz (common/fast_math.cuh, included here)
 //   ldmatrix_x4(r, p)              four 8x8 b16 matrices shared -> registers (layout below)
 //   ldmatrix_x4_trans(r, p)        the same, each matrix transposed
@@ -76,29 +77,42 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// How a tile copy forms its addresses. per_chunk: each 16-byte copy computes its own source address
+// and clamps it for rows past the end (about 12 instructions per LDGSTS in fa2_tc, sm_90). one_per_tile:
+// a whole tile (every tile but a sequence's last) takes one source and one destination address per
+// thread, each copy adding an offset known at compile time (about 2 per LDGSTS and 16 per tile: the
+// address, the whole-tile test, 64-bit offsets past the LDGSTS immediate's reach); a partial tile still
+// goes per chunk. Which one a kernel uses was measured, not assumed (cuda/results/2026-11-30-h200-tile-copies):
+// one_per_tile freed fa2_tc's d = 128 kernel of its register spills (40 bytes under its 168-register
+// launch bounds) and made it 9-12% faster, FlashDecoding 0-3%; fa1_tc (d = 64), fa2_tc_tuned and the
+// backward ran 1-3% slower with it (fuller register files, other schedules), so they copy per chunk.
+enum class TileAddresses { per_chunk, one_per_tile };
+
 // Starts copying rows [row0, row0 + ROWS) of a row-major [rows][D] matrix (one head's) into a
 // shared tile of row stride LD; tile rows r >= nvalid are zero-filled. All THREADS threads of the
 // block take part, consecutive threads on consecutive 16-byte chunks (coalesced). Completes at
 // cp_async_wait.
-template <typename T, int D, int ROWS, int LD, int THREADS, int L2_PREFETCH = 0>
+template <typename T, int D, int ROWS, int LD, int THREADS, int L2_PREFETCH = 0,
+          TileAddresses ADDRESSES = TileAddresses::per_chunk>
 __device__ __forceinline__ void load_tile_async(T* dst, const T* head, int row0, int nvalid) {
     constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte chunks per row
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));         // elements per chunk
     static_assert(ROWS * kChunks % THREADS == 0, "every thread copies the same number of chunks");
-    static_assert(THREADS % kChunks == 0, "a thread keeps one column of chunks");
-    if (nvalid >= ROWS) {
-        // A whole tile (every tile but a sequence's last): the thread's chunks are one column, kRowStep rows
-        // apart, so one source and one destination address serve them all, each copy adding an offset
-        // known at compile time. The general path below computes and clamps an address per chunk: 12
-        // instructions for each LDGSTS in fa2_tc, where this one issues about 1.5.
-        constexpr int kRowStep = THREADS / kChunks;
-        const int r = static_cast<int>(threadIdx.x) / kChunks;
-        const int c = (static_cast<int>(threadIdx.x) % kChunks) * kVec;
-        const T* src = head + static_cast<long long>(row0 + r) * D + c;
-        T* to = dst + r * LD + c;
+    if constexpr (ADDRESSES == TileAddresses::one_per_tile) {
+        if (nvalid >= ROWS) {
+            // The thread's chunks are one column of the tile, kRowStep rows apart (the per-chunk path's
+            // assignment: chunk q = threadIdx.x + it * THREADS).
+            static_assert(THREADS % kChunks == 0, "a thread keeps one column of chunks");
+            constexpr int kRowStep = THREADS / kChunks;
+            const int r = static_cast<int>(threadIdx.x) / kChunks;
+            const int c = (static_cast<int>(threadIdx.x) % kChunks) * kVec;
+            const T* src = head + static_cast<long long>(row0 + r) * D + c;
+            T* to = dst + r * LD + c;
 #pragma unroll
-        for (int it = 0; it < ROWS / kRowStep; ++it) cp_async_16<L2_PREFETCH>(to + it * kRowStep * LD, src + it * kRowStep * D, true);
-        return;
+            for (int it = 0; it < ROWS / kRowStep; ++it)
+                cp_async_16<L2_PREFETCH>(to + it * kRowStep * LD, src + it * kRowStep * D, true);
+            return;
+        }
     }
 #pragma unroll
     for (int it = 0; it < ROWS * kChunks / THREADS; ++it) {

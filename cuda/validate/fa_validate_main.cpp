@@ -118,7 +118,7 @@ AlgorithmResult predict(const KernelVariant& k, const Config& c, int B, int H, c
     MeasuredLaunch recorded;
     if (const CudaKernelLaunch* main = main_launch(launch))
         recorded = {main->Br,         main->Bc, main->q_splits, main->registers_per_thread, main->block_threads / 32,
-                    static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits};
+                    static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits, main->one_address_per_tile};
     const AttentionProblem p = sim_problem(c, B, H);
     const KernelSetup s = kernel_setup(k, p, gpu, recorded);
     return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
@@ -298,6 +298,7 @@ json launches_json(const CudaLaunchInfo& launch) {
         if (l.q_splits > 0) launches.back()["q_splits"] = l.q_splits;
         if (l.kv_splits > 0) launches.back()["kv_splits"] = l.kv_splits;
         if (l.registers_per_thread > 0) launches.back()["registers_per_thread"] = l.registers_per_thread;
+        if (l.one_address_per_tile) launches.back()["tile_addresses"] = "one_per_tile";
     }
     return launches;
 }
@@ -520,7 +521,7 @@ DecodeOutcome run_decode_config(const DecodeConfig& c, const RepeatedRandom& q_v
         MeasuredLaunch recorded;
         if (const CudaKernelLaunch* main = main_launch(o.launch))
             recorded = {main->Br, main->Bc, main->q_splits, main->registers_per_thread, main->block_threads / 32,
-                        static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits};
+                        static_cast<std::int64_t>(main->dynamic_smem_bytes), main->kv_splits, main->one_address_per_tile};
         AttentionProblem sp;
         sp.batch = c.B;
         sp.heads = c.H;

@@ -46,6 +46,7 @@ TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const 
     if (req.Bc) check_tile_arg("Bc", *req.Bc);
     TileConfig c = algo.choose_tiles(p, gpu, req);
     c.heaviest_first = req.heaviest_first;
+    c.one_address_per_tile = req.one_address_per_tile;
     c.smem_bytes = algo.smem_bytes(p, c.Br, c.Bc, c);
     if (c.smem_bytes > gpu.smem_per_block_bytes)
         throw usage_error(std::string(algo.id) + " with d=" + std::to_string(p.d) + " " + dtype_name(p.dtype) + " needs " +

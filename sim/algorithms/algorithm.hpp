@@ -68,6 +68,9 @@ struct TileRequest {                 // what the user asked for (--Br/--Bc/--mat
     // FA2 with the causal mask: each head's Q tiles launched last first, the heaviest first (the kernel
     // being modelled does so: the kernel catalog's causal_heaviest_first). false: in order, lightest first.
     bool heaviest_first = false;
+    // The kernel being modelled copies whole tiles with one address per thread (the kernel catalog's
+    // one_address_per_tile): fewer instructions per copy (kernels/issue_costs.hpp).
+    bool one_address_per_tile = false;
 };
 
 // Tile sizes a program runs with, and why they were chosen.
@@ -90,6 +93,7 @@ struct TileConfig {
     int registers_per_thread = 0;        // TileRequest::registers_per_thread, checked against the GPU
     std::int64_t launched_smem_bytes = 0;  // TileRequest::launched_smem_bytes, checked against the GPU
     bool heaviest_first = false;         // TileRequest::heaviest_first
+    bool one_address_per_tile = false;   // TileRequest::one_address_per_tile
     std::vector<std::string> reasons;    // how Br/Bc were chosen, for the report
 };
 

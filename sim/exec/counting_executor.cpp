@@ -87,7 +87,8 @@ public:
     CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2)
         : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols),
           warp_rows_(execution.instruction == MatrixInstruction::mma_sync ? execution.warp_rows : 0),
-          key_groups_(warp_rows_ > 0 ? std::max<std::int64_t>(1, execution.key_groups) : 1), rec_(record), l2_(l2) {}
+          key_groups_(warp_rows_ > 0 ? std::max<std::int64_t>(1, execution.key_groups) : 1),
+          one_address_per_tile_(execution.one_address_per_tile), rec_(record), l2_(l2) {}
 
     BlockWork work;
     std::int64_t smem_peak = 0, reg_peak = 0;
@@ -215,7 +216,7 @@ public:
         if (!product_seen_) loads_before_product_ += bytes;
         if (to == Space::Shared) smem_write(bytes);
         if (to == Space::Registers) work.thread_instructions += issue_cost::register_load(bytes);
-        else shared_instructions(issue_cost::async_copy(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_)));
+        else shared_instructions(copy_instructions(bytes) + (t.row_statistic ? 0 : issue_cost::tile_sync(warps_)));
         if (t.row_statistic) return make(r.ncols, 1, t.elem_bytes, to, false, true);
         const bool padded = to == Space::Shared && lanes_.pads(t.name);
         return make(r.nrows, r.ncols, t.elem_bytes, to, padded);
@@ -493,6 +494,9 @@ private:
         work.sfu_ops += c.sfu;
     }
     std::int64_t threads() const { return 32 * static_cast<std::int64_t>(warps_); }
+    std::int64_t copy_instructions(std::int64_t bytes) const {
+        return one_address_per_tile_ ? issue_cost::async_copy_one_address_per_tile(bytes, warps_) : issue_cost::async_copy(bytes);
+    }
     std::int64_t lanes_per_row(std::int64_t rows) const { return issue_cost::lanes_per_row(rows, threads()); }
     std::int64_t row_reduce_instructions(const Tile& S) const {
         return issue_cost::row_reduce(executed_elements(S), executed_rows(S), tiles_[static_cast<std::size_t>(S.id())].warps_holding_rows);
@@ -527,6 +531,7 @@ private:
     std::int64_t gather_warp_cols_ = 0;
     std::int64_t warp_rows_ = 0;
     std::int64_t key_groups_ = 1;  // KernelExecution::key_groups
+    bool one_address_per_tile_ = false;  // KernelExecution::one_address_per_tile
     KernelRecord* rec_;
     L2Model* l2_;
     std::vector<TileInfo> tiles_;

@@ -78,9 +78,18 @@ inline std::int64_t round_to_storage(std::int64_t elems) { return elems / 2; }
 inline std::int64_t mask(std::int64_t elems) { return 3 * elems; }
 
 // Global -> shared tile copy with cp.async (LDGSTS.128, 16 bytes per lane) and its address and
-// bounds arithmetic: fa2_tc issues 96 instructions for the 8 LDGSTS that copy V_j and K_{j+1}
-// per warp (LEA, SEL, IADD3, IMAD: row clamps for ragged tiles, the padded row stride): 12 each.
+// bounds arithmetic, per chunk (cuda/kernels/mma_fragments.cuh, TileAddresses::per_chunk): fa2_tc
+// issued 96 instructions for the 8 LDGSTS that copied V_j and K_{j+1} per warp (LEA, SEL, IADD3, IMAD:
+// row clamps for ragged tiles, the padded row stride): 12 each.
 inline std::int64_t async_copy(std::int64_t bytes) { return 12 * (bytes / 16); }
+
+// The same copy with one address per whole tile (TileAddresses::one_per_tile: fa2_tc, FlashDecoding's
+// split kernel): per warp 16 instructions (the thread's source and destination, the whole-tile test and
+// branch, 64-bit offsets where they pass the LDGSTS immediate) and 2 per LDGSTS. fa2_tc: 23 and 26 for
+// its K and V tiles of 4 LDGSTS per thread at d = 64; FlashDecoding at d = 128: 33 per tile of 8.
+inline std::int64_t async_copy_one_address_per_tile(std::int64_t bytes, std::int64_t warps) {
+    return 2 * (bytes / 16) + 16 * kLanes * warps;
+}
 
 // The barrier that publishes a copied tile to the block and the loop bookkeeping around it
 // (BAR.SYNC, DEPBAR for the cp.async wait, WARPSYNC, the tile counter, the branch): fa2_tc spends

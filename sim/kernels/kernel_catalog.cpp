@@ -10,10 +10,11 @@ namespace fasim {
 namespace {
 
 // Registers of fa-sim's tensor-core kernels as ptxas allocates them for sm_90 (nvcc 13.0), recorded by
-// fa-validate: cuda/results/2026-11-25-h200/validate_half.json ("launches"). PyTorch 2.11's
+// fa-validate: cuda/results/2026-11-25-h200/validate_half.json ("launches"); fa2_tc at d = 64 since its copies
+// take one address per tile, cuda/results/2026-11-30-h200-tile-copies-b ("launches"). PyTorch 2.11's
 // flash_fwd_kernel on sm_90: ncu launch__registers_per_thread (cuda/results/2026-11-25-h200/profile*/
 // raw_torch_flash.csv).
-constexpr std::array<int, 2> kFa2TcRegisters{158, 168};
+constexpr std::array<int, 2> kFa2TcRegisters{156, 168};
 constexpr std::array<int, 2> kFa1TcRegisters{96, 140};
 constexpr std::array<int, 2> kTorchFlashRegisters{255, 255};
 // fa2_bwd_tc (fp16; bf16 takes 230 at d = 64), ptxas for sm_90 (nvcc 13.0).
@@ -23,8 +24,9 @@ constexpr std::array<int, 2> kFa2TcTunedRegisters{255, 255};
 // fa2_wgmma at launch (ptxas for sm_90a, nvcc 13.0): 168 = 65536 / 384 threads, the most one block of three
 // warpgroups may start with; setmaxnreg then moves the producer's to the consumers (24 and 240 per thread).
 constexpr std::array<int, 2> kFa2WgmmaRegisters{168, 168};
-// flash_decoding's split kernel (fp16 and bf16 alike), ptxas for sm_90 (nvcc 13.0, cuobjdump --dump-resource-usage).
-constexpr std::array<int, 2> kFlashDecodingRegisters{254, 227};
+// flash_decoding's split kernel with one key group (fp16 and bf16 alike), ptxas for sm_90 (nvcc 13.0, cuobjdump
+// --dump-resource-usage).
+constexpr std::array<int, 2> kFlashDecodingRegisters{254, 235};
 
 constexpr std::array<int, 3> kTensorCoreHeadDims{64, 128, 0};
 constexpr std::array<int, 3> kTorchHeadDims{64, 128, 0};  // the head dims this repository has timed it at
@@ -84,7 +86,8 @@ constexpr KernelVariant kCatalog[] = {
      .head_dims = kTensorCoreHeadDims,
      .min_compute_capability = 80,
      .registers = kFa2TcRegisters,
-     .calibration = Calibration::mma_sync_warp},
+     .calibration = Calibration::mma_sync_warp,
+     .one_address_per_tile = true},
     {.name = "fa2_tc_tuned",
      .algorithm = "fa2",
      .what = "FlashAttention-2 on the tensor cores (mma.sync), tuned: 128-row Q tiles (32 rows per warp), "
@@ -126,7 +129,8 @@ constexpr KernelVariant kCatalog[] = {
      .min_compute_capability = 80,
      .grouped_kv = true,
      .registers = kFlashDecodingRegisters,
-     .calibration = Calibration::mma_sync_warp},
+     .calibration = Calibration::mma_sync_warp,
+     .one_address_per_tile = true},
     {.name = "standard_cublas_bwd",
      .algorithm = "standard_bwd",
      .what = "standard attention's backward: four cuBLAS GEMMs (dV = P^T dO, dP = dO V^T, dQ, dK) and fa-sim's "

@@ -75,6 +75,9 @@ struct KernelVariant {
     // With the causal mask, each head's Q tiles are launched last first: the heaviest first, so that the
     // lightest fill the tail of the grid (FA2 forward kernels; PyTorch's flash launches them in order).
     bool causal_heaviest_first = false;
+    // Its cp.async tile copies take one address per whole tile, not one per 16-byte chunk
+    // (cuda/kernels/mma_fragments.cuh, TileAddresses; the instruction counts of kernels/issue_costs.hpp).
+    bool one_address_per_tile = false;
     // A backward kernel: the forward kernel whose outputs it reads (O and LSE, or P); cuda-check and
     // fa-validate run that one first. Empty for a forward kernel.
     std::string_view forward_kernel{};

@@ -59,8 +59,10 @@ std::int64_t warp_row_band(std::int64_t Br, int warps) {
 }  // namespace
 
 ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConfig& tiles) {
-    return [p, scores = tiles.scores, matmul = tiles.matmul, Br = tiles.Br, Bc = tiles.Bc](const KernelDesc& k) {
+    return [p, scores = tiles.scores, matmul = tiles.matmul, Br = tiles.Br, Bc = tiles.Bc,
+            one_address_per_tile = tiles.one_address_per_tile](const KernelDesc& k) {
         KernelExecution e;
+        e.one_address_per_tile = one_address_per_tile;
         if (k.name == "fa2_forward" || k.name == "flash_decoding_split") {
             e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
             if (scores == Space::Registers) e.warp_rows = warp_row_band(Br, k.warps);

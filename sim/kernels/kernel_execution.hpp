@@ -92,6 +92,10 @@ struct KernelExecution {
     // the row bands (FlashDecoding's split kernel with few rows, tile_rules::flash_decoding_key_groups),
     // so bands x groups warps compute. Their end-of-block merge (a few kB of shared memory) is not counted.
     std::int64_t key_groups = 1;
+    // Its cp.async tile copies take one address per whole tile (kernels/issue_costs.hpp,
+    // async_copy_one_address_per_tile), not one per 16-byte chunk: the kernel catalog's
+    // one_address_per_tile, through TileConfig.
+    bool one_address_per_tile = false;
 };
 
 // A kernel's model, by the kernel the program launches.

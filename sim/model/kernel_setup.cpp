@@ -30,6 +30,7 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
     l.warps = static_cast<int>(integer("threads") / 32);
     l.smem_bytes = integer("dynamic_smem_bytes");
     l.kv_splits = integer("kv_splits");
+    l.one_address_per_tile = main.value("tile_addresses", std::string{}) == "one_per_tile";
     return l;
 }
 
@@ -69,6 +70,8 @@ KernelSetup kernel_setup(const KernelVariant& k, const AttentionProblem& p, cons
     TileRequest& req = s.tiles;
     req.matmul = k.matmul;
     req.heaviest_first = k.causal_heaviest_first;
+    // A run's record says how its kernel copied; without one (fa-sim --kernel, PyTorch's), the catalog.
+    req.one_address_per_tile = recorded.recorded() ? recorded.one_address_per_tile : k.one_address_per_tile;
     if (!s.algorithm->tunable_tiles) return s;  // standard attention: the GEMM tiles follow req.matmul
     if (recorded.Br > 0 && recorded.Bc > 0) {
         req.Br = recorded.Br;

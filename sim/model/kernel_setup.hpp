@@ -26,6 +26,9 @@ struct MeasuredLaunch {
     std::int64_t smem_bytes = 0;   // dynamic shared memory per block it launched with
     std::int64_t kv_splits = 0;    // flash_decoding: splits of the keys it ran (a launch choice, not the compiled
                                    // kernel's: the catalog's registers still apply)
+    // Its tile copies took one address per whole tile ("tile_addresses": "one_per_tile"); a run without the
+    // key copied per chunk (every kernel did before 2026-11-30).
+    bool one_address_per_tile = false;
     bool recorded() const { return Br > 0 || Bc > 0 || q_splits > 0 || registers_per_thread > 0; }
 };
 

@@ -173,7 +173,8 @@ TEST_CASE("the simulator and the launchers pick the same tiles on every preset, 
 
 // FlashDecoding's launcher and the simulator's model of it lay decode problems out alike on every GPU
 // preset: the packed rows of a group, the tiles, the splits of the keys (the heuristic, or kv_splits
-// rounded to the splits that hold tiles), the split kernel's grid and whether a combine kernel runs; and a
+// rounded to the splits that hold tiles), the split kernel's grid and whether a combine kernel runs (and
+// the launcher's K/V stages: four when the grid fits one block per SM); and a
 // measured run's recorded split count is what the model then runs. (The combine kernel launches a block
 // per row where the program has one per Q tile: flash_decoding.cu says why.)
 TEST_CASE("flash_decoding: the launcher's rows, tiles, splits and grids are the simulator's", "[catalog][tiles][decoding]") {
@@ -189,7 +190,7 @@ TEST_CASE("flash_decoding: the launcher's rows, tiles, splits and grids are the 
         {2, 8, 1, 3, 1000, 64, true, 0},      {1, 8, 8, 100, 77, 128, false, 0},  {2, 8, 2, 1, 4097, 128, false, 7},
         {1, 8, 8, 64, 1000, 64, true, 6},     {2, 8, 1, 3, 4097, 128, true, 65},  {1, 4, 4, 1, 1, 128, false, 0},
     };
-    int compared = 0;
+    int compared = 0, deep = 0;
     for (const fasim::GpuSpec& gpu : fasim::gpu_presets()) {
         if (gpu.compute_capability < k.min_compute_capability) continue;
         for (const Shape& sh : shapes) {
@@ -220,10 +221,19 @@ TEST_CASE("flash_decoding: the launcher's rows, tiles, splits and grids are the 
             CHECK(L.packed == (sh.N == 1 && sh.KV < sh.H));
             CHECK(static_cast<long long>(L.row_heads) * L.rows == static_cast<long long>(sh.B) * sh.H * sh.N);
             CHECK((L.splits - 1) * L.tiles_per_split < L.kv_tiles);  // every split holds a K/V tile
+            // Four K/V stages when the split kernel's grid fits one block per SM, else two.
+            const long long blocks = static_cast<long long>(L.splits) * L.q_tiles * L.row_heads;
+            CHECK(L.stages == (blocks <= gpu.sm_count ? 4 : 2));
+            if (L.stages == 4) ++deep;
             ++compared;
         }
     }
     CHECK(compared >= 4 * 12);
+    CHECK(deep > 0);
+    // The deep pipeline's shared memory (153 KB at d = 128) fits the A100's 163 KB and Hopper's 227 KB per
+    // block; where it does not (the L4's 99 KB) the launcher keeps two stages.
+    CHECK(fasim::tile_rules::flash_decoding_smem_bytes(128, 2, 4) == (64 + 2 * 4 * 64) * (128 + 8) * 2);
+    CHECK(fasim::tile_rules::flash_decoding_smem_bytes(128, 2, 4) <= 163 * 1024);  // the A100's 163 KB per block
     // A split count with more splits than K/V tiles is refused, naming the range.
     CHECK_THROWS_WITH(flash_decoding_layout(fasim::CudaProblem{1, 8, 1, 100, 128, DType::fp16, false, 8, 3}, 132),
                       Catch::Contains("kv_splits = 3 is out of range for Nk = 100") && Catch::Contains("1..2"));

@@ -2216,3 +2216,132 @@ TEST_CASE("PyTorch's math backend: the kernels torch 2.11 profiled, forward and 
         for (const double x : groups[g].e) CHECK((x > groups[g].lo && x < groups[g].hi));
     }
 }
+
+namespace {
+// Measured time of each result of fa-validate files, by (algo, d, N, causal) or, for the decode grid, by
+// (algo, batch, K/V heads, Nk): min over the files given (one per pass). The rows point into `docs`.
+using TimedRows = std::map<std::tuple<std::string, int, int, int>, const json*>;
+TimedRows rows_by_shape(const std::vector<json>& docs, bool decode) {
+    TimedRows out;
+    for (const json& doc : docs)
+        for (const json& r : doc.at("results")) {
+            const auto key = decode ? std::tuple{r.at("algo").get<std::string>(), r.at("batch").get<int>(), r.at("kv_heads").get<int>(),
+                                                 r.at("Nk").get<int>()}
+                                    : std::tuple{r.at("algo").get<std::string>(), r.at("d").get<int>(), r.at("N").get<int>(),
+                                                 static_cast<int>(r.at("causal").get<bool>())};
+            auto it = out.find(key);
+            if (it == out.end() || r.at("measured_s").get<double>() < it->second->at("measured_s").get<double>()) out[key] = &r;
+        }
+    return out;
+}
+double seconds(const json* r) { return r->at("measured_s").get<double>(); }
+
+// fa-sim's prediction of a result whose kernel copied whole tiles with one address per thread, run by an
+// fa-validate that did not yet record it ("tile_addresses": cuda/results/2026-11-30-h200-tile-copies*).
+double predicted_one_address_per_tile(const json& r, const GpuSpec& gpu) {
+    AttentionProblem p;
+    p.batch = r.at("batch");
+    p.heads = r.at("heads");
+    p.N = r.at("N");
+    p.Nk = r.at("Nk");
+    p.d = r.at("d");
+    p.dtype = *parse_dtype(r.at("dtype").get<std::string>());
+    p.causal = r.at("causal");
+    if (r.contains("kv_heads")) p.kv_heads = r.at("kv_heads");
+    KernelSetup s = kernel_setup(*find_kernel(r.at("algo").get<std::string>()), p, gpu, measured_launch(r));
+    s.tiles.one_address_per_tile = true;
+    return simulate(*s.algorithm, p, gpu, s.tiles, s.options).time_s;
+}
+}  // namespace
+
+TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_tc 9-12% faster at d = 128, its spills gone, "
+          "FlashDecoding's batch-1 MQA 3% faster with four stages, fa1_tc, fa2_tc_tuned and the backward 1-3% slower with "
+          "them (kept per chunk), and the model, counting the copies, predicts every decode shape within 10%, batch-1 MQA "
+          "within 6%",
+          "[hardware][decode][time]") {
+    const GpuSpec gpu = find_gpu_preset("H200");
+    // Call a (the copies alone, c359e2c): cuda-check of the five kernels that copy with load_tile_async. Its one
+    // failure is fa2_bwd_tc's bf16 case with one query and one key, where dQ = 0 and the kernel's fp32 D and dP
+    // differ in summation order: the floor then followed |dP| + |D|, now the sums of their terms' absolute
+    // values (reference/attention_backward.cpp), which that difference is well inside.
+    const std::string a = kResults + "2026-11-30-h200-tile-copies/";
+    CHECK(read_text(a + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const std::string check_a = read_text(a + "check.txt");
+    CHECK(check_a.find("2081 passed, 1 failed") != std::string::npos);
+    CHECK(check_a.find("fa2_bwd_tc       bf16   2   8   8     1     1   64 yes    64x128        -  3.539e-07  2.959e-07  "
+                       "0.000e+00   1.196         -  1.978e-06  FAIL  dQ out of tolerance in head 12") != std::string::npos);
+    check_sanitizer_clean(read_text(a + "sanitizer.txt"));
+    const std::vector<json> old_a_docs{load(a + "decode_old_1.json"), load(a + "decode_old_2.json")};
+    const std::vector<json> new_a_docs{load(a + "decode_new_1.json"), load(a + "decode_new_2.json")};
+    const TimedRows old_a = rows_by_shape(old_a_docs, true), new_a = rows_by_shape(new_a_docs, true);
+    REQUIRE(old_a.size() == 18);
+    for (const auto& [shape, r] : new_a) {
+        CAPTURE(std::get<1>(shape), std::get<2>(shape), std::get<3>(shape));
+        const double ratio = seconds(r) / seconds(old_a.at(shape));  // 23% fewer instructions per tile, ~no time
+        CHECK((ratio > 0.98 && ratio < 1.022));
+    }
+
+    // Call b (8f09459: the copies, and four K/V stages where the split grid fits one block per SM).
+    const std::string b = kResults + "2026-11-30-h200-tile-copies-b/";
+    CHECK(read_text(b + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(b + "check.txt").find("810 passed, 0 failed") != std::string::npos);
+    check_sanitizer_clean(read_text(b + "sanitizer.txt"));
+    const std::vector<json> old_b_docs{load(b + "decode_old_1.json"), load(b + "decode_old_2.json")};
+    const std::vector<json> new_b_docs{load(b + "decode_new_1.json"), load(b + "decode_new_2.json")};
+    const TimedRows old_b = rows_by_shape(old_b_docs, true), new_b = rows_by_shape(new_b_docs, true);
+    REQUIRE(new_b.size() == 18);
+    for (const auto& [shape, r] : new_b) {
+        const auto [algo, batch, kv, nk] = shape;
+        CAPTURE(batch, kv, nk);
+        const double ratio = seconds(r) / seconds(old_b.at(shape));
+        if (batch == 1 && kv == 1 && nk >= 65536) CHECK((ratio > 0.96 && ratio < 0.975));  // four stages
+        else CHECK((ratio > 0.985 && ratio < 1.01));
+        // The model with the copies' instructions: batch-1 MQA within 6% (+7..+32% with them counted per chunk,
+        // fa-validate's error_pct in these files); every shape within 10%.
+        const double error = predicted_one_address_per_tile(*r, gpu) / seconds(r) - 1;
+        if (batch == 1 && kv == 1) CHECK(std::abs(error) < 0.06);
+        CHECK(std::abs(error) < 0.1);
+    }
+    // Batch-1 MQA still streams K and V at 58% of the copy rate at most.
+    CHECK(new_b.at({"flash_decoding", 1, 1, 131072})->at("kv_bandwidth_gbps").get<double>() / 4250 < 0.58);
+
+    // The FA2 paper's setting, fp16, N = 2048 and 8192, one pass each.
+    std::vector<json> old_docs, new_docs;
+    for (const std::string kind : {"ladder", "bwd"})
+        for (const std::string tag : {"_d64_N2048", "_d64_N8192", "_d128_N2048", "_d128_N8192"}) {
+            old_docs.push_back(load(b + kind + "_old_1" + tag + ".json"));
+            new_docs.push_back(load(b + kind + "_new_1" + tag + ".json"));
+        }
+    const TimedRows old_p = rows_by_shape(old_docs, false), new_p = rows_by_shape(new_docs, false);
+    REQUIRE(new_p.size() == 32);  // fa2_tc, fa2_tc_tuned, fa1_tc, fa2_bwd_tc x 2 d x 2 N x causal or not
+    std::map<std::pair<std::string, int>, std::pair<double, double>> range;  // (kernel, d) -> new / old, lowest and highest
+    for (const auto& [shape, r] : new_p) {
+        const double ratio = seconds(r) / seconds(old_p.at(shape));
+        auto& [lo, hi] = range.try_emplace({std::get<0>(shape), std::get<1>(shape)}, 9.0, 0.0).first->second;
+        lo = std::min(lo, ratio);
+        hi = std::max(hi, ratio);
+        // fa2_tc, kept with one address per tile, against the model that counts its copies so: -7..-2% at d = 64
+        // (+5..+10% with the copies counted per chunk), -22..-17% at d = 128, the miss the earlier runs showed
+        // against the spilling kernel (-20..-18%): the model's step matches the SASS at both head dims (tests/sim/
+        // test_issue_costs.cpp), so the gap between them lies elsewhere (docs/model.md, "Known simplifications").
+        if (std::get<0>(shape) == "fa2_tc") {
+            CAPTURE(std::get<1>(shape), std::get<2>(shape), std::get<3>(shape));
+            const double error = predicted_one_address_per_tile(*r, gpu) / seconds(r) - 1;
+            if (std::get<1>(shape) == 64) CHECK(std::abs(error) < 0.08);
+            else CHECK((error > -0.23 && error < -0.16));
+        }
+    }
+    auto within = [&](const char* kernel, int d, double lo, double hi) {
+        CAPTURE(kernel, d, range.at({kernel, d}).first, range.at({kernel, d}).second);
+        CHECK(range.at({kernel, d}).first > lo);
+        CHECK(range.at({kernel, d}).second < hi);
+    };
+    within("fa2_tc", 128, 0.88, 0.92);        // the spills gone
+    within("fa2_tc", 64, 0.985, 1.001);
+    within("fa1_tc", 64, 1.02, 1.035);        // slower: fa1_tc copies per chunk again
+    within("fa1_tc", 128, 0.98, 0.995);
+    within("fa2_tc_tuned", 64, 1.0, 1.008);
+    within("fa2_tc_tuned", 128, 1.0, 1.02);   // slower: per chunk again
+    within("fa2_bwd_tc", 64, 1.015, 1.03);    // slower: per chunk again
+    within("fa2_bwd_tc", 128, 0.985, 0.995);
+}
