@@ -27,7 +27,12 @@
 //     85 KiB, lets two blocks share an SM, as the split heuristic assumes. A third stage (three tiles in
 //     flight, Q kept in the third until its fragments are in registers: 102 KiB, still two blocks per SM)
 //     streamed 0.2-4.5% slower where this kernel reads at 4 TB/s or more, and no shape faster
-//     (cuda/results/2026-11-29-h200-decode-stages): not kept.
+//     (cuda/results/2026-11-29-h200-decode-stages): not kept. But when the whole split grid fits one
+//     block per SM (batch-1 MQA: 114-128 blocks), the second block per SM never comes, and four stages
+//     (153 KiB, three tiles in flight) made MQA at batch 1 3% faster at 64k and 128k keys, every other
+//     shape within 1.5% (cuda/results/2026-11-30-h200-tile-copies-b; tile_rules::flash_decoding_stages).
+//     Whole tiles are copied from one address per thread (TileAddresses::one_per_tile): 23% fewer
+//     instructions per tile in the split kernel, 0-2% faster (cuda/results/2026-11-30-h200-tile-copies).
 //
 //   split kernel
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV

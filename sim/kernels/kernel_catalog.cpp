@@ -119,8 +119,8 @@ constexpr KernelVariant kCatalog[] = {
     {.name = "flash_decoding",
      .algorithm = "flash_decoding",
      .what = "FlashDecoding on the tensor cores (mma.sync): the keys split over blocks, K/V tiles double-buffered "
-             "with cp.async, partial outputs combined by their log-sum-exp; a group's query heads packed as the "
-             "rows of one Q tile when N = 1",
+             "with cp.async (four stages when the split grid fits one block per SM), partial outputs combined by "
+             "their log-sum-exp; a group's query heads packed as the rows of one Q tile when N = 1",
      .source = "cuda/kernels/flash_decoding.cu",
      .products = Products::mma_sync,
      .tiles = TileRule::flash_decoding,

@@ -2344,4 +2344,19 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
     within("fa2_tc_tuned", 128, 1.0, 1.02);   // slower: per chunk again
     within("fa2_bwd_tc", 64, 1.015, 1.03);    // slower: per chunk again
     within("fa2_bwd_tc", 128, 0.985, 0.995);
+
+    // Call c (62899a3): the kernels as kept pass cuda-check, the one-key backward case included; fa-validate records
+    // the copies, and predict() models them from that record.
+    const std::string c = kResults + "2026-11-30-h200-tile-copies-c/";
+    CHECK(read_text(c + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(c + "check.txt").find("2082 passed, 0 failed") != std::string::npos);
+    for (const std::string file : {"decode.json", "fa2_tc.json"})
+        for (const json& r : load(c + file).at("results")) {
+            CAPTURE(file, r.at("Nk").get<int>(), r.value("kv_heads", 0));
+            REQUIRE(measured_launch(r).one_address_per_tile);
+            const double error = ratio(predict(r, gpu).time_s, r.at("measured_s")) - 1;
+            CHECK(error == Approx(r.at("error_pct").get<double>() / 100).margin(1e-3));  // fa-validate's own prediction
+            if (file == "decode.json") CHECK(std::abs(error) < 0.09);
+            else CHECK((error > -0.2 && error < -0.16));
+        }
 }
