@@ -881,8 +881,11 @@ hold the measurements behind each cause):
   lone warp issues was read from the fp32 kernel, and the fp16 kernel issues
   more often (8-byte operand loads, fewer shared-memory wavefronts).
 - fa2_tc at d = 128 is predicted fast: its instruction costs were read from
-  the d = 64 kernel, and at d = 128 it spills at its register cap and its
-  warps are ready less often.)",
+  the d = 64 kernel, and at d = 128 the kernel of this run spilled at its
+  register cap. It no longer does (since 2026-11-30 it copies each tile from
+  one address: 9-12% faster), the model counts its step as the machine code
+  has it at both head dims, and still predicts it about 20% fast: the rest
+  of the gap lies elsewhere, perhaps in the clock the tensor cores run at.)",
                 [&](Ctx& c) {
                     const Ladder lad = read_ladder(results_dir);
                     c.results["found"] = lad.missing.empty();
