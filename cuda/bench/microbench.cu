@@ -417,6 +417,43 @@ double dram_stream_bytes_per_s(int sms, bool write) {
     return static_cast<double>(n) * 16 / (ms * 1e-3);
 }
 
+double dram_read_once_seconds(int sms, std::size_t bytes, std::size_t l2_bytes) {
+    constexpr int kThreadsPerBlock = 256;
+    int fits = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, read_all_kernel, kThreadsPerBlock, 0));
+    const unsigned grid = static_cast<unsigned>(sms * std::max(fits, 1));
+    const std::size_t n = bytes / 16, flush_n = 2 * l2_bytes / 16;
+    float4 *a = nullptr, *flush = nullptr;
+    float* sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&a, n * 16));
+    CUDA_CHECK(cudaMalloc(&flush, flush_n * 16));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    CUDA_CHECK(cudaMemset(a, 0, n * 16));
+    CUDA_CHECK(cudaMemset(flush, 0, flush_n * 16));
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<float> ms;
+    for (int r = 0; r < 23; ++r) {  // 3 warm-ups, then 20 timed
+        // A read of twice L2 first, outside the timed region: the buffer comes from DRAM, as in fa-validate.
+        read_all_kernel<<<grid, kThreadsPerBlock>>>(flush, flush_n, sink);
+        CUDA_CHECK(cudaEventRecord(start));
+        read_all_kernel<<<grid, kThreadsPerBlock>>>(a, n, sink);
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+        if (r >= 3) ms.push_back(t);
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(flush));
+    CUDA_CHECK(cudaFree(sink));
+    std::sort(ms.begin(), ms.end());
+    return 0.5e-3 * (ms[9] + ms[10]);
+}
+
 double ffma_flops_per_s(int sms) {
     float* sink = nullptr;
     CUDA_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));

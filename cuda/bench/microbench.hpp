@@ -13,6 +13,9 @@
 //   DRAM streams bytes per second every SM reads (ld.global.cg, 4 16-byte loads in flight per thread) or
 //                writes (16-byte stores) over 1 GiB once per launch: the two directions apart, where the copy
 //                mixes them half and half (a GEMM writing S or reading P streams one way)
+//   read once   seconds to read `bytes` once from DRAM, every SM reading, as fa-validate times a kernel: CUDA
+//                events around the launch alone, L2 flushed before each run, median of 20. What one pass over
+//                a decode step's K and V of that size costs at least, launch and ramp included
 //   DRAM latency seconds per dependent load missing L2 (a random cycle over 4 x L2)
 //   one block    bytes per second one block of `threads` threads streams from DRAM with 4 16-byte loads
 //                in flight per thread: with the latency, the bytes in flight it sustains (Little's law)
@@ -44,6 +47,7 @@ std::vector<L2Rate> l2_request_rates(int sms);  // 32, 4, 2 and 1 lines per warp
 double l2_read_bytes_per_s(int sms, std::size_t l2_bytes);
 double copy_bytes_per_s();
 double dram_stream_bytes_per_s(int sms, bool write);
+double dram_read_once_seconds(int sms, std::size_t bytes, std::size_t l2_bytes);
 double dram_latency_s(std::size_t l2_bytes);
 double one_block_stream_bytes_per_s(int threads);
 double launch_overhead_s();

@@ -5,9 +5,12 @@
 //   build/cuda/peak-rates                  prints the rates (JSON with --json)
 //   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
 //   build/cuda/peak-rates --warp-slots     which schedulers the first warps of co-resident blocks use
+//   build/cuda/peak-rates --read-once 8,64 one read of 8 and of 64 MiB from DRAM, timed as fa-validate times a
+//                                          kernel: the least a decode step reading that much K and V takes
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -19,6 +22,7 @@
 int main(int argc, char** argv) {
     namespace bench = fasim::bench;
     bool json = false, copy_only = false, warp_slots_only = false;
+    std::vector<long> read_once_mib;  // --read-once: buffer sizes, MiB
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
             json = true;
@@ -26,8 +30,20 @@ int main(int argc, char** argv) {
             copy_only = true;
         } else if (std::strcmp(argv[i], "--warp-slots") == 0) {
             warp_slots_only = true;
+        } else if (std::strcmp(argv[i], "--read-once") == 0 && i + 1 < argc) {
+            for (const char* p = argv[++i]; *p != '\0';) {
+                char* end = nullptr;
+                const long mib = std::strtol(p, &end, 10);
+                if (end == p || mib < 1 || mib > 16384 || (*end != ',' && *end != '\0')) {
+                    std::fprintf(stderr, "peak-rates: --read-once %s: sizes must be whole MiB, 1..16384, comma-separated. "
+                                         "Fix: e.g. --read-once 8,32,64\n", argv[i]);
+                    return 2;
+                }
+                read_once_mib.push_back(mib);
+                p = *end == ',' ? end + 1 : end;
+            }
         } else {
-            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots] [--json]\n");
+            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots | --read-once MIB[,MIB...]] [--json]\n");
             return 2;
         }
     }
@@ -41,6 +57,25 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         int clock_khz = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+        if (!read_once_mib.empty()) {
+            // What reading a decode step's K and V once costs at least, timed as fa-validate times a kernel.
+            const double copy = bench::copy_bytes_per_s();
+            if (json) std::printf("{\"gpu\": \"%s\", \"d2d_copy_bytes_per_s\": %.4g, \"read_once\": [", prop.name, copy);
+            else std::printf("%s: one read of a buffer from DRAM (every SM, L2 flushed first, events, median of 20); copy %.2f TB/s\n",
+                             prop.name, copy * 1e-12);
+            for (std::size_t k = 0; k < read_once_mib.size(); ++k) {
+                const std::size_t bytes = static_cast<std::size_t>(read_once_mib[k]) << 20;
+                const double s = bench::dram_read_once_seconds(prop.multiProcessorCount, bytes, static_cast<std::size_t>(prop.l2CacheSize));
+                const double rate = static_cast<double>(bytes) / s;
+                if (json)
+                    std::printf("%s{\"bytes\": %zu, \"seconds\": %.4g, \"bytes_per_s\": %.4g}", k ? ", " : "", bytes, s, rate);
+                else
+                    std::printf("  %6ld MiB: %8.2f us, %.2f TB/s = %3.0f%% of the copy\n", read_once_mib[k], s * 1e6,
+                                rate * 1e-12, 100 * rate / copy);
+            }
+            if (json) std::printf("]}\n");
+            return 0;
+        }
         if (warp_slots_only) {
             // Blocks of 128 threads (4 warps, fa-sim's decode and FA2 blocks), 1 to 4 per SM.
             std::printf(json ? "{\"gpu\": \"%s\", \"warp_slots\": [" : "%s: first warps of 4-warp blocks sharing an SM\n", prop.name);
