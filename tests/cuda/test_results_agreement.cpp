@@ -2360,3 +2360,37 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
             else CHECK((error > -0.2 && error < -0.16));
         }
 }
+
+TEST_CASE("one read of K and V from DRAM (H200): below 64 MiB no kernel streams at 80% of the copy rate, so batch-1 MQA "
+          "decoding cannot reach issue 20's 80% at 16k or 64k keys, and takes 1.5-2.1x a bare read",
+          "[hardware][decode][time]") {
+    const std::string run = kResults + "2026-11-30-h200-read-once/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const json doc = load(run + "read_once.json");
+    const double copy = doc.at("d2d_copy_bytes_per_s");
+    CHECK(copy == Approx(4.225e12).epsilon(0.001));
+    std::map<std::int64_t, double> seconds;  // MiB -> one read
+    for (const json& r : doc.at("read_once")) {
+        const std::int64_t mib = r.at("bytes").get<std::int64_t>() >> 20;
+        seconds[mib] = r.at("seconds");
+        CHECK(r.at("bytes_per_s").get<double>() == Approx(r.at("bytes").get<double>() / r.at("seconds").get<double>()).epsilon(0.002));
+    }
+    REQUIRE(seconds.size() == 6);
+    auto share = [&](std::int64_t mib) { return static_cast<double>(mib << 20) / seconds.at(mib) / copy; };
+    CHECK(share(8) < 0.35);   // one K/V head, 16k keys
+    CHECK(share(32) < 0.80);  // 64k keys
+    CHECK(share(64) > 0.80);  // 128k keys: reachable by a bare read
+    CHECK(share(256) > 1.0);  // one-way reads outrun the half-read, half-write copy
+    // A launch, ramp and drain of about 4-5 us whatever the size: 8 MiB takes 6.1 us, where 2 us would be the copy rate.
+    CHECK(seconds.at(8) - static_cast<double>(8 << 20) / copy > 4e-6);
+    // Batch-1 MQA decoding on the same card (the kernels as kept, 2026-11-30-h200-tile-copies-b), against the read
+    // of its K and V.
+    const json decode = load(kResults + "2026-11-30-h200-tile-copies-b/decode_new_2.json");
+    for (const json& r : decode.at("results")) {
+        if (r.at("batch").get<int>() != 1 || r.at("kv_heads").get<int>() != 1) continue;
+        const std::int64_t mib = r.at("kv_bytes").get<std::int64_t>() >> 20;
+        CAPTURE(mib);
+        const double over_read = r.at("measured_s").get<double>() / seconds.at(mib);
+        CHECK((over_read > 1.4 && over_read < 2.2));
+    }
+}
