@@ -89,56 +89,38 @@ std::optional<std::int64_t> WaveReads::index_in(const Family& f, const Key& key,
     return f.block0 + item * f.block_step;
 }
 
-std::optional<std::int64_t> WaveReads::reader(const Key& key) const {
-    std::optional<std::int64_t> block;
+std::optional<std::int64_t> WaveReads::reader(const Key& key) const { return decide(key).block; }
+
+WaveReads::Decision WaveReads::decide(const Key& key) const {
+    Decision d;
     std::int64_t stamp = -1;
     if (const auto it = single_.find(key); it != single_.end()) {
-        block = it->second.block;
+        d.block = it->second.block;
         stamp = it->second.stamp;
     }
     const auto families = families_.find(key.tensor);
-    if (families == families_.end()) return block;
-    // The latest record decides: the family with the highest stamp that holds the region.
+    if (families == families_.end()) return d;
+    // The family with the highest stamp that holds the region, if later than the region's own record. Only the
+    // families of the region's band and the wide ones can hold it.
     auto look_in = [&](const std::vector<std::uint32_t>& indices) {
         for (const std::uint32_t i : indices) {
             const Family& f = families->second.all[i];
             if (f.stamp < stamp) continue;
             std::int64_t item = 0;
             if (const auto b = index_in(f, key, item)) {
-                block = b;
+                d = {&f, b};
                 stamp = f.stamp;
             }
         }
     };
     if (const auto band = families->second.by_band.find(band_of(key.row0)); band != families->second.by_band.end()) look_in(band->second);
     look_in(families->second.wide);
-    return block;
-}
-
-const WaveReads::Family* WaveReads::deciding_family(const Key& key) const {
-    const auto families = families_.find(key.tensor);
-    if (families == families_.end()) return nullptr;
-    std::int64_t stamp = -1;
-    if (const auto it = single_.find(key); it != single_.end()) stamp = it->second.stamp;
-    const Family* decider = nullptr;
-    auto look_in = [&](const std::vector<std::uint32_t>& indices) {
-        for (const std::uint32_t i : indices) {
-            const Family& f = families->second.all[i];
-            std::int64_t item = 0;
-            if (f.stamp > stamp && index_in(f, key, item)) {
-                decider = &f;
-                stamp = f.stamp;
-            }
-        }
-    };
-    if (const auto band = families->second.by_band.find(band_of(key.row0)); band != families->second.by_band.end()) look_in(band->second);
-    look_in(families->second.wide);
-    return decider;
+    return d;
 }
 
 std::int64_t WaveReads::same_reader_items(const Key& key, const Move& step, std::int64_t limit) const {
     if (limit <= 1) return limit;
-    const Family* f = deciding_family(key);
+    const Family* f = decide(key).family;
     if (f == nullptr) return 1;
     // The family's dimension the step walks along, and how far along it the key lies.
     std::size_t along = f->dims.size();

@@ -78,9 +78,13 @@ private:
         std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};  // the head, row0 and col0 its regions span
     };
     std::optional<std::int64_t> index_in(const Family& f, const Key& key, std::int64_t& item) const;
-    // The record reader() goes by for the region: the family (or nullptr where a region recorded one by one,
-    // or nothing, decides).
-    const Family* deciding_family(const Key& key) const;
+    // The latest record that holds the region decides who read it: a family (then `family` is it), or the
+    // region's own one-by-one record (family nullptr); no block where none holds it.
+    struct Decision {
+        const Family* family = nullptr;
+        std::optional<std::int64_t> block;
+    };
+    Decision decide(const Key& key) const;
 
     // A tensor's families in record order, and which of them may hold a region starting in a band of
     // kBandRows rows: reader() looks at those and the ones spanning too many bands, not at all of them (a
