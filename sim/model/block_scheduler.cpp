@@ -61,9 +61,9 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
                 const double end = at + b.duration;
                 out.makespan_s = std::max(out.makespan_s, end);
                 out.block_seconds += b.duration;
-                sm_terms[static_cast<std::size_t>(s % sm_count)] += b.terms;
+                sm_terms[static_cast<std::size_t>(sm_of_slot(s, sm_count))] += b.terms;
                 if (out.timeline.size() < timeline_blocks)
-                    out.timeline.push_back({position, static_cast<int>(s % sm_count), static_cast<int>(s / sm_count), at, end});
+                    out.timeline.push_back({position, sm_of_slot(s, sm_count), slot_within_sm(s, sm_count), at, end});
                 free_slots.push({end, s});
             }
     out.busiest = *std::max_element(sm_terms.begin(), sm_terms.end(),
@@ -220,7 +220,7 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std
     : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
       ring_(sm_count * slots_per_sm, sm_count), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
       sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
-    for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = s % sm_count_;
+    for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = sm_of_slot(s, sm_count_);
     // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
     // one value, when there are no blocks).
     // Summed over the entries as the head runs them (a repeated stretch once per repetition): the same
@@ -358,7 +358,8 @@ void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool recor
     const Fixed start = ring_.front_time(), end = start + duration_[e];
     credit(s, terms_of(e), 1);
     if (record)
-        out_.timeline.push_back({position, s % sm_count_, s / sm_count_, time_.to_seconds(start), time_.to_seconds(end)});
+        out_.timeline.push_back({position, sm_of_slot(s, sm_count_), slot_within_sm(s, sm_count_), time_.to_seconds(start),
+                                 time_.to_seconds(end)});
     ring_.take_at_front(end);
 }
 

@@ -28,6 +28,11 @@ struct SlotTime {
     bool operator<(const SlotTime& o) const { return time < o.time || (time == o.time && slot < o.slot); }
 };
 
+// Slots are numbered round-robin over the SMs: slot s is slot s / sm_count of SM s % sm_count. The block
+// scheduler, the reference scheduler and the ring all place slots so.
+inline int sm_of_slot(std::int64_t slot, int sm_count) { return static_cast<int>(slot % sm_count); }
+inline int slot_within_sm(std::int64_t slot, int sm_count) { return static_cast<int>(slot / sm_count); }
+
 class SlotRing {
 public:
     // `slots` slots, slot s on SM s % sm_count, every one free at 0.
@@ -87,7 +92,7 @@ private:
     void place(int i, Fixed stored, int slot) {
         at(i).store(stored);
         at(i).slot = slot;
-        at(i).sm = slot % sm_count_;
+        at(i).sm = sm_of_slot(slot, sm_count_);
     }
     const Entry& at(int i) const { return entries_[static_cast<std::size_t>(i)]; }
     Entry& at(int i) { return entries_[static_cast<std::size_t>(i)]; }
