@@ -2350,8 +2350,9 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
     const std::string c = kResults + "2026-11-30-h200-tile-copies-c/";
     CHECK(read_text(c + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
     CHECK(read_text(c + "check.txt").find("2082 passed, 0 failed") != std::string::npos);
-    for (const std::string file : {"decode.json", "fa2_tc.json"})
-        for (const json& r : load(c + file).at("results")) {
+    for (const std::string file : {"decode.json", "fa2_tc.json"}) {
+        const json doc = load(c + file);  // held: the loop walks one of its members
+        for (const json& r : doc.at("results")) {
             CAPTURE(file, r.at("Nk").get<int>(), r.value("kv_heads", 0));
             REQUIRE(measured_launch(r).one_address_per_tile);
             const double error = ratio(predict(r, gpu).time_s, r.at("measured_s")) - 1;
@@ -2359,6 +2360,7 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
             if (file == "decode.json") CHECK(std::abs(error) < 0.09);
             else CHECK((error > -0.2 && error < -0.16));
         }
+    }
 }
 
 TEST_CASE("one read of K and V from DRAM (H200): below 64 MiB no kernel streams at 80% of the copy rate, so batch-1 MQA "
