@@ -8,15 +8,7 @@ set -uo pipefail
 old=${OLD:?the commit to compare with}
 source "$(dirname "$0")/session_preamble.sh" fa-validate
 log "build $old"
-rm -rf /tmp/old_tree
-git worktree add -f /tmp/old_tree "$old" >"$out/build_old.log" 2>&1 &&
-  cmake -S /tmp/old_tree -B /tmp/old_tree/build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-    -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >>"$out/build_old.log" 2>&1 &&
-  cmake --build /tmp/old_tree/build-gpu -j 16 --target fa-validate >>"$out/build_old.log" 2>&1 || {
-  log "old build failed"
-  tail -30 "$out/build_old.log"
-  exit 1
-}
+build_commit "$old" fa-validate
 pass() {  # NAME BUILD_DIR
   log "pass $1"
   "$2/cuda/validate/fa-validate" --grid decode --algo flash_decoding --batches 1,8 --kv-heads 32,8,1 \

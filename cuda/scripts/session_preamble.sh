@@ -6,6 +6,9 @@
 # hand in ./build-gpu (sm_90a on Hopper: fa2_wgmma's instructions exist there only) and leaves:
 #   $out    the session folder      $build  the build folder      $arch  the CUDA architecture built
 #   log MESSAGE...                  prints "== HH:MM:SS MESSAGE" and appends it to $out/session.log
+#   build_commit COMMIT TARGET...    builds the targets of another commit (a git worktree in /tmp/old_tree, build
+#                                    folder /tmp/old_tree/build-gpu, log $out/build_old.log; BUILD_JOBS, default 16),
+#                                    for sessions that time a kernel before and after a change; exits if it fails
 final=${OUT:-$PWD/gpu-out}
 out=$PWD/gpu-session
 build=$PWD/build-gpu
@@ -33,4 +36,17 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$a
   log "build failed"
   tail -40 "$out/build.log"
   exit 1
+}
+build_commit() {
+  local commit=$1
+  shift
+  rm -rf /tmp/old_tree
+  git worktree add -f /tmp/old_tree "$commit" >"$out/build_old.log" 2>&1 &&
+    cmake -S /tmp/old_tree -B /tmp/old_tree/build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+      -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >>"$out/build_old.log" 2>&1 &&
+    cmake --build /tmp/old_tree/build-gpu -j "${BUILD_JOBS:-16}" --target "$@" >>"$out/build_old.log" 2>&1 || {
+    log "build of $commit failed"
+    tail -30 "$out/build_old.log"
+    exit 1
+  }
 }

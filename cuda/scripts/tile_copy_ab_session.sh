@@ -27,15 +27,7 @@ if [[ ${CHECK:-1} != 0 ]]; then
   echo "exit $?" >>"$out/check.txt") &
   check_pid=$!
 fi
-rm -rf /tmp/old_tree
-git worktree add -f /tmp/old_tree "$old" >"$out/build_old.log" 2>&1 &&
-  cmake -S /tmp/old_tree -B /tmp/old_tree/build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-    -DFASIM_CUDA=ON -DFASIM_TESTS=OFF >>"$out/build_old.log" 2>&1 &&
-  cmake --build /tmp/old_tree/build-gpu -j 12 --target fa-validate >>"$out/build_old.log" 2>&1 || {
-  log "old build failed"
-  tail -30 "$out/build_old.log"
-  exit 1
-}
+BUILD_JOBS=12 build_commit "$old" fa-validate  # 12 jobs: cuda-check runs beside it
 log "built $old"
 if [[ ${CHECK:-1} != 0 ]]; then
   wait "$check_pid"

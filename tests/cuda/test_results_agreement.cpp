@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -68,8 +69,10 @@ void check_sanitizer_clean(const std::string& summary) {
 
 // The simulator's view of one fa-validate result: the same problem, tiles and GPU, the kernel
 // modelled as fa-validate models it (model/kernel_setup.hpp). counted_smem: a block holds the shared memory
-// its tile program counts, not what the kernel launched with.
-AlgorithmResult predict(const json& r, const GpuSpec& gpu, bool counted_smem = false) {
+// its tile program counts, not what the kernel launched with. one_address_per_tile: how the kernel copied its
+// tiles, where the run did not record it (an fa-validate older than the record, 2026-11-30-h200-tile-copies*).
+AlgorithmResult predict(const json& r, const GpuSpec& gpu, bool counted_smem = false,
+                        std::optional<bool> one_address_per_tile = std::nullopt) {
     AttentionProblem p;
     p.batch = r.at("batch");
     p.heads = r.at("heads");
@@ -84,6 +87,7 @@ AlgorithmResult predict(const json& r, const GpuSpec& gpu, bool counted_smem = f
     // PyTorch's kernels record no launches: the simulator's own tiles, the table's registers.
     KernelSetup s = kernel_setup(*k, p, gpu, measured_launch(r));
     if (counted_smem) s.tiles.launched_smem_bytes = 0;
+    if (one_address_per_tile) s.tiles.one_address_per_tile = *one_address_per_tile;
     return simulate(*s.algorithm, p, gpu, s.tiles, s.options);
 }
 
@@ -2238,20 +2242,7 @@ double seconds(const json* r) { return r->at("measured_s").get<double>(); }
 
 // fa-sim's prediction of a result whose kernel copied whole tiles with one address per thread, run by an
 // fa-validate that did not yet record it ("tile_addresses": cuda/results/2026-11-30-h200-tile-copies*).
-double predicted_one_address_per_tile(const json& r, const GpuSpec& gpu) {
-    AttentionProblem p;
-    p.batch = r.at("batch");
-    p.heads = r.at("heads");
-    p.N = r.at("N");
-    p.Nk = r.at("Nk");
-    p.d = r.at("d");
-    p.dtype = *parse_dtype(r.at("dtype").get<std::string>());
-    p.causal = r.at("causal");
-    if (r.contains("kv_heads")) p.kv_heads = r.at("kv_heads");
-    KernelSetup s = kernel_setup(*find_kernel(r.at("algo").get<std::string>()), p, gpu, measured_launch(r));
-    s.tiles.one_address_per_tile = true;
-    return simulate(*s.algorithm, p, gpu, s.tiles, s.options).time_s;
-}
+double predicted_one_address_per_tile(const json& r, const GpuSpec& gpu) { return predict(r, gpu, false, true).time_s; }
 }  // namespace
 
 TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_tc 9-12% faster at d = 128, its spills gone, "
