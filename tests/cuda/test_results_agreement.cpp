@@ -2240,6 +2240,18 @@ TimedRows rows_by_shape(const std::vector<json>& docs, bool decode) {
 }
 double seconds(const json* r) { return r->at("measured_s").get<double>(); }
 
+// The decode grid one build of an A/B run timed (decode_BUILD_1.json and _2.json): the files, held, and each
+// shape's faster pass.
+struct DecodePasses {
+    std::vector<json> docs;
+    TimedRows rows;
+};
+DecodePasses decode_passes(const std::string& run, const std::string& build) {
+    DecodePasses p{{load(run + "decode_" + build + "_1.json"), load(run + "decode_" + build + "_2.json")}, {}};
+    p.rows = rows_by_shape(p.docs, true);  // points into p.docs' elements, which moving p keeps where they are
+    return p;
+}
+
 // fa-sim's prediction of a result whose kernel copied whole tiles with one address per thread, run by an
 // fa-validate that did not yet record it ("tile_addresses": cuda/results/2026-11-30-h200-tile-copies*).
 double predicted_one_address_per_tile(const json& r, const GpuSpec& gpu) { return predict(r, gpu, false, true).time_s; }
@@ -2262,9 +2274,8 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
     CHECK(check_a.find("fa2_bwd_tc       bf16   2   8   8     1     1   64 yes    64x128        -  3.539e-07  2.959e-07  "
                        "0.000e+00   1.196         -  1.978e-06  FAIL  dQ out of tolerance in head 12") != std::string::npos);
     check_sanitizer_clean(read_text(a + "sanitizer.txt"));
-    const std::vector<json> old_a_docs{load(a + "decode_old_1.json"), load(a + "decode_old_2.json")};
-    const std::vector<json> new_a_docs{load(a + "decode_new_1.json"), load(a + "decode_new_2.json")};
-    const TimedRows old_a = rows_by_shape(old_a_docs, true), new_a = rows_by_shape(new_a_docs, true);
+    const DecodePasses old_pa = decode_passes(a, "old"), new_pa = decode_passes(a, "new");
+    const TimedRows &old_a = old_pa.rows, &new_a = new_pa.rows;
     REQUIRE(old_a.size() == 18);
     for (const auto& [shape, r] : new_a) {
         CAPTURE(std::get<1>(shape), std::get<2>(shape), std::get<3>(shape));
@@ -2277,9 +2288,8 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
     CHECK(read_text(b + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
     CHECK(read_text(b + "check.txt").find("810 passed, 0 failed") != std::string::npos);
     check_sanitizer_clean(read_text(b + "sanitizer.txt"));
-    const std::vector<json> old_b_docs{load(b + "decode_old_1.json"), load(b + "decode_old_2.json")};
-    const std::vector<json> new_b_docs{load(b + "decode_new_1.json"), load(b + "decode_new_2.json")};
-    const TimedRows old_b = rows_by_shape(old_b_docs, true), new_b = rows_by_shape(new_b_docs, true);
+    const DecodePasses old_pb = decode_passes(b, "old"), new_pb = decode_passes(b, "new");
+    const TimedRows &old_b = old_pb.rows, &new_b = new_pb.rows;
     REQUIRE(new_b.size() == 18);
     for (const auto& [shape, r] : new_b) {
         const auto [algo, batch, kv, nk] = shape;
