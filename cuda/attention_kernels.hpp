@@ -93,6 +93,8 @@ struct CudaKernelLaunch {
     // Its cp.async tile copies take one address per whole tile (kernels/mma_fragments.cuh, TileAddresses);
     // false: per 16-byte chunk, or no such copies.
     bool one_address_per_tile = false;
+    // K and V tiles copied by the copy engine (TMA boxes, one thread asking): FlashDecoding on sm_90+.
+    bool kv_copy_engine = false;
 };
 
 struct CudaLaunchInfo {

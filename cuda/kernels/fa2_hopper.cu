@@ -30,7 +30,6 @@
 //   k_empty[s], v_empty[s] every consumer thread arrives once its products have read stage s
 // Run:  build/cuda/cuda-check --algo fa2_wgmma   (an H100 or H200; other GPUs refuse it)
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <cmath>
 #include <cstdint>
@@ -42,6 +41,7 @@
 #include "kernels/hopper_primitives.cuh"
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
+#include "kernels/tensor_maps.hpp"
 #include "kernels/tile_rules.hpp"
 
 namespace fasim::cuda_detail {
@@ -56,7 +56,7 @@ constexpr int kBc = tile_rules::kFa2WgmmaBc;
 constexpr int kStages = tile_rules::kFa2WgmmaStages;
 constexpr int kThreads = 3 * 128;
 constexpr int kConsumerThreads = 2 * 128;
-constexpr int kSlabCols = 64;                // 16-bit elements per 128-byte swizzled row
+constexpr int kSlabCols = kTensorMapBoxCols;  // 16-bit elements per 128-byte swizzled row (a box)
 
 struct WgmmaParams {
     void* O;
@@ -421,38 +421,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// cuTensorMapEncodeTiled, from the driver through the runtime (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-        void* fn = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-        if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-            throw std::runtime_error("fa2_wgmma: the driver has no cuTensorMapEncodeTiled (it needs a CUDA 12 driver or newer)");
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-    }();
-    return encode;
-}
-
-// A [BH][rows][d] tensor of 16-bit elements as a 3-D tensor map whose box is 64 columns x box_rows rows of one
-// batch*head, 128-byte-swizzled; rows past `rows` read as zeros.
-CUtensorMap tensor_map(const void* data, int BH, int rows, int d, int box_rows, DType dtype) {
-    CUtensorMap map{};
-    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(BH)};
-    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(d) * 2, static_cast<cuuint64_t>(rows) * d * 2};
-    const cuuint32_t box[3] = {kSlabCols, static_cast<cuuint32_t>(box_rows), 1};
-    const cuuint32_t element_strides[3] = {1, 1, 1};
-    const CUresult r = tensor_map_encoder()(
-        &map, dtype == DType::fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-        const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        throw std::runtime_error("fa2_wgmma: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                                 ") for a " + std::to_string(BH) + " x " + std::to_string(rows) + " x " + std::to_string(d) +
-                                 " tensor");
-    return map;
-}
-
 template <typename T, int D>
 CudaKernelLaunch launch_dtype_dim(const FlashArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
@@ -462,9 +430,9 @@ CudaKernelLaunch launch_dtype_dim(const FlashArgs& a, cudaStream_t stream) {
     info.Bc = kBc;
     info.grid = {static_cast<unsigned>(ceil_div(a.N, kBr)), static_cast<unsigned>(a.BH), 1u};
     info.dynamic_smem_bytes = tile_rules::fa2_wgmma_smem_bytes(D);
-    const CUtensorMap tq = tensor_map(a.Q, a.BH, a.N, D, kBr, a.dtype);
-    const CUtensorMap tk = tensor_map(a.K, a.BH, a.Nk, D, kBc, a.dtype);
-    const CUtensorMap tv = tensor_map(a.V, a.BH, a.Nk, D, kBc, a.dtype);
+    const CUtensorMap tq = tensor_map_16bit("fa2_wgmma", a.Q, a.BH, a.N, D, kBr, a.dtype);
+    const CUtensorMap tk = tensor_map_16bit("fa2_wgmma", a.K, a.BH, a.Nk, D, kBc, a.dtype);
+    const CUtensorMap tv = tensor_map_16bit("fa2_wgmma", a.V, a.BH, a.Nk, D, kBc, a.dtype);
     const WgmmaParams p{a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
                         static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     info.registers_per_thread = launch_kernel("fa2_wgmma_forward", fa2_wgmma_kernel<T, D>, dim3(info.grid[0], info.grid[1]),

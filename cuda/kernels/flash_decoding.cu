@@ -1,6 +1,6 @@
 // FlashDecoding (Dao, Haziza, Massa and Sizov 2023: flash-attention's split-KV kernels) on the tensor
-// cores: fp16/bf16 products with mma.sync.m16n8k16, fp32 accumulation. sm_80+; storage fp16 or bf16, d 64
-// or 128; grouped-query attention (KV K/V heads for H query heads).
+// cores: fp16/bf16 products with mma.sync.m16n8k16, fp32 accumulation. sm_80+ (K/V through TMA on sm_90+);
+// storage fp16 or bf16, d 64 or 128; grouped-query attention (KV K/V heads for H query heads).
 //
 // What it changes over fa2_tensor_core.cu, and why:
 //   - Split the keys. Generation has one query row per head, so fa2_tc launches B*H blocks, one per
@@ -33,6 +33,15 @@
 //     shape within 1.5% (cuda/results/2026-11-30-h200-tile-copies-b; tile_rules::flash_decoding_stages).
 //     Whole tiles are copied from one address per thread (TileAddresses::one_per_tile): 23% fewer
 //     instructions per tile in the split kernel, 0-2% faster (cuda/results/2026-11-30-h200-tile-copies).
+//   - On Hopper, let the copy engine stream. From sm_90 one thread asks TMA for each K and V tile (boxes of
+//     64 columns x Bc keys through a tensor map, written 128-byte-swizzled, so the ldmatrix addresses
+//     follow the swizzle: warp_tile_products.cuh's swizzled_chunk) and a stage's mbarrier counts the bytes
+//     in. On an H200 K/V streamed 2.5-11% faster than with per-thread cp.async on 21 of 24 decode shapes,
+//     4.58-4.70 TB/s on the largest, above the card's copy rate (4.22-4.25 TB/s) and every PyTorch backend
+//     of the same call (cuDNN's best: 4.67 TB/s); the split kernel was slower than cuDNN on 9 of the 24
+//     shapes before, on none after. Batch-1 MQA (the deep pipeline) streamed 1.6-4.7% slower with it and
+//     keeps its per-thread copies. One bulk copy per key row (256 bytes, padded rows kept) was 1.5-35%
+//     slower everywhere: the engine's cost is per request (cuda/results/2026-11-30-h200-decode-copies).
 //
 //   split kernel
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV
@@ -62,6 +71,7 @@
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,9 +79,11 @@
 
 #include "common/launch.cuh"
 #include "kernels/flash_common.cuh"
+#include "kernels/hopper_primitives.cuh"
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_layouts.hpp"
+#include "kernels/tensor_maps.hpp"
 #include "kernels/tile_rules.hpp"
 #include "kernels/warp_tile_products.cuh"
 
@@ -99,18 +111,18 @@ struct SplitParams {
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
 
+// How the split kernel brings K/V tiles into shared memory. per_thread: every thread copies 16-byte chunks
+// with cp.async (sm_80+) into padded rows, waited for per thread and made visible by a block barrier.
+// tensor_tiles (sm_90+): one thread asks the copy engine (TMA) for each tile's boxes of 64 columns, written
+// 128-byte-swizzled (kernels/tensor_maps.hpp); a stage's mbarrier counts the bytes in.
+enum class KvCopies { per_thread, tensor_tiles };
+
 // G: key groups (tile_rules::flash_decoding_key_groups): warp w owns the 16-row band w % (4 / G) of the Q
 // tile and keys [(w / (4 / G)) * Bc / G, ... + Bc / G) of every K/V tile. STAGES: K/V tile buffers
 // (tile_rules::flash_decoding_stages), tiles j + 1 .. j + STAGES - 1 in flight while tile j is used.
-template <typename T, int D, int G, int STAGES>
-__global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDecodingStages ? 2 : 1)
-    flash_decoding_split_kernel(SplitParams p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-    // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
-    // devices below 8.0.
-    (void)p;
-    __trap();
-#else
+// The kernel's body (flash_decoding_split_kernel below picks which architectures build it).
+template <typename T, int D, int G, int STAGES, KvCopies COPIES>
+__device__ __forceinline__ void split_kernel_body(const SplitParams& p, const CUtensorMap* tk, const CUtensorMap* tv) {
     constexpr int BC = tile_rules::flash_decoding_bc(D);
     constexpr int LD = D + tile_rules::kFlashDecodingPad;  // shared-memory row stride, elements (padded)
     constexpr int BANDS = kFlashWarps / G;  // 16-row bands per key group
@@ -139,8 +151,13 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
     const int kv_head = (row_head / p.row_heads_per_batch) * p.kv_heads_per_batch +
                         (row_head % p.row_heads_per_batch) / p.row_heads_per_kv_head;
 
+    constexpr bool kTensor = COPIES == KvCopies::tensor_tiles;
+    // Elements of a K or V tile in shared memory: padded rows, or swizzled boxes (1 KB-aligned, no padding).
+    constexpr int kTileElems = kTensor ? BC * D : BC * LD;
     T* Qs = reinterpret_cast<T*>(dynamic_smem());
-    T* stages = Qs + kBr * LD;  // stage b: its K tile at stages + 2b * BC * LD, its V tile right after
+    // Stage b: its K tile at stages + 2b * kTileElems, its V tile right after.
+    T* stages = Qs + kBr * LD;
+    if constexpr (kTensor) stages = reinterpret_cast<T*>((reinterpret_cast<std::uintptr_t>(stages) + 1023) & ~std::uintptr_t{1023});
     const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(row_head) * p.rows * D;
     const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(kv_head) * p.Nk * D;
     const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(kv_head) * p.Nk * D;
@@ -154,11 +171,28 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
     // One address per whole tile (kernels/mma_fragments.cuh, TileAddresses).
     constexpr int kPrefetch = 128;
     constexpr TileAddresses kOnePerTile = TileAddresses::one_per_tile;
+    // tensor_tiles: stage b's copies signal kv_full[b]; its n-th filling completes phase n (parity n & 1).
+    __shared__ alignas(8) std::uint64_t kv_full[kTensor ? STAGES : 1];
     auto load_kv = [&](int j, int stage) {
         const int k0 = j * BC;
-        T* Kt = stages + 2 * stage * BC * LD;
-        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt, Kg, k0, imin(BC, p.Nk - k0));
-        load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt + BC * LD, Vg, k0, imin(BC, p.Nk - k0));
+        const int valid = imin(BC, p.Nk - k0);
+        T* Kt = stages + 2 * stage * kTileElems;
+        if constexpr (kTensor) {
+            // Boxes of 64 columns x BC keys; keys past Nk arrive as zeros and count as bytes all the same.
+            if (tid == 0) {
+                constexpr int kSlabs = D / kTensorMapBoxCols;
+                hopper::mbarrier_arrive_expect_tx(&kv_full[stage], 2u * BC * D * sizeof(T));
+#pragma unroll
+                for (int s = 0; s < kSlabs; ++s) {
+                    hopper::tma_load_3d(Kt + s * BC * kTensorMapBoxCols, tk, &kv_full[stage], s * kTensorMapBoxCols, k0, kv_head);
+                    hopper::tma_load_3d(Kt + kTileElems + s * BC * kTensorMapBoxCols, tv, &kv_full[stage], s * kTensorMapBoxCols, k0,
+                                        kv_head);
+                }
+            }
+        } else {
+            load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt, Kg, k0, valid);
+            load_tile_async<T, D, BC, LD, kFlashThreads, kPrefetch, kOnePerTile>(Kt + BC * LD, Vg, k0, valid);
+        }
     };
 
     float o[NT_O][4];  // O accumulator: o[nt] = C fragment of rows g, g+8, columns 8nt + 2t, 8nt + 2t + 1
@@ -180,7 +214,13 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
 #pragma unroll
             for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
         }
-        qk_scores<T>(s, qf, Kt + (wk0 + (lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
+        if constexpr (kTensor) {
+            qk_scores<T>(s, qf, [&](int np, int ks) {
+                return swizzled_chunk<BC>(Kt, wk0 + (lane & 7) + 8 * (lane >> 4) + 16 * np, ((lane >> 3) & 1) + 2 * ks);
+            });
+        } else {
+            qk_scores<T>(s, qf, Kt + (wk0 + (lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1), LD);
+        }
         if constexpr (decltype(masked)::value) {  // s[nt][i] is row g + 8*(i >> 1), key k0 + 8nt + 2t + (i & 1)
 #pragma unroll
             for (int nt = 0; nt < NT_S; ++nt) {
@@ -220,12 +260,27 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
         }
         unsigned pf[KS_KV][4];
         p_fragments<T>(pf, s);
-        pv_accumulate<T>(o, pf, Vt + (wk0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
+        if constexpr (kTensor) {
+            pv_accumulate<T>(o, pf, [&](int ks, int dp) {
+                return swizzled_chunk<BC>(Vt, wk0 + (lane & 7) + 8 * ((lane >> 3) & 1) + 16 * ks, (lane >> 4) + 2 * dp);
+            });
+        } else {
+            pv_accumulate<T>(o, pf, Vt + (wk0 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4), LD);
+        }
     };
 
     // cp.async groups in issue order: Q with K/V tile `first`, tiles first + 1 .. first + STAGES - 2 one
     // group each, then one group per iteration j holding tile j + STAGES - 1 (empty groups past the last
-    // tile, so that wait<STAGES - 1> always means "tile j has landed").
+    // tile, so that wait<STAGES - 1> always means "tile j has landed"). With tensor tiles only Q goes by
+    // cp.async, and a stage's barrier says when its tiles have landed.
+    if constexpr (kTensor) {
+        if (tid == 0) {
+#pragma unroll
+            for (int b = 0; b < STAGES; ++b) hopper::mbarrier_init(&kv_full[b], 1);  // tid 0's expect_tx
+            hopper::mbarrier_init_fence();
+        }
+        __syncthreads();
+    }
     if (first < last) {
         load_tile_async<T, D, kBr, LD, kFlashThreads, 0, kOnePerTile>(Qs, Qg, q0, q_rows);
         load_kv(first, 0);
@@ -242,8 +297,13 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
         // Into the stage of tile j - 1, which the barrier ending iteration j - 1 freed.
         if (ahead < last) load_kv(ahead, (ahead - first) & (STAGES - 1));
         cp_async_commit();
-        cp_async_wait<STAGES - 1>();  // this thread's copies of tile j (and Q) have landed ...
-        __syncthreads();              // ... and every other thread's
+        if constexpr (kTensor) {
+            if (j == first) cp_async_wait<0>();  // Q
+            hopper::mbarrier_wait(&kv_full[stage], static_cast<unsigned>((j - first) / STAGES) & 1u);
+        } else {
+            cp_async_wait<STAGES - 1>();  // this thread's copies of tile j (and Q) have landed ...
+        }
+        __syncthreads();  // ... and every other thread's
         if (j == first && warp_active) {
             // A fragments of the warp's 16 rows (as fa2_tc: matrix i of the x4 is quarter (rows + 8(i & 1),
             // columns + 8(i >> 1)) of each 16 x 16 block).
@@ -252,13 +312,13 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
             for (int ks = 0; ks < KS_D; ++ks) ldmatrix_x4(qf[ks], qrow + 16 * ks);
         }
         const int k0 = j * BC;
-        const T* Kt = stages + 2 * stage * BC * LD;
+        const T* Kt = stages + 2 * stage * kTileElems;
         // Warp-uniform: only a slice crossing the causal diagonal or the end of K runs the masked copy.
         const int sk0 = k0 + wk0;
         const bool need_mask = sk0 + BCW > p.Nk || (p.causal != 0 && sk0 + BCW - 1 > wq0 + diag);
         if (warp_active) {
-            if (need_mask) step(Kt, Kt + BC * LD, k0, std::true_type{});
-            else step(Kt, Kt + BC * LD, k0, std::false_type{});
+            if (need_mask) step(Kt, Kt + kTileElems, k0, std::true_type{});
+            else step(Kt, Kt + kTileElems, k0, std::false_type{});
         }
         __syncthreads();  // every warp is done with this stage before iteration j + 1 refills it
     }
@@ -336,6 +396,30 @@ __global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDec
                 *reinterpret_cast<float2*>(orow + 8 * nt) = make_float2(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
             if (t == 0) p.lse_part[out_head * p.rows + q] = lse;
         }
+    }
+}
+
+// tk, tv: K's and V's tensor maps (tensor_tiles only).
+template <typename T, int D, int G, int STAGES, KvCopies COPIES>
+__global__ void __launch_bounds__(kFlashThreads, STAGES == tile_rules::kFlashDecodingStages ? 2 : 1)
+    flash_decoding_split_kernel(SplitParams p, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    // Built for sm_75 too (the project's oldest target) but never launched there: the host refuses
+    // devices below 8.0.
+    (void)p;
+    (void)tk;
+    (void)tv;
+    __trap();
+#else
+    if constexpr (COPIES == KvCopies::tensor_tiles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+        (void)p;
+        __trap();  // the host asks for the copy engine on 9.0+ only
+#else
+        split_kernel_body<T, D, G, STAGES, COPIES>(p, &tk, &tv);
+#endif
+    } else {
+        split_kernel_body<T, D, G, STAGES, COPIES>(p, &tk, &tv);
     }
 #endif
 }
@@ -459,18 +543,43 @@ __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(C
     if (lane == 0) p.lse[row] = lse;
 }
 
+template <typename T, int D, KvCopies C>
+auto split_kernel_for(int stages, int key_groups) {
+    constexpr int kDeep = tile_rules::kFlashDecodingDeepStages;
+    return stages == kDeep ? (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, kDeep, C>
+                              : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, kDeep, C>
+                                                : flash_decoding_split_kernel<T, D, 1, kDeep, C>)
+                           : (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, 2, C>
+                              : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, 2, C>
+                                                : flash_decoding_split_kernel<T, D, 1, 2, C>);
+}
+
+// FASIM_DECODE_COPIES=tensor_tiles picks the copy engine's tiles on sm_90+ (an experiment's switch).
+KvCopies kv_copies_for(const FlashDecodingLayout&) {
+    const char* asked = std::getenv("FASIM_DECODE_COPIES");
+    if (asked == nullptr || std::string(asked) == "per_thread") return KvCopies::per_thread;
+    if (std::string(asked) != "tensor_tiles")
+        throw std::invalid_argument(std::string("FASIM_DECODE_COPIES = ") + asked +
+                                    " is not a way to copy: per_thread or tensor_tiles. Fix: unset it or pick one");
+    if (device_compute_capability() < 90)
+        throw std::invalid_argument("FASIM_DECODE_COPIES = tensor_tiles needs compute capability 9.0+ (TMA). Fix: unset it");
+    return KvCopies::tensor_tiles;
+}
+
 template <typename T, int D>
 void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& sp, const CombineParams& cp,
                               CudaLaunchInfo& info, cudaStream_t stream) {
     const int key_groups = tile_rules::flash_decoding_key_groups(L.rows);
-    constexpr int kDeep = tile_rules::kFlashDecodingDeepStages;
-    auto split_kernel =
-        L.stages == kDeep ? (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, kDeep>
-                             : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, kDeep>
-                                               : flash_decoding_split_kernel<T, D, 1, kDeep>)
-                          : (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, 2>
-                             : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, 2>
-                                               : flash_decoding_split_kernel<T, D, 1, 2>);
+    const KvCopies copies = kv_copies_for(L);
+    auto split_kernel = copies == KvCopies::tensor_tiles ? split_kernel_for<T, D, KvCopies::tensor_tiles>(L.stages, key_groups)
+                                                         : split_kernel_for<T, D, KvCopies::per_thread>(L.stages, key_groups);
+    CUtensorMap tk{}, tv{};
+    if (copies == KvCopies::tensor_tiles) {
+        const DType dtype = std::is_same_v<T, __half> ? DType::fp16 : DType::bf16;
+        const int kv_heads = L.row_heads / L.row_heads_per_batch * sp.kv_heads_per_batch;  // B * KV
+        tk = tensor_map_16bit(kName, sp.K, kv_heads, sp.Nk, D, L.Bc, dtype);
+        tv = tensor_map_16bit(kName, sp.V, kv_heads, sp.Nk, D, L.Bc, dtype);
+    }
     CudaKernelLaunch split;
     split.name = "flash_decoding_split";
     split.grid = {static_cast<unsigned>(L.splits * L.q_tiles), static_cast<unsigned>(L.row_heads), 1u};
@@ -481,8 +590,9 @@ void launch_split_and_combine(const FlashDecodingLayout& L, const SplitParams& s
     split.kv_splits = L.splits;
     split.registers_per_thread =
         launch_kernel(split.name.c_str(), split_kernel, dim3(split.grid[0], split.grid[1]),
-                      dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp);
-    split.one_address_per_tile = true;  // load_kv and the Q tile
+                      dim3(kFlashThreads), split.dynamic_smem_bytes, stream, sp, tk, tv);
+    split.one_address_per_tile = true;  // the Q tile, and K/V where they go per thread
+    split.kv_copy_engine = copies == KvCopies::tensor_tiles;
     info.kernels.push_back(split);
     if (L.splits == 1) return;
     CudaKernelLaunch combine;

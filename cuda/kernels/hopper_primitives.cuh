@@ -25,7 +25,8 @@
 //     MN-major operand (V as B of O = P V: the n dimension, d, contiguous; imm-trans-b = 1): start = the
 //     first key row of the k-step (16 rows = 2 KB further per k-step), LBO = the slab size (the next 64
 //     columns), SBO = 1024 (the next 8 keys).
-// Call only from code compiled for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL).
+// Call only from code compiled for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); the mbarrier and TMA wrappers from any
+// sm_90 code (FlashDecoding's split kernel).
 #pragma once
 
 #include <cuda.h>

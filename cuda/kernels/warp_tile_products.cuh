@@ -5,8 +5,10 @@
 //   qk_scores<T, KS_D, NT_S>(s, qf, krow, LD)     s += Q K^T: 16 rows x 8*NT_S keys, over 16*KS_D dims
 //   p_fragments<T, KS_KV>(pf, s)                  P (the exponentiated s) rounded to T, as A fragments
 //   pv_accumulate<T, KS_KV, NT_O>(o, pf, vrow, LD) o += P V: 16 rows x 8*NT_O dims, over 16*KS_KV keys
+//   swizzled_chunk<ROWS>(tile, row, chunk)         an address in a tile the copy engine wrote 128-byte-swizzled
 //
-// krow and vrow are this lane's ldmatrix row addresses (see each function). Call only from code
+// krow and vrow are this lane's ldmatrix row addresses (see each function); the products also take a
+// function of the step that gives the address, for tiles in other layouts. Call only from code
 // compiled for __CUDA_ARCH__ >= 800.
 #pragma once
 
@@ -20,18 +22,23 @@ namespace fasim::cuda_detail {
 // 2np), 1 = keys +0..7 / dims +8..15 (b1 of 2np), 2 = keys +8..15 / dims +0..7 (b0 of 2np+1),
 // 3 = keys +8..15 / dims +8..15 (b1 of 2np+1). krow = the warp's first key row + (lane & 7) +
 // 8 * (lane >> 4), column 8 * ((lane >> 3) & 1).
-template <typename T, int KS_D, int NT_S>
-__device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&qf)[KS_D][4], const T* krow, int ld) {
+// k_at(np, ks): this lane's ldmatrix address for keys 16np.. and dims 16ks.. (the overload below: padded rows).
+template <typename T, int KS_D, int NT_S, typename KAddress>
+__device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&qf)[KS_D][4], KAddress k_at) {
 #pragma unroll
     for (int np = 0; np < NT_S / 2; ++np) {
 #pragma unroll
         for (int ks = 0; ks < KS_D; ++ks) {
             unsigned b[4];
-            ldmatrix_x4(b, krow + 16 * np * ld + 16 * ks);
+            ldmatrix_x4(b, k_at(np, ks));
             mma_16816<T>(s[2 * np], qf[ks], b[0], b[1]);
             mma_16816<T>(s[2 * np + 1], qf[ks], b[2], b[3]);
         }
     }
+}
+template <typename T, int KS_D, int NT_S>
+__device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&qf)[KS_D][4], const T* krow, int ld) {
+    qk_scores<T>(s, qf, [&](int np, int ks) { return krow + 16 * np * ld + 16 * ks; });
 }
 
 // P as A fragments, straight from the score accumulators (no shared memory): the C fragments of
@@ -54,18 +61,31 @@ __device__ __forceinline__ void p_fragments(unsigned (&pf)[KS_KV][4], const floa
 // 16dp+15: matrix 0 = keys +0..7 / dims +0..7 (b0 of n-tile 2dp), 1 = keys +8..15 / dims +0..7 (b1 of
 // 2dp), 2 = keys +0..7 / dims +8..15 (b0 of 2dp+1), 3 = keys +8..15 / dims +8..15 (b1 of 2dp+1).
 // vrow = the warp's first key row + (lane & 7) + 8 * ((lane >> 3) & 1), column 8 * (lane >> 4).
-template <typename T, int KS_KV, int NT_O>
-__device__ __forceinline__ void pv_accumulate(float (&o)[NT_O][4], const unsigned (&pf)[KS_KV][4], const T* vrow, int ld) {
+// v_at(ks, dp): this lane's ldmatrix address for keys 16ks.. and dims 16dp.. (the overload below: padded rows).
+template <typename T, int KS_KV, int NT_O, typename VAddress>
+__device__ __forceinline__ void pv_accumulate(float (&o)[NT_O][4], const unsigned (&pf)[KS_KV][4], VAddress v_at) {
 #pragma unroll
     for (int ks = 0; ks < KS_KV; ++ks) {
 #pragma unroll
         for (int dp = 0; dp < NT_O / 2; ++dp) {
             unsigned b[4];
-            ldmatrix_x4_trans(b, vrow + 16 * ks * ld + 16 * dp);
+            ldmatrix_x4_trans(b, v_at(ks, dp));
             mma_16816<T>(o[2 * dp], pf[ks], b[0], b[1]);
             mma_16816<T>(o[2 * dp + 1], pf[ks], b[2], b[3]);
         }
     }
+}
+template <typename T, int KS_KV, int NT_O>
+__device__ __forceinline__ void pv_accumulate(float (&o)[NT_O][4], const unsigned (&pf)[KS_KV][4], const T* vrow, int ld) {
+    pv_accumulate<T>(o, pf, [&](int ks, int dp) { return vrow + 16 * ks * ld + 16 * dp; });
+}
+
+// A tile of ROWS rows of 16-bit elements as the copy engine writes it with the 128-byte swizzle
+// (hopper_primitives.cuh): slabs of 64 columns one after the other, 128 bytes a row, the 16-byte chunk c of
+// row r at chunk c ^ (r % 8) of its row. The address of chunk `chunk` (8 columns) of row `row`.
+template <int ROWS>
+__device__ __forceinline__ const void* swizzled_chunk(const void* tile, int row, int chunk) {
+    return static_cast<const char*>(tile) + (chunk >> 3) * ROWS * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
 }
 
 }  // namespace fasim::cuda_detail

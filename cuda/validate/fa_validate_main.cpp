@@ -299,6 +299,7 @@ json launches_json(const CudaLaunchInfo& launch) {
         if (l.kv_splits > 0) launches.back()["kv_splits"] = l.kv_splits;
         if (l.registers_per_thread > 0) launches.back()["registers_per_thread"] = l.registers_per_thread;
         if (l.one_address_per_tile) launches.back()["tile_addresses"] = "one_per_tile";
+        if (l.kv_copy_engine) launches.back()["kv_copies"] = "copy_engine";
     }
     return launches;
 }
