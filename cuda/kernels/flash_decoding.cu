@@ -37,9 +37,8 @@
 //     64 columns x Bc keys through a tensor map, written 128-byte-swizzled, so the ldmatrix addresses
 //     follow the swizzle: warp_tile_products.cuh's swizzled_chunk) and a stage's mbarrier counts the bytes
 //     in. On an H200 K/V streamed 2.5-11% faster than with per-thread cp.async on 21 of 24 decode shapes,
-//     4.58-4.70 TB/s on the largest, above the card's copy rate (4.22-4.25 TB/s) and every PyTorch backend
-//     of the same call (cuDNN's best: 4.67 TB/s); the split kernel was slower than cuDNN on 9 of the 24
-//     shapes before, on none after. Batch-1 MQA (the deep pipeline) streamed 1.6-4.7% slower with it and
+//     up to 4.70 TB/s, above the copy rate of the same call (4.22-4.23 TB/s) and cuDNN's best (4.67 TB/s);
+//     the split kernel was slower than PyTorch's fastest backend on 9 of the 24 shapes before, on none after. Batch-1 MQA (the deep pipeline) streamed 1.6-4.7% slower with it and
 //     keeps its per-thread copies. One bulk copy per key row (256 bytes, padded rows kept) was 1.5-35%
 //     slower everywhere: the engine's cost is per request (cuda/results/2026-11-30-h200-decode-copies).
 //
@@ -71,7 +70,6 @@
 //
 // Run:  build/cuda/cuda-check --algo flash_decoding
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -554,16 +552,12 @@ auto split_kernel_for(int stages, int key_groups) {
                                                 : flash_decoding_split_kernel<T, D, 1, 2, C>);
 }
 
-// FASIM_DECODE_COPIES=tensor_tiles picks the copy engine's tiles on sm_90+ (an experiment's switch).
-KvCopies kv_copies_for(const FlashDecodingLayout&) {
-    const char* asked = std::getenv("FASIM_DECODE_COPIES");
-    if (asked == nullptr || std::string(asked) == "per_thread") return KvCopies::per_thread;
-    if (std::string(asked) != "tensor_tiles")
-        throw std::invalid_argument(std::string("FASIM_DECODE_COPIES = ") + asked +
-                                    " is not a way to copy: per_thread or tensor_tiles. Fix: unset it or pick one");
-    if (device_compute_capability() < 90)
-        throw std::invalid_argument("FASIM_DECODE_COPIES = tensor_tiles needs compute capability 9.0+ (TMA). Fix: unset it");
-    return KvCopies::tensor_tiles;
+// The copy engine on sm_90+ (TMA exists there), except for the deep pipeline: its launches (a split grid of
+// one block per SM: batch-1 MQA) streamed 1.6-4.7% slower with it, where every other decode shape streamed
+// 2.5-11% faster (cuda/results/2026-11-30-h200-decode-copies).
+KvCopies kv_copies_for(const FlashDecodingLayout& L) {
+    return device_compute_capability() >= 90 && L.stages == tile_rules::kFlashDecodingStages ? KvCopies::tensor_tiles
+                                                                                                : KvCopies::per_thread;
 }
 
 template <typename T, int D>

@@ -6,7 +6,9 @@
 # decoding (32 query heads over 32, 8 and 1 K/V heads, d = 128, fp16; batch 1 and 8 at 16k-128k keys, batch 64
 # at 16k and 64k) per_thread, tensor_tiles, per_thread, tensor_tiles, and PyTorch's backends on the same shapes.
 # Everything lands in $OUT/gpu-session.tgz.
-#   bash cuda/scripts/decode_copies_session.sh
+# The switch existed for the experiment only (commit 69d66ff; the first call ran the same script with
+# FASIM_DECODE_COPIES=bulk_rows, a bulk copy per key row, on 488d50c's tree changed as its device.txt says):
+#   git checkout 69d66ff && bash cuda/scripts/decode_copies_session.sh
 set -uo pipefail
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate peak-rates
 log "smoke: cuda-check --small, tensor_tiles"

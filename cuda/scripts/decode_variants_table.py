@@ -4,13 +4,16 @@ two passes of one device call, beside PyTorch's fastest SDPA backend (math left 
   cuda/results/2026-11-29-h200-decode-prefetch: K/V copies asking L2 to prefetch 0, 128 or 256 bytes
       (cp.async ... .L2::128B / .L2::256B); files validate_pass<i>_pf<bytes>.txt
   cuda/results/2026-11-29-h200-decode-stages: two or three K/V stages; files validate_pass<i>_stages<n>.txt
+  cuda/results/2026-11-30-h200-decode-copies/call*: K/V tiles copied per thread (cp.async) or by the copy engine
+      (one bulk copy per key row, or TMA boxes); files decode_<variant>_<i>.txt, PyTorch in torch_decode_*.json
 
 Reads the fa-validate tables (some prefetch passes ran out of time before their JSON was written, every
-finished row was printed) and torch_decode.json. A variant's time is the mean of its passes; a time comes from
+finished row was printed) and torch_decode*.json. A variant's time is the mean of its passes; a time comes from
 the K/V GB/s column (four digits) and the shape's K/V bytes.
 
     python3 cuda/scripts/decode_variants_table.py cuda/results/2026-11-29-h200-decode-prefetch
     python3 cuda/scripts/decode_variants_table.py cuda/results/2026-11-29-h200-decode-stages
+    python3 cuda/scripts/decode_variants_table.py cuda/results/2026-11-30-h200-decode-copies/call2-tensor-tiles
 """
 import glob
 import json
@@ -20,16 +23,29 @@ import sys
 
 ROW = re.compile(r"flash_decoding B=(\d+) H=\d+ KV=(\d+) Nk=(\d+) .*?ok\s+[\d.]+ms\s+[\d.]+ms\s+\S+\s+\d+\s+(\d+)")
 PASS = re.compile(r"validate_pass\d+_(pf|stages)(\d+)\.txt$")
-# The variant a run's kernel had before the experiment, and the one set against it.
-BASELINE = {"pf": (0, 128), "stages": (2, 3)}
+COPIES_PASS = re.compile(r"decode_(per_thread|bulk_rows|tensor_tiles)_\d+\.txt$")
+# The variant a run's kernel had before the experiment, and the one set against it (None: the other one).
+BASELINE = {"pf": (0, 128), "stages": (2, 3), "copies": ("per_thread", None)}
 
 
 def label(kind, v):
-    return f"prefetch {v} B" if kind == "pf" else f"{v} stages"
+    return {"pf": f"prefetch {v} B", "stages": f"{v} stages"}.get(kind, f"{v}")
+
+
+def passes(run):
+    """(path, kind, variant) of every pass's printed table."""
+    for path in sorted(glob.glob(os.path.join(run, "validate_pass*.txt"))):
+        m = PASS.search(path)
+        if m:
+            yield path, m[1], int(m[2])
+    for path in sorted(glob.glob(os.path.join(run, "decode_*.txt"))):
+        m = COPIES_PASS.search(path)
+        if m:
+            yield path, "copies", m[1]
 
 
 def main(run):
-    torch_rows = json.load(open(os.path.join(run, "torch_decode.json")))["results"]
+    torch_rows = [r for f in sorted(glob.glob(os.path.join(run, "torch_decode*.json"))) for r in json.load(open(f))["results"]]
     kv_bytes, fastest = {}, {}
     for r in torch_rows:
         key = (r["batch"], r["kv_heads"], r["Nk"])
@@ -40,17 +56,13 @@ def main(run):
             fastest[key] = (r["measured_s"], r["backend"])
     times = {}  # variant -> shape -> [seconds per pass]
     kind = None
-    for path in sorted(glob.glob(os.path.join(run, "validate_pass*.txt"))):
-        m = PASS.search(path)
-        if not m:
-            continue
-        kind, variant = m[1], int(m[2])
+    for path, kind, variant in passes(run):
         for line in open(path):
             row = ROW.match(line)
             if row:
                 key = (int(row[1]), int(row[2]), int(row[3]))
                 times.setdefault(variant, {}).setdefault(key, []).append(kv_bytes[key] / (int(row[4]) * 1e9))
-    variants = sorted(times)
+    variants = sorted(times, key=lambda v: (v != BASELINE[kind][0], v))
     print("| B | KV | Nk | PyTorch fastest | " + " | ".join(f"{label(kind, v)}: K/V GB/s, vs it" for v in variants) + " |")
     print("|---|---|---|---|" + "---|" * len(variants))
     below = {v: 0 for v in variants}
@@ -72,6 +84,7 @@ def main(run):
     print("shapes where PyTorch's fastest backend is faster: " +
           ", ".join(f"{label(kind, v)}: {below[v]} of {timed[v]} timed" for v in variants))
     base, new = BASELINE[kind]
+    new = new if new is not None else next((v for v in variants if v != base), None)
     if base in times and new in times:
         # Where the kernel streams at 4 TB/s or more as it was (both passes): the new variant's slower pass
         # against the baseline's faster one (the worst pair), and its faster pass against the baseline's slower one.
