@@ -7,8 +7,9 @@ same shape (which one, and its time) from torch_sdpa.py --grid decode.
     python3 cuda/scripts/summarize_decode.py cuda/results/2026-11-25-h100-decode > SUMMARY.md
 
 The folder holds what gpu_session.sh decode writes: validate_decode.json, torch_decode.json,
-decode_copy.json, and optionally predicted_before_decode.json (cuda/scripts/predict_before.py --decode) and
-predicted_calibrated_decode.json (the same with --gpu-file, the card's fa-calibrate file: a column of its own).
+decode_copy.json, and optionally predicted_before_decode.json (cuda/scripts/predict_before.py --decode; in later
+runs predicted_before_decode_preset.json) and predicted_calibrated_decode.json (the same with --gpu-file, the card's
+fa-calibrate file, a column of its own; later predicted_before_decode_calibrated.json).
 """
 import json
 import os
@@ -29,8 +30,9 @@ def main():
     ours = load(folder, "validate_decode.json")
     torch = load(folder, "torch_decode.json")
     copy = load(folder, "decode_copy.json")
-    before = load(folder, "predicted_before_decode.json")
-    calibrated = load(folder, "predicted_calibrated_decode.json")
+    # gpu_session.sh names them by their source since fa-calibrate came (_preset, _calibrated); older runs did not.
+    before = load(folder, "predicted_before_decode.json") or load(folder, "predicted_before_decode_preset.json")
+    calibrated = load(folder, "predicted_calibrated_decode.json") or load(folder, "predicted_before_decode_calibrated.json")
     copy_bw = copy["d2d_copy_bytes_per_s"] if copy else None
 
     fastest = {}  # PyTorch's fastest backend per shape

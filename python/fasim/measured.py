@@ -43,7 +43,8 @@ def load(path=None):
     Returns {"path", "files" (those read, relative to path), "skipped" ("FILE: why" for what was not compared),
     "measurements": [{"file", "gpu", "gpu_preset", "driver", "date", "algo" (the kernel), "N", "Nk", "d", "dtype",
     "causal", "batch", "heads", "kv_heads", "launch" ({"Br", "Bc", "q_splits", "kv_splits", "warps",
-    "registers_per_thread", "smem_bytes"}: what the run recorded, 0 where nothing), "measured_s" (the median
+    "registers_per_thread", "smem_bytes"}: what the run recorded, 0 where nothing; "tile_addresses": "one_per_tile"
+    where the kernel copied whole tiles from one address per thread, else "per_chunk"), "measured_s" (the median
     time), "predicted_s" (the prediction recorded when it was measured, or None)}]}. A path that does not exist
     gives no files and no measurements.
     """

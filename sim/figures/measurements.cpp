@@ -169,7 +169,7 @@ std::string configuration_key(const Measurement& m) {
     std::string k = m.preset + '|' + m.kernel + '|' + p.describe();
     for (const std::int64_t v : {p.batch, p.heads, p.kv_heads, p.N, p.Nk, p.d, l.Br, l.Bc, l.q_splits,
                                  static_cast<std::int64_t>(l.registers_per_thread), static_cast<std::int64_t>(l.warps),
-                                 l.smem_bytes, l.kv_splits})
+                                 l.smem_bytes, l.kv_splits, static_cast<std::int64_t>(l.one_address_per_tile)})
         k += ',' + std::to_string(v);
     return k;
 }
@@ -249,7 +249,8 @@ nlohmann::ordered_json measurement_json(const Measurement& m) {
     j["launch"] = {{"Br", l.Br},         {"Bc", l.Bc},
                    {"q_splits", l.q_splits}, {"kv_splits", l.kv_splits},
                    {"warps", l.warps},   {"registers_per_thread", l.registers_per_thread},
-                   {"smem_bytes", l.smem_bytes}};
+                   {"smem_bytes", l.smem_bytes},
+                   {"tile_addresses", l.one_address_per_tile ? "one_per_tile" : "per_chunk"}};
     j["measured_s"] = m.measured_s;
     j["predicted_s"] = m.predicted_then_s ? nlohmann::ordered_json(*m.predicted_then_s) : nlohmann::ordered_json(nullptr);
     return j;
@@ -338,6 +339,12 @@ Measurement measurement_from_json(const json& j, const std::string& where) {
         m.launch.warps = static_cast<int>(get("warps", 32));
         m.launch.registers_per_thread = static_cast<int>(get("registers_per_thread", 255));
         m.launch.smem_bytes = get("smem_bytes", 4194304);
+        if (const auto it = l->find("tile_addresses"); it != l->end() && !it->is_null()) {
+            if (!it->is_string() || (*it != "one_per_tile" && *it != "per_chunk"))
+                throw usage_error(inner + "[\"tile_addresses\"] = " + it->dump() + " is not a way to copy tiles",
+                                  "\"one_per_tile\" or \"per_chunk\"", "pass one of them, or None for per_chunk");
+            m.launch.one_address_per_tile = *it == "one_per_tile";
+        }
     }
     if (const auto it = j.find("measured_s"); it != j.end() && !it->is_null()) {
         if (!it->is_number() || !std::isfinite(it->get<double>()) || !(it->get<double>() > 0))

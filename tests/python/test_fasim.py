@@ -402,6 +402,18 @@ def test_measured_reads_and_predicts_as_lesson_09():
     assert fasim.measured.load(os.path.join(FIXTURES, "no-such-folder"))["measurements"] == []
 
 
+def test_measured_launch_keeps_how_tiles_were_copied():
+    """A run that recorded its tile copies ("tile_addresses") is predicted with them, through load() and by hand."""
+    mqa = dict(algo="flash_decoding", gpu_preset="H200", N=1, Nk=131072, d=128, dtype="fp16", heads=32, kv_heads=1,
+               launch=dict(Br=64, Bc=64, warps=4, kv_splits=114, tile_addresses="per_chunk"))
+    per_chunk = fasim.measured.predict(mqa)
+    one_per_tile = fasim.measured.predict(dict(mqa, launch=dict(mqa["launch"], tile_addresses="one_per_tile")))
+    assert one_per_tile < per_chunk  # batch-1 MQA issues its copies' instructions on two warps per block
+    assert fasim.measured.predict(dict(mqa, launch=dict(mqa["launch"], tile_addresses=None))) == per_chunk
+    one_line_error(lambda: fasim.measured.predict(dict(mqa, launch=dict(mqa["launch"], tile_addresses="whole"))),
+                   "one_per_tile")
+
+
 def test_measured_packaged_copy_is_cuda_results():
     """The module carries cuda/results/*.json byte for byte; load() and lesson 09 inside the module read it."""
     packaged = fasim.measured.data_dir()
