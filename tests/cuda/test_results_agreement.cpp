@@ -2503,3 +2503,24 @@ TEST_CASE("decode on the H200 with K/V through TMA: FlashDecoding at least as fa
     CHECK(fd_within_20 == 44);
     CHECK(fd_abs_error / fd == Approx(0.072).margin(0.002));
 }
+
+TEST_CASE("lone warps on the H200: fa2_tc's one warp with a row issues 0.23 instructions per cycle, 547 per K/V tile, "
+          "above the model's mma.sync readiness of 0.17",
+          "[hardware][decode][issue]") {
+    // cuda/results/2026-11-30-h200-lone-warps: profile_lone_warps.sh, the busiest scheduler of each launch.
+    const std::string run = kResults + "2026-11-30-h200-lone-warps/lone_warps/";
+    auto counter = [](const std::string& text, const std::string& name) {
+        const std::size_t at = text.find(name + " ");
+        REQUIRE(at != std::string::npos);
+        std::istringstream line(text.substr(at + name.size(), 200));
+        std::string unit, value;
+        line >> unit >> value;
+        value.erase(std::remove(value.begin(), value.end(), ','), value.end());
+        return std::stod(value);
+    };
+    const std::string one_row = read_text(run + "fa2_tc_one_row.txt");
+    const double instructions = counter(one_row, "smsp__inst_executed.max"), cycles = counter(one_row, "smsp__cycles_active.max");
+    CHECK(instructions / cycles == Approx(0.230).margin(0.001));
+    CHECK(instructions / (16384 / 64) == Approx(547).margin(1));  // the busiest scheduler's warp: 256 K/V tiles of 64 keys
+    CHECK(find_gpu_preset("H200").model.mma_sync_warp_ready == Approx(0.17));
+}
