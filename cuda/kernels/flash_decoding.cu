@@ -38,9 +38,10 @@
 //     follow the swizzle: warp_tile_products.cuh's swizzled_chunk) and a stage's mbarrier counts the bytes
 //     in. On an H200 K/V streamed 2.5-11% faster than with per-thread cp.async on 21 of 24 decode shapes,
 //     up to 4.70 TB/s, above the copy rate of the same call (4.22-4.23 TB/s) and cuDNN's best (4.67 TB/s);
-//     the split kernel was slower than PyTorch's fastest backend on 9 of the 24 shapes before, on none after. Batch-1 MQA (the deep pipeline) streamed 1.6-4.7% slower with it and
-//     keeps its per-thread copies. One bulk copy per key row (256 bytes, padded rows kept) was 1.5-35%
-//     slower everywhere: the engine's cost is per request (cuda/results/2026-11-30-h200-decode-copies).
+//     the split kernel was slower than PyTorch's fastest backend on 9 of the 24 shapes before, on none
+//     after. Batch-1 MQA (the deep pipeline) streamed 1.6-4.7% slower with it and keeps its per-thread
+//     copies. One bulk copy per key row (256 bytes, padded rows kept) was 1.1-35% slower everywhere: the
+//     engine's cost is per request (cuda/results/2026-11-30-h200-decode-copies).
 //
 //   split kernel
 //     grid  = (S * Tr, row heads): blockIdx.x = split * Tr + Q tile, blockIdx.y = row head (B*H, or B*KV
@@ -541,15 +542,17 @@ __global__ void __launch_bounds__(kFlashThreads) flash_decoding_combine_kernel(C
     if (lane == 0) p.lse[row] = lse;
 }
 
+template <typename T, int D, int STAGES, KvCopies C>
+auto split_kernel_with(int key_groups) {
+    return key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, STAGES, C>
+           : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, STAGES, C>
+                             : flash_decoding_split_kernel<T, D, 1, STAGES, C>;
+}
 template <typename T, int D, KvCopies C>
 auto split_kernel_for(int stages, int key_groups) {
-    constexpr int kDeep = tile_rules::kFlashDecodingDeepStages;
-    return stages == kDeep ? (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, kDeep, C>
-                              : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, kDeep, C>
-                                                : flash_decoding_split_kernel<T, D, 1, kDeep, C>)
-                           : (key_groups == 4   ? flash_decoding_split_kernel<T, D, 4, 2, C>
-                              : key_groups == 2 ? flash_decoding_split_kernel<T, D, 2, 2, C>
-                                                : flash_decoding_split_kernel<T, D, 1, 2, C>);
+    constexpr int kTwo = tile_rules::kFlashDecodingStages, kDeep = tile_rules::kFlashDecodingDeepStages;
+    if constexpr (C == KvCopies::tensor_tiles) return split_kernel_with<T, D, kTwo, C>(key_groups);  // kv_copies_for
+    else return stages == kDeep ? split_kernel_with<T, D, kDeep, C>(key_groups) : split_kernel_with<T, D, kTwo, C>(key_groups);
 }
 
 // The copy engine on sm_90+ (TMA exists there), except for the deep pipeline: its launches (a split grid of
