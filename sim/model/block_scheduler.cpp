@@ -375,7 +375,8 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
     const std::int64_t switch_at = slots_ / 4 + 1, bulk_at = 4 * static_cast<std::int64_t>(slots_);
     // A long run goes in bulk, O(slots log slots), unless a few blocks one at a time bring the slots in
     // turn: after a run of longer blocks only the slots free more than d after the earliest are out of
-    // turn, and the earliest ones, a block each, fall in among them (a row kernel's rows alternate so).
+    // turn, and the earliest ones, a block each, fall in among them (a row kernel's rows alternate so);
+    // those are placed in one merge (SlotRing::take_front_band).
     const std::int64_t steps_before_bulk = slots_ / 16;
     std::int64_t stepped = 0;
     while (count > 0) {
@@ -396,6 +397,17 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
         if (count >= bulk_at && stepped >= steps_before_bulk) {
             deal_in_bulk(e, count);
             return;
+        }
+        if (stepped == 0) {
+            settle();
+            ring_.take_front_band(d, count, taker_);
+            if (!taker_.empty()) {
+                const TermSums& terms = terms_of(e);
+                for (const int s : taker_) credit(s, terms, 1);
+                count -= static_cast<std::int64_t>(taker_.size());
+                stepped += static_cast<std::int64_t>(taker_.size());
+                continue;
+            }
         }
         one_block(e, 0, false);
         --count;
