@@ -398,7 +398,7 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
             deal_in_bulk(e, count);
             return;
         }
-        if (stepped == 0) {
+        if (stepped == 0 && count >= bulk_at) {  // (a short run after a short block: one at a time, no settle)
             settle();
             ring_.take_front_band(d, count, taker_);
             if (!taker_.empty()) {

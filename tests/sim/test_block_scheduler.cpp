@@ -462,8 +462,8 @@ TEST_CASE("Block scheduler: shrinking, plateaued and mixed single blocks, as the
 
 // A row kernel over rows that are no whole number of 128-byte lines: each row a long run of blocks whose
 // duration differs a little from the row before's (where the row meets the lines), then its ragged last
-// block. A run after a longer one finds the slots out of turn by a band of them, placed at once
-// (SlotRing::take_front_band); with dyadic durations the band meets the latest slots in ties.
+// block. A run (of four rounds or more) after a longer one finds the slots out of turn by a band of them,
+// placed at once (SlotRing::take_front_band); with dyadic durations the band meets the latest slots in ties.
 TEST_CASE("Block scheduler: rows of long runs a little shorter or longer than the row before, and ragged blocks", "[model][scheduler]") {
     std::mt19937_64 rng(20261130);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -479,7 +479,7 @@ TEST_CASE("Block scheduler: rows of long runs a little shorter or longer than th
             run.matmul = run.l2 / 4;
             ragged.l2 = uniform(0, 1) ? run.l2 : run.l2 * uniform(1, 60) / 80;
             ragged.nonmatmul = run.matmul;
-            head.push_back({run, run.duration(slots_per_sm), uniform(1, 6) * slots + uniform(0, slots)});
+            head.push_back({run, run.duration(slots_per_sm), uniform(4, 8) * slots + uniform(0, slots)});
             head.push_back({ragged, ragged.duration(slots_per_sm), 1});
         }
         const std::int64_t heads = uniform(1, 3);
