@@ -442,6 +442,15 @@ struct L2Model::LoopScratch {
         bool operator==(const RelRun&) const = default;
         bool one_by_one() const { return end - first == static_cast<std::int64_t>(base.size()); }
     };
+    // A recurring streamed region's reader after an item: relative to the item's block (it recorded the
+    // region, or a loop of waves), or, within a wave, where a block no later item runs read it first, that
+    // block: the later items' reads are shared and leave the record as it is (a row's blocks each reading
+    // the row's one mask element).
+    struct RecurringReader {
+        std::int64_t block = kNoRead;
+        bool kept = false;
+        bool operator==(const RecurringReader&) const = default;
+    };
     struct Item {
         std::int64_t k = 0;
         Context ctx;
@@ -449,7 +458,7 @@ struct L2Model::LoopScratch {
         std::vector<std::vector<RelRun>> recurring;              // per LoopTiles::tracked, after the item
         std::vector<std::vector<Entry>> moving_pre, moving_post; // per LoopTiles::tracked
         std::vector<std::vector<Pre>> moving_class;
-        std::vector<std::vector<std::int64_t>> streamed_recurring;  // reader block - block_end, or kNoRead
+        std::vector<std::vector<RecurringReader>> streamed_recurring;
         std::vector<std::vector<StreamedPre>> streamed_class;
         std::vector<bool> streamed_unread;  // boxed tensors: the item found none of its regions recorded
     };
@@ -485,6 +494,7 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
     }
     using Rel = LoopScratch::Rel;
     using Item = LoopScratch::Item;
+    using RecurringReader = LoopScratch::RecurringReader;
     constexpr std::int64_t kNoRead = LoopScratch::kNoRead;
     auto tiles_of = [&](const LoopTiles::Tracked& t) -> TileStates& { return tensors_[static_cast<std::size_t>(t.id)].tiles; };
     auto tile_at = [&](const LoopTiles::Tracked& t, std::size_t i, std::int64_t k) {
@@ -669,7 +679,9 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
             auto& rec = cur.streamed_recurring.emplace_back();
             for (const WaveReads::Key& key : t.recurring) {
                 const std::optional<std::int64_t> reader = wave_reads_.wave() == wave_ ? wave_reads_.reader(key) : std::nullopt;
-                rec.push_back(reader ? *reader - block_ : kNoRead);
+                const bool kept = reader && *reader != block_ && shape.wave_step == 0 &&
+                                  (shape.block_step == 0 || (shape.block_step > 0 && *reader < block_));
+                rec.push_back(!reader ? RecurringReader{} : kept ? RecurringReader{*reader, true} : RecurringReader{*reader - block_, false});
             }
             auto& cls = cur.streamed_class.emplace_back();
             for (std::size_t i = 0; i < t.moving.size(); ++i) {
@@ -800,13 +812,14 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                 // (A loop of whole waves leaves the record to the wave it runs last: carried waves are over.)
                 if (!tiles.streamed.empty() && shape.wave_step == 0) {
                     // Within the wave, rule 1's record gets what the carried items read: the recurring
-                    // regions' reader as the last item left it, and each moving read's regions of the
-                    // carried items as a family read by their items' blocks (a read another block had
-                    // read, shared, leaves the record as it was).
+                    // regions' reader as the last item left it (a kept one stays), and each moving read's
+                    // regions of the carried items as a family read by their items' blocks (a read another
+                    // block had read, shared, leaves the record as it was).
                     for (std::size_t si = 0; si < tiles.streamed.size(); ++si) {
                         const auto& t = tiles.streamed[si];
                         for (std::size_t i = 0; i < t.recurring.size(); ++i)
-                            if (cur.streamed_recurring[si][i] != kNoRead) wave_reads_.record(t.recurring[i], block_ + cur.streamed_recurring[si][i]);
+                            if (const RecurringReader r = cur.streamed_recurring[si][i]; r.block != kNoRead && !r.kept)
+                                wave_reads_.record(t.recurring[i], block_ + r.block);
                         for (const auto& read : t.reads) {
                             std::vector<std::size_t> recorded;  // this read's regions the item recorded
                             for (std::size_t i = read.begin; i < read.end; ++i)

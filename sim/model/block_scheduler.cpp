@@ -74,8 +74,10 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 // The greedy list schedule, computed exactly on fixed-point times and fast where the blocks have
 // structure:
 //  - a run of equal blocks that the slots take in turn (their free times lie within one block of each
-//    other) advances whole rounds at once (SlotRing::lap); one that they do not take in turn is dealt in
-//    bulk: each slot's share follows from its free time, in O(slots log slots);
+//    other) advances whole rounds at once (SlotRing::lap); one that they do not take in turn goes one
+//    block at a time until they do (a few blocks, after a run of slightly longer blocks), or, if that
+//    takes more than a few, is dealt in bulk: each slot's share follows from its free time, in
+//    O(slots log slots);
 //  - in a stretch of single blocks whose durations do not decrease (causal attention's Q tiles in launch
 //    order) each block ends no earlier than the one before: the slots that took one wait in first-in,
 //    first-out order, and the next block goes to the earlier of that queue's first and the first slot not
@@ -371,6 +373,12 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
     }
     // Making e the lapping class settles every slot, O(slots): worth it for a quarter of a round.
     const std::int64_t switch_at = slots_ / 4 + 1, bulk_at = 4 * static_cast<std::int64_t>(slots_);
+    // A long run goes in bulk, O(slots log slots), unless a few blocks one at a time bring the slots in
+    // turn: after a run of longer blocks only the slots free more than d after the earliest are out of
+    // turn, and the earliest ones, a block each, fall in among them (a row kernel's rows alternate so);
+    // those are placed in one merge (SlotRing::take_front_band).
+    const std::int64_t steps_before_bulk = slots_ / 16;
+    std::int64_t stepped = 0;
     while (count > 0) {
         if (ring_.deals_in_turn(d)) {
             if (!laps_with(e)) {
@@ -386,12 +394,24 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
             ring_.lap(count);
             return;
         }
-        if (count >= bulk_at) {
+        if (count >= bulk_at && stepped >= steps_before_bulk) {
             deal_in_bulk(e, count);
             return;
         }
+        if (stepped == 0 && count >= bulk_at) {  // (a short run after a short block: one at a time, no settle)
+            settle();
+            ring_.take_front_band(d, count, taker_);
+            if (!taker_.empty()) {
+                const TermSums& terms = terms_of(e);
+                for (const int s : taker_) credit(s, terms, 1);
+                count -= static_cast<std::int64_t>(taker_.size());
+                stepped += static_cast<std::int64_t>(taker_.size());
+                continue;
+            }
+        }
         one_block(e, 0, false);
         --count;
+        ++stepped;
     }
 }
 

@@ -60,6 +60,45 @@ void SlotRing::take_at_front(Fixed end) {
     }
 }
 
+void SlotRing::take_front_band(Fixed duration, std::int64_t limit, std::vector<int>& takers) {
+    takers.clear();
+    const Entry& back = at(index(n_ - 1));
+    const SlotTime latest{back.stored(), back.slot};
+    auto ended = [&](int position) {  // the block the slot at `position` would take, as stored
+        const Entry& e = at(index(position));
+        return SlotTime{e.stored() + duration, e.slot};
+    };
+    // The front slot after k blocks is the k-th (the earlier ends come later): in turn once its end
+    // passes the latest.
+    int k = 0;
+    const int most = static_cast<int>(std::min<std::int64_t>(limit, n_ - 1));
+    while (k < most && !(latest < ended(k))) ++k;
+    if (k == 0) return;
+    const Entry& last_taker = at(index(k - 1));
+    if (!(SlotTime{last_taker.stored(), last_taker.slot} < ended(0))) return;
+    band_.resize(static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i) {
+        band_[static_cast<std::size_t>(i)] = at(index(i));
+        band_[static_cast<std::size_t>(i)].store(band_[static_cast<std::size_t>(i)].stored() + duration);
+        takers.push_back(band_[static_cast<std::size_t>(i)].slot);
+    }
+    // Merged from the back into the places n - 1 + k ... (the takers' own places, past the end): the
+    // slots that stay move k places toward the front.
+    auto old_place = [&](int position) { return (front_ + position) % n_; };
+    for (int w = n_ - 1 + k, a = n_ - 1, b = k - 1; b >= 0; --w) {
+        const Entry& stay = at(old_place(a));
+        const Entry& band = band_[static_cast<std::size_t>(b)];
+        if (a >= k && SlotTime{band.stored(), band.slot} < SlotTime{stay.stored(), stay.slot}) {
+            at(old_place(w)) = stay;
+            --a;
+        } else {
+            at(old_place(w)) = band;
+            --b;
+        }
+    }
+    front_ = old_place(k);
+}
+
 void SlotRing::lap(std::int64_t blocks) {
     const int round_began = index(n_ - passed_);  // where the current round began: lapping does not move it
     if (blocks != split_blocks_) {  // runs repeat head after head: divide once

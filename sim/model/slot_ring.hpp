@@ -49,6 +49,12 @@ public:
     bool deals_in_turn(Fixed duration) const;
     // The front slot takes a block that ends at `end` (>= its free time) and moves to its place.
     void take_at_front(Fixed end);
+    // After settle(), where deals_in_turn(duration) does not hold: blocks of `duration` (at most `limit`)
+    // taken one at a time until it does, at once. The front slots free more than `duration` before the
+    // latest take them; their ends, in order, fall among the latest free times, so one merge places them
+    // (take_at_front would shift the latest once per block). Their slots, in order, go to `takers`;
+    // none where a block would end before a later front slot is free (then take them one at a time).
+    void take_front_band(Fixed duration, std::int64_t limit, std::vector<int>& takers);
     // `blocks` blocks of the lapping class go to the front in turn; deals_in_turn(lapping duration) must hold.
     void lap(std::int64_t blocks);
 
@@ -104,6 +110,7 @@ private:
 
     int n_, sm_count_;
     std::vector<Entry> entries_;              // by array index
+    std::vector<Entry> band_;                 // take_front_band's
     std::int64_t lapped_by_all_ = 0;          // lapping blocks every slot took (settled)
     std::vector<std::int64_t> lapped_by_sm_;  // by SM: more (or fewer) than lapped_by_all_ per slot, summed
     Fixed base_ = 0, lap_ = 0;

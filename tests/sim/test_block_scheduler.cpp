@@ -460,6 +460,36 @@ TEST_CASE("Block scheduler: shrinking, plateaued and mixed single blocks, as the
     }
 }
 
+// A row kernel over rows that are no whole number of 128-byte lines: each row a long run of blocks whose
+// duration differs a little from the row before's (where the row meets the lines), then its ragged last
+// block. A run (of four rounds or more) after a longer one finds the slots out of turn by a band of them,
+// placed at once (SlotRing::take_front_band); with dyadic durations the band meets the latest slots in ties.
+TEST_CASE("Block scheduler: rows of long runs a little shorter or longer than the row before, and ragged blocks", "[model][scheduler]") {
+    std::mt19937_64 rng(20261130);
+    auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    for (int i = 0; i < 60; ++i) {
+        const bool dyadic = i % 2 == 0;
+        const int sms = uniform(1, 6), slots_per_sm = uniform(1, 4), slots = sms * slots_per_sm;
+        std::vector<TimedBlocks> head;
+        const int rows = uniform(3, 40);
+        for (int r = 0; r < rows; ++r) {
+            BlockTerms run, ragged;
+            const int places = uniform(80, 82);  // the run's duration, in steps (a line more or less)
+            run.l2 = dyadic ? std::ldexp(places, -10) : places * 5.744681e-10 * (1 + 1e-9 * uniform(0, 3));
+            run.matmul = run.l2 / 4;
+            ragged.l2 = uniform(0, 1) ? run.l2 : run.l2 * uniform(1, 60) / 80;
+            ragged.nonmatmul = run.matmul;
+            head.push_back({run, run.duration(slots_per_sm), uniform(4, 8) * slots + uniform(0, slots)});
+            head.push_back({ragged, ragged.duration(slots_per_sm), 1});
+        }
+        const std::int64_t heads = uniform(1, 3);
+        const std::size_t timeline = static_cast<std::size_t>(uniform(0, 1) ? 0 : uniform(1, 2 * slots));
+        INFO("case " << i << ": " << rows << " rows, " << sms << " SMs x " << slots_per_sm << " slots, " << heads << " heads");
+        check_same(schedule_blocks(head, heads, sms, slots_per_sm, timeline),
+                   reference_schedule<ExactSums>(head, heads, sms, slots_per_sm, timeline));
+    }
+}
+
 // Every block equal and one per slot at first: every round is a tie of all slots at once, broken by the
 // slot index, round after round, head after head.
 TEST_CASE("Block scheduler: rounds of equal single blocks tie every slot and go by slot index", "[model][scheduler]") {
