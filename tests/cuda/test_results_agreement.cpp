@@ -2524,3 +2524,10 @@ TEST_CASE("lone warps on the H200: fa2_tc's one warp with a row issues 0.23 inst
     CHECK(instructions / (16384 / 64) == Approx(547).margin(1));  // the busiest scheduler's warp: 256 K/V tiles of 64 keys
     CHECK(find_gpu_preset("H200").model.mma_sync_warp_ready == Approx(0.17));
 }
+
+TEST_CASE("the Hopper rung with the shared tensor-map encoder (kernels/tensor_maps.cu) passes cuda-check on the H200",
+          "[hardware][ladder][accuracy]") {
+    const std::string run = kResults + "2026-11-30-h200-wgmma-check/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(run + "check_wgmma.txt").find("318 passed, 0 failed") != std::string::npos);
+}
