@@ -398,7 +398,9 @@ void GreedyScheduler::run_of(std::size_t e, std::int64_t count) {
             deal_in_bulk(e, count);
             return;
         }
-        if (stepped == 0 && count >= bulk_at) {  // (a short run after a short block: one at a time, no settle)
+        // A run of four rounds or more takes the out-of-turn band in one merge (a settle first); a shorter run goes
+        // one block at a time without settling (after a short ragged block the band is a few slots).
+        if (stepped == 0 && count >= bulk_at) {
             settle();
             ring_.take_front_band(d, count, taker_);
             if (!taker_.empty()) {
