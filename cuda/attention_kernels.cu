@@ -149,6 +149,8 @@ FlashArgs flash_args(const CudaProblem& p, const DeviceTensors& t, std::string_v
     f.V = t.V.get();
     f.O = t.O.get();
     f.BH = p.B * p.H;
+    f.H = p.H;
+    f.KV = p.kv_heads();
     f.N = p.N;
     f.Nk = p.Nk;
     f.causal = p.causal;
@@ -180,8 +182,9 @@ void set_fa1_state(FlashArgs& f, const CudaProblem& p, const DeviceTensors& t, s
 
 BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::string_view kernel) {
     const std::size_t e = elem_bytes(p.dtype), BH = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.H);
+    const std::size_t BKV = static_cast<std::size_t>(p.B) * static_cast<std::size_t>(p.kv_heads());
     const std::size_t q_elems = BH * static_cast<std::size_t>(p.N) * static_cast<std::size_t>(p.d);
-    const std::size_t kv_elems = BH * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d);
+    const std::size_t kv_elems = BKV * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d);
     for (const auto& [buf, name] : {std::pair{&t.Q, "Q"}, {&t.O, "O"}, {&t.dO, "dO"}, {&t.dQ, "dQ"}})
         check_buffer(*buf, q_elems * e, name, kernel);
     for (const auto& [buf, name] : {std::pair{&t.K, "K"}, {&t.V, "V"}, {&t.dK, "dK"}, {&t.dV, "dV"}})
@@ -190,6 +193,13 @@ BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::st
     check_buffer(t.D, row_bytes(p), "D", kernel);
     check_buffer(t.dQ_acc, q_elems * sizeof(float), "dQ_acc", kernel);
     BackwardArgs b;
+    if (p.grouped()) {  // each query head's dK, dV, summed over the group afterwards
+        const std::size_t expanded = BH * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d) * e;
+        check_buffer(t.dK_expanded, expanded, "dK_expanded", kernel);
+        check_buffer(t.dV_expanded, expanded, "dV_expanded", kernel);
+        b.dk_expanded = t.dK_expanded.get();
+        b.dv_expanded = t.dV_expanded.get();
+    }
     b.dtype = p.dtype;
     b.d = p.d;
     b.Q = t.Q.get();
@@ -204,6 +214,8 @@ BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::st
     b.D = t.D.as<float>();
     b.dq_acc = t.dQ_acc.as<float>();
     b.BH = p.B * p.H;
+    b.H = p.H;
+    b.KV = p.kv_heads();
     b.N = p.N;
     b.Nk = p.Nk;
     b.causal = p.causal;
@@ -361,6 +373,11 @@ DeviceTensors allocate_tensors(const CudaProblem& p, const KernelVariant& kernel
         t.LSE = DeviceBuffer(rows * sizeof(float));
         t.D = DeviceBuffer(rows * sizeof(float));
         t.dQ_acc = DeviceBuffer(q_elems * sizeof(float));
+        if (p.grouped()) {  // dK, dV per query head before the sum over the group (B*H heads, as Q)
+            const std::size_t expanded = bh * static_cast<std::size_t>(p.Nk) * static_cast<std::size_t>(p.d) * e;
+            t.dK_expanded = DeviceBuffer(expanded);
+            t.dV_expanded = DeviceBuffer(expanded);
+        }
     }
     return t;
 }

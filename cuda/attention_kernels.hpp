@@ -22,14 +22,16 @@
 //                               KV < H, else B*H with rows N)
 //   fa1 (fa1, fa1_tc)            O, m, l         (LSE = m + log(l), not written)
 //   standard_bwd (standard_cublas_bwd)  dQ, dK, dV from P (the forward's), dP, dS
-//   fa2_bwd (fa2_bwd, fa2_bwd_tc)       dQ, dK, dV from O and LSE (any fa2 kernel's), D, dQ_acc
+//   fa2_bwd (fa2_bwd, fa2_bwd_tc)       dQ, dK, dV from O and LSE (any fa2 kernel's), D, dQ_acc; with grouped
+//                                       K/V heads (fa2_bwd_tc) also dK_expanded, dV_expanded [B*H][Nk][d]
 //
 // All arithmetic is fp32 on the CUDA cores (no tensor cores), except standard_cublas, whose two
 // GEMMs are cuBLAS's (fp32 compute, TF32 off; fp16/bf16 inputs may use tensor cores there), and
 // fa2_tc, FA2 with its two products on the tensor cores (fp16/bf16 operands, fp32 accumulation;
 // softmax and rescaling in fp32 on the CUDA cores), and fa1_tc, FA1 likewise on the tensor cores.
 // fa1_tc and fa2_tc take fp16/bf16 with d = 64 or 128 only, and need compute capability 8.0+; so does
-// flash_decoding (FlashDecoding on the tensor cores), the one kernel that takes grouped K/V heads.
+// flash_decoding (FlashDecoding on the tensor cores). Grouped K/V heads: flash_decoding, fa2_tc and its
+// backward fa2_bwd_tc (dK, dV summed over each group's query heads).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -112,6 +114,9 @@ struct DeviceTensors {
     // The backward pass: the output gradient dO (an input) and the gradients, in the storage dtype.
     DeviceBuffer dO, dQ, dK, dV;
     DeviceBuffer D, dQ_acc;  // fa2_bwd*: rowsum(dO * O) [B*H][N] and the fp32 dQ [B*H][N][d]
+    // fa2_bwd_tc with grouped K/V heads: each query head's dK, dV [B*H][Nk][d] in the storage dtype, summed
+    // over its group into dK, dV [B*KV][Nk][d] (flash-attention 2's dk_expanded, dv_expanded)
+    DeviceBuffer dK_expanded, dV_expanded;
     DeviceBuffer dP, dS;     // standard_*_bwd: [B*H][N][Nk] in the storage dtype
 };
 

@@ -7,6 +7,15 @@
 //   fa2_bwd_convert_dq   dQ = dq_acc rounded to the storage dtype.
 //
 // Both: grid (ceil(N / rows), B*H), 128 threads; a warp takes one row at a time, its lanes strided over d.
+//
+//   fa2_bwd_sum_groups   grouped K/V heads only (fa2_bwd_tc): dK, dV [B*KV][Nk][d] = the sums over each group's
+//                        G = H/KV query heads of the main kernel's per-query-head dK_expanded, dV_expanded
+//                        [B*H][Nk][d], in fp32, stored once in the storage dtype: what flash-attention 2's
+//                        mha_bwd does with at::sum_out over the group. Grid (ceil(Nk / Bc), B*KV), 256 threads
+//                        (8 warps); block (j, kv) takes rows [j Bc, min(Nk, (j + 1) Bc)) of K/V head kv, whose
+//                        group is query heads kv G .. kv G + G - 1 (b H + (kv % KV) G). The rows of one head are
+//                        contiguous, so the block reads G runs of Bc d elements and writes one, 16 bytes per
+//                        thread and step, consecutive threads on consecutive 16 bytes (coalesced).
 #include "common/dtype_traits.cuh"
 #include "common/dispatch.hpp"
 #include "common/launch.cuh"
@@ -56,6 +65,55 @@ __global__ void __launch_bounds__(kThreads) fa2_bwd_convert_dq_kernel(RowParams 
     for (long long i = threadIdx.x; i < count; i += kThreads) dQ[first + i] = from_f<T>(p.dq_acc[first + i]);
 }
 
+struct SumParams {
+    const void* dk_expanded;
+    const void* dv_expanded;
+    void* dK;
+    void* dV;
+    long long head_elems;  // Nk * d: one head of dK, dV or the expanded buffers
+    int rows_per_block;    // Bc
+    int Nk, d, group;      // group: query heads per K/V head
+};
+
+constexpr int kSumThreads = 256;
+
+// Sums `group` heads of `src` (head stride head_elems), starting at head first_head, into head kv of dst, rows
+// [r0, r1): elements [r0 d, r1 d) of each head, 16-byte vectors (d is a multiple of 8, so every vector lies
+// inside a row and is aligned).
+template <typename T>
+__device__ __forceinline__ void sum_rows(const T* src, T* dst, const SumParams& p, long long first_head, long long kv,
+                                         int r0, int r1) {
+    constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
+    const long long begin = static_cast<long long>(r0) * p.d, count = static_cast<long long>(r1 - r0) * p.d / kVec;
+    const T* in = src + first_head * p.head_elems + begin;
+    T* out = dst + kv * p.head_elems + begin;
+    for (long long v = threadIdx.x; v < count; v += kSumThreads) {
+        float acc[kVec];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[e] = 0.f;
+        for (int g = 0; g < p.group; ++g) {
+            const uint4 raw = *reinterpret_cast<const uint4*>(in + g * p.head_elems + v * kVec);
+            const T* x = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[e] += to_f(x[e]);
+        }
+        uint4 packed;
+        T* y = reinterpret_cast<T*>(&packed);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) y[e] = from_f<T>(acc[e]);
+        *reinterpret_cast<uint4*>(out + v * kVec) = packed;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSumThreads) fa2_bwd_sum_groups_kernel(SumParams p) {
+    const long long kv = blockIdx.y;  // K/V head over B*KV; its group's first query head is kv * group
+    const int r0 = static_cast<int>(blockIdx.x) * p.rows_per_block;
+    const int r1 = imin(r0 + p.rows_per_block, p.Nk);
+    sum_rows<T>(static_cast<const T*>(p.dk_expanded), static_cast<T*>(p.dK), p, kv * p.group, kv, r0, r1);
+    sum_rows<T>(static_cast<const T*>(p.dv_expanded), static_cast<T*>(p.dV), p, kv * p.group, kv, r0, r1);
+}
+
 RowParams row_params(const BackwardArgs& a, int rows, const char* kernel) {
     if (rows <= 0)
         throw std::invalid_argument(std::string(kernel) + ": " + std::to_string(rows) + " rows per block: must be >= 1");
@@ -78,6 +136,31 @@ CudaKernelLaunch launch_fa2_bwd_preprocess(const BackwardArgs& a, int rows, cuda
         using T = decltype(tag);
         info.registers_per_thread =
             launch_kernel("fa2_bwd_preprocess", fa2_bwd_preprocess_kernel<T>, grid, dim3(kThreads), 0, stream, p);
+    });
+    return info;
+}
+
+CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& a, int Bc, cudaStream_t stream) {
+    if (Bc <= 0 || a.d % 8 != 0 || a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
+        throw std::invalid_argument("fa2_bwd_sum_groups: Bc = " + std::to_string(Bc) + ", d = " + std::to_string(a.d) + ", H = " +
+                                    std::to_string(a.H) + ", KV = " + std::to_string(a.KV) +
+                                    ": needs Bc >= 1, d a multiple of 8 and KV dividing H");
+    if (a.dk_expanded == nullptr || a.dv_expanded == nullptr || a.dK == nullptr || a.dV == nullptr)
+        throw std::invalid_argument("fa2_bwd_sum_groups: dK_expanded, dV_expanded, dK and dV buffers are required");
+    const int kv_heads = a.BH / a.H * a.KV;  // B*KV
+    const SumParams p{a.dk_expanded, a.dv_expanded, a.dK, a.dV, static_cast<long long>(a.Nk) * a.d, Bc, a.Nk, a.d,
+                      a.H / a.KV};
+    CudaKernelLaunch info;
+    info.name = "fa2_bwd_sum_groups";
+    info.block_threads = kSumThreads;
+    info.Br = 0;
+    info.Bc = Bc;
+    const dim3 grid(static_cast<unsigned>(ceil_div(a.Nk, Bc)), static_cast<unsigned>(kv_heads), 1);
+    info.grid = {grid.x, grid.y, grid.z};
+    with_dtype(a.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        info.registers_per_thread =
+            launch_kernel("fa2_bwd_sum_groups", fa2_bwd_sum_groups_kernel<T>, grid, dim3(kSumThreads), 0, stream, p);
     });
     return info;
 }

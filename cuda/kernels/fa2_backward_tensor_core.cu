@@ -5,6 +5,15 @@
 //   fa2_bwd_preprocess  (fa2_backward_common.cu)  D = rowsum(dO * O), dq_acc = 0
 //   fa2_backward        (this file)               one block per K/V tile j, loop over the Q tiles i
 //   fa2_bwd_convert_dq  (fa2_backward_common.cu)  dQ = dq_acc in the storage dtype
+//   fa2_bwd_sum_groups  (fa2_backward_common.cu)  grouped K/V heads only: dK, dV = sums over each group
+//
+// Grouped-query attention (GQA/MQA: KV K/V heads, KV dividing H), as flash-attention 2's mha_bwd does it
+// (flash_api.cpp: dk_expanded, dv_expanded, then at::sum_out over the group): the block of query head h of
+// batch b reads K_j, V_j of K/V head b*KV + h/(H/KV) and writes its dK_j, dV_j (storage dtype, as always)
+// into per-query-head buffers dK_expanded, dV_expanded [B*H][Nk][d]; then fa2_bwd_sum_groups adds each
+// group's H/KV heads in fp32 and writes dK, dV [B*KV][Nk][d] once. No block owns a K/V head's gradients
+// alone, so this costs a write and a read of B*H*Nk*d elements twice over instead of atomics on dK, dV.
+// KV = H: no expanded buffers, no sum kernel, dK_j, dV_j written straight into dK, dV.
 //
 //   grid  = (ceil(Nk/128), B*H): blockIdx.x = K/V tile j (fastest), blockIdx.y = batch*head.
 //   block = 256 threads = 8 warps. Warp w owns keys [16w, 16w + 16) of the K/V tile (one m16 row block)
@@ -122,9 +131,10 @@ struct Fa2BwdTcParams {
     const float* lse;  // natural log; -inf for a row that sees no key
     const float* Dr;   // rowsum(dO * O)
     float* dq_acc;
-    void* dK;
+    void* dK;  // [B*H][Nk][d]: dK itself, or dK_expanded with grouped K/V heads
     void* dV;
     int N, Nk;
+    int H, KV;  // query and K/V heads per batch: K, V hold B*KV heads
     int causal;
     float scale;       // 1/sqrt(d)
     float scale_log2;  // scale * log2(e): exp(scale s - lse) = exp2(scale_log2 s - lse log2(e))
@@ -255,7 +265,9 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
     float* dd_s = lse_s + 2 * kBwdBr;                                // [2][kBwdBr]
 
     const long long q_head = static_cast<long long>(bh) * p.N;   // first row of this head in Q, dO, LSE, D
-    const long long k_head = static_cast<long long>(bh) * p.Nk;  // ... in K, V, dK, dV
+    const long long k_head = static_cast<long long>(bh) * p.Nk;  // ... in dK, dV (expanded when grouped)
+    // ... in K, V: the group's K/V head
+    const long long kv_head = static_cast<long long>((bh / p.H) * p.KV + (bh % p.H) / (p.H / p.KV)) * p.Nk;
     const T* Qg = static_cast<const T*>(p.Q) + q_head * D;
     const T* dOg = static_cast<const T*>(p.dO) + q_head * D;
     const float* lse_g = p.lse + q_head;
@@ -283,8 +295,8 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
         // (possibly empty). So at the top of step it the newest group is tile it + 1's, and
         // wait_group 1 means tile it (and K_j, V_j) has landed.
         const int kv_rows = imin(kBwdBc, p.Nk - k0);
-        load_tile_async<T, D, kBwdBc, LD, kBwdThreads>(Ks, static_cast<const T*>(p.K) + k_head * D, k0, kv_rows);
-        load_tile_async<T, D, kBwdBc, LD, kBwdThreads>(Vs, static_cast<const T*>(p.V) + k_head * D, k0, kv_rows);
+        load_tile_async<T, D, kBwdBc, LD, kBwdThreads>(Ks, static_cast<const T*>(p.K) + kv_head * D, k0, kv_rows);
+        load_tile_async<T, D, kBwdBc, LD, kBwdThreads>(Vs, static_cast<const T*>(p.V) + kv_head * D, k0, kv_rows);
         load_q_tile(i_begin, 0);
         cp_async_commit();
         if (n_iter > 1) load_q_tile(i_begin + 1, 1);
@@ -539,7 +551,8 @@ void launch_fa2_bwd_tc_dtype(const BackwardArgs& a, const Fa2BwdTcParams& p, Cud
     throw std::invalid_argument(cuda_kernel("fa2_bwd_tc").unsupported(a.dtype, a.d, "--algo"));
 }
 
-// The main kernel: grid (ceil(Nk / Bc), B*H), 256 threads.
+// The main kernel: grid (ceil(Nk / Bc), B*H), 256 threads. With grouped K/V heads it writes dK_expanded,
+// dV_expanded.
 CudaKernelLaunch launch_fa2_bwd_tc_main(const BackwardArgs& a, cudaStream_t stream) {
     CudaKernelLaunch info;
     info.name = "fa2_backward";
@@ -547,8 +560,16 @@ CudaKernelLaunch launch_fa2_bwd_tc_main(const BackwardArgs& a, cudaStream_t stre
     info.Br = kBwdBr;
     info.Bc = kBwdBc;
     info.grid = {static_cast<unsigned>(ceil_div(a.Nk, kBwdBc)), static_cast<unsigned>(a.BH), 1u};
+    const bool grouped = a.KV != a.H;
+    if (a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
+        throw std::invalid_argument("fa2_bwd_tc: " + std::to_string(a.KV) + " K/V heads must divide H = " +
+                                    std::to_string(a.H) + " query heads, and H the " + std::to_string(a.BH) + " batch*heads");
+    if (grouped && (a.dk_expanded == nullptr || a.dv_expanded == nullptr))
+        throw std::invalid_argument("fa2_bwd_tc: grouped K/V heads need the dK_expanded and dV_expanded buffers. Fix: allocate "
+                                    "the tensors with allocate_tensors(problem, kernel)");
     const Fa2BwdTcParams p{a.Q, a.K, a.V, a.dO, a.lse, a.D,
-                           a.dq_acc, a.dK, a.dV, a.N, a.Nk, a.causal ? 1 : 0,
+                           a.dq_acc, grouped ? a.dk_expanded : a.dK, grouped ? a.dv_expanded : a.dV,
+                           a.N, a.Nk, a.H, a.KV, a.causal ? 1 : 0,
                            a.scale, static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     if (a.dtype == DType::fp16) {
         launch_fa2_bwd_tc_dtype<__half>(a, p, info, stream);
@@ -585,6 +606,7 @@ CudaLaunchInfo run_fa2_bwd_tc(const CudaProblem& p, const DeviceTensors& t, cuda
     info.kernels.push_back(launch_fa2_bwd_preprocess(a, a.Br, stream));
     info.kernels.push_back(launch_fa2_bwd_tc_main(a, stream));
     info.kernels.push_back(launch_fa2_bwd_convert_dq(a, a.Br, stream));
+    if (p.grouped()) info.kernels.push_back(launch_fa2_bwd_sum_groups(a, a.Bc, stream));  // dK, dV over each group
     return info;
 }
 FASIM_REGISTER_KERNEL("fa2_bwd_tc", run_fa2_bwd_tc, fa2_bwd_tc_tiles);

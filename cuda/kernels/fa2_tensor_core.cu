@@ -14,6 +14,9 @@
 //     found those 2 warps per scheduler issuing once per 6.4 cycles each (latency-bound).
 //
 //   grid  = (ceil(N/64), B*H): blockIdx.x = Q tile (fastest), blockIdx.y = batch*head, like fa2.cu.
+//   GQA/MQA: K and V hold B*KV heads (KV dividing H); query head h of batch b reads K/V head
+//           b*KV + h/(H/KV), as flash-attention 2's forward does (a group's blocks read the same K/V
+//           tiles, which L2 then serves more than once); nothing else changes. KV = H: one each.
 //   block = 128 threads = 4 warps, split-Q: warp w owns Q-tile rows [16w, 16w + 16) (one m16 row block)
 //           and exchanges nothing with the other warps (they share only the K/V tile loads).
 //   tiles = Br = 64 query rows, Bc = 64 keys, fixed (the host does not choose them).
@@ -79,6 +82,7 @@ struct Fa2TcParams {
     void* O;
     float* lse;
     int N, Nk;
+    int H, KV;  // query and K/V heads per batch (KV divides H)
     int causal;
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
@@ -111,6 +115,7 @@ __global__ void __launch_bounds__(kFlashThreads, fa2_tc_min_blocks_per_sm(D)) fa
     const int g = lane >> 2;  // groupID: this lane's fragment rows are g and g + 8
     const int t = lane & 3;   // threadID_in_group: its fragment columns are 2t and 2t + 1 (of each 8)
     const int bh = static_cast<int>(blockIdx.y);
+    const int kv_bh = (bh / p.H) * p.KV + (bh % p.H) / (p.H / p.KV);  // the group's K/V head
     const int q0 = static_cast<int>(blockIdx.x) * kTcBr;
     const int q_rows = imin(kTcBr, p.N - q0);
     const int wq0 = q0 + 16 * warp;              // global query index of the warp's first row
@@ -121,8 +126,8 @@ __global__ void __launch_bounds__(kFlashThreads, fa2_tc_min_blocks_per_sm(D)) fa
     T* Vs = Ks + 2 * kTcBc * LD;  // one buffer
 
     const T* Qg = static_cast<const T*>(p.Q) + static_cast<long long>(bh) * p.N * D;
-    const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(bh) * p.Nk * D;
-    const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(bh) * p.Nk * D;
+    const T* Kg = static_cast<const T*>(p.K) + static_cast<long long>(kv_bh) * p.Nk * D;
+    const T* Vg = static_cast<const T*>(p.V) + static_cast<long long>(kv_bh) * p.Nk * D;
 
     const int diag = p.Nk - p.N;  // key k visible to query q iff k <= q + diag (bottom-right causal)
     const int n_tiles = visible_kv_tiles(q0, q_rows, p.N, p.Nk, kTcBc, p.causal != 0);
@@ -319,7 +324,10 @@ CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
     info.Bc = kTcBc;
     info.one_address_per_tile = true;  // load_padded_tile
     info.grid = {static_cast<unsigned>(ceil_div(a.N, kTcBr)), static_cast<unsigned>(a.BH), 1u};
-    const Fa2TcParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.causal ? 1 : 0,
+    if (a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
+        throw std::invalid_argument("fa2_tc: " + std::to_string(a.KV) + " K/V heads must divide H = " + std::to_string(a.H) +
+                                    " query heads, and H the " + std::to_string(a.BH) + " batch*heads");
+    const Fa2TcParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.H, a.KV, a.causal ? 1 : 0,
                         static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     if (a.dtype == DType::fp16) {
         launch_fa2_tc_dtype<__half>(a, p, info, stream);

@@ -99,6 +99,7 @@ struct FlashArgs {
     float* l = nullptr;    // fa1
     float* o_acc = nullptr; // fa1 with fp16/bf16 storage: the running O in fp32 (fp32 accumulates in O)
     int BH = 1, N = 1, Nk = 1;
+    int H = 1, KV = 1;  // query and K/V heads per batch: query head h of batch b reads K/V head b*KV + h/(H/KV)
     int Br = 0, Bc = 0;
     bool causal = false;
     float scale = 1.f;
@@ -145,7 +146,9 @@ FlashDecodingLayout flash_decoding_layout(const CudaProblem& p, int sm_count);
 
 // ---- The backward pass ----
 // What every backward kernel reads and writes. Layouts as the forward's (attention_kernels.hpp): dO, dQ
-// [B*H][N][d], dK, dV [B*H][Nk][d] in the storage dtype; LSE, D [B*H][N] fp32; dq_acc [B*H][N][d] fp32.
+// [B*H][N][d], K, V, dK, dV [B*KV][Nk][d] in the storage dtype; LSE, D [B*H][N] fp32; dq_acc [B*H][N][d] fp32.
+// Grouped K/V heads (KV < H, fa2_bwd_tc only): the main kernel writes each query head's dK, dV into
+// dk_expanded, dv_expanded [B*H][Nk][d] (storage dtype), and fa2_bwd_sum_groups sums each group into dK, dV.
 struct BackwardArgs {
     DType dtype = DType::fp32;
     int d = 64;
@@ -160,7 +163,10 @@ struct BackwardArgs {
     void* dV = nullptr;
     float* D = nullptr;       // rowsum(dO * O), written by the preprocessing kernel
     float* dq_acc = nullptr;  // fp32 dQ, zeroed by the preprocessing kernel, added to atomically
+    void* dk_expanded = nullptr;  // grouped K/V heads only: per query head dK, dV [B*H][Nk][d]
+    void* dv_expanded = nullptr;
     int BH = 1, N = 1, Nk = 1;
+    int H = 1, KV = 1;  // query and K/V heads per batch (KV divides H)
     int Br = 0, Bc = 0;  // Q rows per inner step, K/V rows per block
     bool causal = false;
     float scale = 1.f;
@@ -173,6 +179,10 @@ BackwardArgs backward_args(const CudaProblem& p, const DeviceTensors& t, std::st
 // then dQ = dq_acc in the storage dtype.
 CudaKernelLaunch launch_fa2_bwd_preprocess(const BackwardArgs& args, int rows, cudaStream_t stream);
 CudaKernelLaunch launch_fa2_bwd_convert_dq(const BackwardArgs& args, int rows, cudaStream_t stream);
+// Grouped K/V heads: dK, dV [B*KV][Nk][d] = the sum over each group's H/KV query heads of dk_expanded,
+// dv_expanded, in fp32, stored once in the storage dtype; grid (ceil(Nk / Bc), B*KV), 256 threads, each block
+// the rows [j Bc, (j + 1) Bc) of one K/V head (fa2_backward_common.cu). d a multiple of 8.
+CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& args, int Bc, cudaStream_t stream);
 
 // Standard attention's backward row kernel (standard_softmax_backward.cu): per row of P and dP [rows][Nk],
 // D = rowsum(P * dP) (fp32) and dS = P * (dP - D), stored in the dtype.
