@@ -4,21 +4,29 @@
 // of at most 1e-4. A backward kernel (standard_cublas_bwd, fa2_bwd, fa2_bwd_tc) runs after its forward
 // kernel on the same tensors, with a random output gradient dO; each of dQ, dK, dV is held to the
 // gradients' rule (reference/attention_backward.hpp: check_gradient, 2x a naive backward's error in
-// the same storage dtype) and, in fp32, to the same 1e-4 relative error.
+// the same storage dtype) and, in fp32, to the same 1e-4 relative error. With grouped K/V heads (KV < H)
+// dQ is checked per query head against the float64 backward with its group's K and V, and dK, dV per K/V
+// head against the sum over the group's query heads of their float64 dK, dV, with the per-head floors of
+// the rule summed too (reference/TOLERANCES.md, "Gradients").
 //
 //   cuda-check                     the full grid: N in {1, 37, 128, 300, 1024}, Nk = N and Nk != N,
 //                                  d in {64, 128}, causal or not, fp32/fp16/bf16, every algorithm; then
 //                                  decode shapes: N in {1, 3, 64, 100} x Nk in {1, 77, 1000, 4097}, H = 8
 //                                  with KV = 8, 2, 1 K/V heads, batch 1 and 2, fp16/bf16, causal where
 //                                  N <= Nk; 32 query heads over 1 and 2 K/V heads and 20 query rows (two
-//                                  key groups in flash_decoding); and flash_decoding with its split count forced
+//                                  key groups in flash_decoding); and flash_decoding with its split count forced;
+//                                  grouped training shapes (H = 4 over KV = 2 and 1, N = Nk and not, causal or
+//                                  not) for the kernels that take grouped K/V heads (fa2_tc, fa2_bwd_tc). The
+//                                  backward kernels skip the decode shapes with KV < H (their grouped cases are
+//                                  the training shapes: the decode ones would triple the CPU references)
 //   cuda-check --small             a few tiny problems per algorithm (for compute-sanitizer)
 //   cuda-check --algo fa2 --dtype fp16 --seed 1234 --max-n 300
 //
 // A problem an algorithm has no kernel for is skipped, not failed, with one line saying why: fa1_tc
 // and fa2_tc (tensor cores) have no fp32 and no d = 32 variant, and need compute capability 8.0+; only
-// flash_decoding takes grouped K/V heads (KV < H) and a forced split count, and it refuses causal
-// masking with N > Nk. With grouped K/V heads the reference of each query head uses its group's K and V.
+// flash_decoding, fa2_tc and fa2_bwd_tc take grouped K/V heads (KV < H), only flash_decoding a forced split
+// count, and it refuses causal masking with N > Nk. With grouped K/V heads the reference of each query head
+// uses its group's K and V.
 //
 // Every output buffer is poisoned (all bits set: NaN in every dtype) before each run, so an element
 // a kernel fails to write shows up as NaN and fails. Prints one row per (problem, algorithm), then
@@ -59,6 +67,7 @@ namespace ref = fasim::reference;
 struct Case {
     CudaProblem problem;
     std::uint64_t seed = 0;
+    bool decode_shape = false;  // one of the decode grid's shapes (few query rows, many keys)
 };
 
 struct AlgoRun {
@@ -68,7 +77,7 @@ struct AlgoRun {
     int splits = 0;            // flash_decoding: the splits of the keys it ran
     std::vector<double> O;     // [BH][N][d]
     std::vector<double> lse;   // [BH][N], empty when the algorithm has none
-    std::vector<double> dQ, dK, dV;  // a backward kernel's gradients: [BH][N][d], [BH][Nk][d]
+    std::vector<double> dQ, dK, dV;  // a backward kernel's gradients: [B*H][N][d], [B*KV][Nk][d]
     bool backward() const { return !kernel->forward_kernel.empty(); }
 };
 
@@ -188,7 +197,7 @@ AlgoRun run_on_gpu(const KernelVariant& kernel, const CudaProblem& p, const std:
     CUDA_CHECK(cudaMemcpy(t.K.get(), k.data(), k.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t.V.get(), v.data(), v.size(), cudaMemcpyHostToDevice));
     for (const fasim::DeviceBuffer* b : {&t.O, &t.LSE, &t.O_partial, &t.LSE_partial, &t.m, &t.l, &t.S, &t.P, &t.dQ, &t.dK,
-                                         &t.dV, &t.D, &t.dQ_acc, &t.dP, &t.dS})
+                                         &t.dV, &t.D, &t.dQ_acc, &t.dP, &t.dS, &t.dK_expanded, &t.dV_expanded})
         poison(*b);
     fasim::CudaLaunchInfo info;
     try {
@@ -241,8 +250,12 @@ ref::Matrix head_matrix(const std::vector<double>& t, std::size_t h, int rows, i
     return M;
 }
 
-// A backward kernel's row: dQ, dK and dV of every head against the float64 backward (the worst of the
-// three by error / bound is reported); in fp32 also their relative error.
+// A backward kernel's row: dQ of every query head, dK and dV of every K/V head against the float64 backward
+// (the worst of them by error / bound is reported); in fp32 also their relative error. dQ: the gradients'
+// rule (ref::check_gradient) with the head's group K and V. dK, dV of a K/V head: what the query heads of its
+// group give summed (KV = H: one head, the same rule as dQ): the float64 sum against the kernel's, the naive
+// backwards' sum rounded to the dtype (a plain backward stores the group's sum there) as the naive error, and
+// the per-head floors summed (each term size and logit size as check_gradient takes them for its head).
 Row check_gradients(const CudaProblem& p, const CaseInputs& in, const AlgoRun& run) {
     ref::AttentionOptions opt;
     opt.causal = p.causal;
@@ -251,29 +264,63 @@ Row check_gradients(const CudaProblem& p, const CaseInputs& in, const AlgoRun& r
     row.tiles = run.tiles;
     row.pass = true;
     double worst = -1;
+    auto consider = [&](const char* name, const ref::GradientCheck& c, const ref::Matrix& got, const ref::Matrix& exact,
+                        const std::string& where) {
+        double ratio = c.bound > 0 ? c.error / c.bound : (c.error > 0 ? INFINITY : 0.0);
+        if (std::isnan(ratio)) ratio = INFINITY;
+        if (ratio > worst) {
+            worst = ratio;
+            row.error = c.error;
+            row.bound = c.bound;
+            row.naive_error = c.naive_error;
+        }
+        const double norm = exact.norm(), rel = norm > 0 ? (got - exact).norm() / norm : (got - exact).norm();
+        row.rel = std::max(row.rel, std::isnan(rel) ? INFINITY : rel);
+        if (!c.pass && row.pass) {
+            row.pass = false;
+            row.note = std::string(name) + " out of tolerance in " + where;
+        }
+    };
+    struct HeadReference {
+        ref::AttentionGradients exact, naive, terms;
+        double logits = 0;
+    };
+    std::vector<HeadReference> refs;
     for (std::size_t h = 0; h < in.heads.size(); ++h) {
         const ref::QKV& x = in.heads[h];
-        const ref::AttentionGradients got{head_matrix(run.dQ, h, p.N, p.d), head_matrix(run.dK, h, p.Nk, p.d),
-                                          head_matrix(run.dV, h, p.Nk, p.d)};
-        const ref::GradientChecks checks = ref::check_gradients(got, x.Q, x.K, x.V, in.dO[h], opt, p.dtype);
-        const ref::AttentionGradients exact = ref::exact_attention_backward(x.Q, x.K, x.V, in.dO[h], opt);
-        for (const auto& [name, c, g, e] : {std::tuple{"dQ", &checks.dQ, &got.dQ, &exact.dQ},
-                                            std::tuple{"dK", &checks.dK, &got.dK, &exact.dK},
-                                            std::tuple{"dV", &checks.dV, &got.dV, &exact.dV}}) {
-            double ratio = c->bound > 0 ? c->error / c->bound : (c->error > 0 ? INFINITY : 0.0);
-            if (std::isnan(ratio)) ratio = INFINITY;
-            if (ratio > worst) {
-                worst = ratio;
-                row.error = c->error;
-                row.bound = c->bound;
-                row.naive_error = c->naive_error;
+        refs.push_back({ref::exact_attention_backward(x.Q, x.K, x.V, in.dO[h], opt),
+                        ref::naive_attention_backward_in_precision(x.Q, x.K, x.V, in.dO[h], opt, p.dtype),
+                        ref::gradient_term_sizes(x.Q, x.K, x.V, in.dO[h], opt), ref::largest_logit_terms(x.Q, x.K, opt)});
+    }
+    auto largest = [](const ref::Matrix& M) { return M.size() ? M.maxCoeff() : 0.0; };
+    for (std::size_t h = 0; h < refs.size(); ++h) {
+        const HeadReference& r = refs[h];
+        const ref::Matrix got = head_matrix(run.dQ, h, p.N, p.d);
+        consider("dQ", ref::check_gradient(got, r.exact.dQ, r.naive.dQ, r.logits, p.dtype, largest(r.terms.dQ)), got,
+                 r.exact.dQ, "query head " + std::to_string(h));
+    }
+    const int G = p.group_size();
+    for (int kv = 0; kv < p.B * p.kv_heads(); ++kv) {
+        for (const auto& [name, part, values] : {std::tuple{"dK", &ref::AttentionGradients::dK, &run.dK},
+                                                 std::tuple{"dV", &ref::AttentionGradients::dV, &run.dV}}) {
+            ref::Matrix exact = ref::Matrix::Zero(p.Nk, p.d), naive = ref::Matrix::Zero(p.Nk, p.d);
+            double floor = 0;
+            for (int g = 0; g < G; ++g) {  // the group's query heads: b H + (kv % KV) G + g = kv G + g
+                const HeadReference& r = refs[static_cast<std::size_t>(kv * G + g)];
+                exact += r.exact.*part;
+                naive += r.naive.*part;
+                floor += ref::check_gradient(r.exact.*part, r.exact.*part, r.naive.*part, r.logits, p.dtype,
+                                             largest(r.terms.*part))
+                             .floor;
             }
-            const double norm = e->norm(), rel = norm > 0 ? (*g - *e).norm() / norm : (*g - *e).norm();
-            row.rel = std::max(row.rel, std::isnan(rel) ? INFINITY : rel);
-            if (!c->pass && row.pass) {
-                row.pass = false;
-                row.note = std::string(name) + " out of tolerance in head " + std::to_string(h);
-            }
+            if (G > 1) naive = ref::round_matrix(naive, p.dtype);
+            const ref::Matrix got = head_matrix(*values, static_cast<std::size_t>(kv), p.Nk, p.d);
+            // The rule with the summed floor: check_gradient's error and naive error, its bound rebuilt.
+            ref::GradientCheck c = ref::check_gradient(got, exact, naive, 0, p.dtype, 0);
+            c.floor = floor;
+            c.bound = (std::isfinite(c.naive_error) ? 2 * c.naive_error : 0.0) + c.floor;
+            c.pass = got.allFinite() && c.error <= c.bound;
+            consider(name, c, got, exact, (G > 1 ? "K/V head " : "head ") + std::to_string(kv));
         }
     }
     if (p.dtype == DType::fp32 && !(row.rel <= 1e-4) && row.pass) {
@@ -357,6 +404,7 @@ std::vector<Row> check_case(const Case& c, const CaseInputs& in, const std::vect
 
 std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, const std::vector<DType>& dtypes) {
     std::vector<CudaProblem> problems;
+    std::size_t decode_begin = std::numeric_limits<std::size_t>::max();  // problems from here on: decode shapes
     if (small) {
         problems.push_back({1, 2, 37, 82, 64, DType::fp16, true});
         problems.push_back({1, 2, 70, 37, 128, DType::fp32, true});
@@ -374,6 +422,10 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
         // ... its warps in two key groups: 32 query heads of one K/V head packed as rows, and 20 causal rows
         problems.push_back({1, 32, 1, 300, 128, DType::fp16, false, 1});
         problems.push_back({1, 8, 20, 600, 64, DType::bf16, true, 2});
+        // fa2_tc and fa2_bwd_tc with grouped K/V heads: 2 groups of 2 query heads in 2 batches (2 K/V tiles of
+        // 128 for the backward, a ragged one; the sum kernel), and multi-query attention with 4 query heads
+        problems.push_back({2, 4, 70, 200, 64, DType::fp16, true, 2});
+        problems.push_back({1, 4, 37, 130, 128, DType::bf16, false, 1});
     } else {
         for (int N : {1, 37, 128, 300, 1024}) {
             const int Nk_other = N > 64 ? N / 2 + 3 : N + 45;
@@ -395,6 +447,21 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
             problems.push_back({2, 50, 257, 257, 128, dt, false});
             problems.push_back({8, 40, 200, 300, 64, dt, false});
         }
+        // Grouped K/V heads on training shapes (fa2_tc, fa2_bwd_tc and, where it takes them, flash_decoding): 4
+        // query heads over 2 K/V heads (GQA) and 1 (MQA), N = Nk and not (ragged against the 64- and 128-key
+        // tiles); batch 2 and 8 query heads over 2 and 4 K/V heads; N = 1024 in two batches.
+        for (const auto& [N, Nk] : {std::pair{37, 82}, {128, 128}, {300, 155}, {300, 300}})
+            for (int KV : {2, 1})
+                for (int d : {64, 128})
+                    for (bool causal : {false, true})
+                        for (DType dt : {DType::fp16, DType::bf16}) problems.push_back({1, 4, N, Nk, d, dt, causal, KV});
+        for (int d : {64, 128}) {
+            problems.push_back({2, 8, 200, 300, d, DType::bf16, true, 2});
+            problems.push_back({2, 8, 200, 300, d, DType::fp16, false, 4});
+            problems.push_back({2, 4, 1024, 1024, d, DType::fp16, true, 2});
+            problems.push_back({2, 4, 1024, 515, d, DType::bf16, false, 1});
+        }
+        decode_begin = problems.size();
         // Decode shapes: few query rows against many keys (ragged against every tile), grouped K/V heads
         // (with N = 1 flash_decoding packs a group's query heads as rows), batch 1 and 2.
         for (int N : {1, 3, 64, 100})
@@ -432,10 +499,12 @@ std::vector<Case> make_cases(bool small, int max_n, std::uint64_t base_seed, con
                 }
     }
     std::vector<Case> cases;
-    for (const CudaProblem& p : problems) {
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+        const CudaProblem& p = problems[i];
         if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end() || p.N > max_n) continue;
         Case c;
         c.problem = p;
+        c.decode_shape = i >= decode_begin;
         // The case's seed depends on the base seed and the problem only, so filters (--algo, --dtype,
         // --max-n) do not change the inputs of the cases they keep.
         std::uint64_t h = mix(base_seed);
@@ -518,7 +587,8 @@ int main(int argc, char** argv) {
         std::vector<Case> cases = make_cases(small, max_n, seed, dtypes);
         // Problems an algorithm has no kernel for: skipped (not failed), each reason printed once.
         const int cc = 10 * prop.major + prop.minor;
-        auto skip_reason = [&](const KernelVariant* a, const CudaProblem& p) -> std::string {
+        auto skip_reason = [&](const KernelVariant* a, const Case& c) -> std::string {
+            const CudaProblem& p = c.problem;
             if (cc < a->min_compute_capability) {
                 return std::string(a->name) + " needs compute capability " + std::to_string(a->min_compute_capability / 10) +
                        "." + std::to_string(a->min_compute_capability % 10) + "+; this GPU is " +
@@ -526,6 +596,9 @@ int main(int argc, char** argv) {
                        std::string(a->algorithm);
             }
             if (std::string why = fasim::cuda_kernel_unsupported(*a, p); !why.empty()) return why;
+            if (!a->forward_kernel.empty() && c.decode_shape && p.grouped())
+                return std::string(a->name) + " is checked with grouped K/V heads on the training shapes, not on the decode "
+                       "shapes with KV < H (their float64 backwards would triple the check's time)";
             if (!a->forward_kernel.empty())  // a backward kernel runs after its forward kernel
                 return fasim::cuda_kernel_unsupported(fasim::cuda_kernel(a->forward_kernel), p);
             return {};
@@ -535,7 +608,7 @@ int main(int argc, char** argv) {
             std::vector<std::string> reasons;
             for (const Case& c : cases) {
                 for (const KernelVariant* a : algos) {
-                    const std::string why = skip_reason(a, c.problem);
+                    const std::string why = skip_reason(a, c);
                     if (why.empty()) continue;
                     ++skipped;
                     if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
@@ -546,7 +619,7 @@ int main(int argc, char** argv) {
             cases.erase(std::remove_if(cases.begin(), cases.end(),
                                        [&](const Case& c) {
                                            return std::all_of(algos.begin(), algos.end(), [&](const KernelVariant* a) {
-                                               return !skip_reason(a, c.problem).empty();
+                                               return !skip_reason(a, c).empty();
                                            });
                                        }),
                         cases.end());
@@ -580,7 +653,7 @@ int main(int argc, char** argv) {
                 }
                 for (const ref::Matrix& g : inputs[ci - c0].dO) append_storage(g, c.problem.dtype, dO);
                 for (const KernelVariant* a : algos) {
-                    if (skip_reason(a, c.problem).empty()) {
+                    if (skip_reason(a, c).empty()) {
                         runs[ci - c0].push_back(run_on_gpu(*a, c.problem, q, k, v, dO, stream));
                     }
                 }
