@@ -9,6 +9,9 @@ Writes JSON in fa-validate's result format ("algo": "torch_math" / "torch_flash"
 predictions beside them are computed on the host by cuda/scripts/summarize_results.py.
 With --pass bwd it times the backward instead (torch.autograd.grad of the output with a random dO,
 after one untimed forward: "torch_math_bwd" / "torch_flash_bwd"); --pass fwd+bwd times both.
+--kv-heads on the default grid gives k and v [B, KV, N, d] (grouped-query attention, enable_gqa where KV < H:
+the flash backend's GQA backward sums dK, dV over each group as fa2_bwd_tc does); each result then records the
+backend, the CUDA kernels one call ran, and a backend that refuses the problem is recorded with its reason.
 With --grid decode it times fa-validate's decode grid (one query row against Nk keys: q [B, H, 1, d],
 k and v [B, KV, Nk, d], enable_gqa where KV < H; fp16, d 128, 32 heads, KV 32/8/1, batch 1/8/64,
 Nk 1024..131072 unless told otherwise) on every SDPA backend that takes it - flash ("torch_flash_decoding":
@@ -18,6 +21,7 @@ streaming bandwidth (bytes of K and V / time).
 
     python3 cuda/scripts/torch_sdpa.py --out torch.json
     python3 cuda/scripts/torch_sdpa.py --pass bwd --backends flash --dtype fp16 --out torch_bwd.json
+    python3 cuda/scripts/torch_sdpa.py --pass bwd --heads 16 --kv-heads 16,4,1 --dtype fp16 --out torch_gqa_bwd.json
     python3 cuda/scripts/torch_sdpa.py --grid decode --out torch_decode.json
 """
 import argparse
@@ -130,12 +134,18 @@ def training_grid(a, flush):
     """N = Nk: the math, flash and (with --backends ...,cudnn) cuDNN backends, one result per (configuration, backend)."""
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
     results = []
+    grouped_run = a.kv_heads is not None  # record backends, kernels and refusals
     for d in map(int, a.d.split(",")):
         for n in map(int, a.N.split(",")):
             for dt in a.dtype.split(","):
+              for kv in map(int, (a.kv_heads or str(a.heads)).split(",")):
+                if kv <= 0 or a.heads % kv:
+                    raise SystemExit(f"--kv-heads {kv} does not divide --heads {a.heads}")
                 training = a.passes != "fwd"
-                q, k, v = (torch.randn(a.batch, a.heads, n, d, device="cuda", dtype=dtypes[dt], requires_grad=training)
-                           for _ in range(3))
+                q = torch.randn(a.batch, a.heads, n, d, device="cuda", dtype=dtypes[dt], requires_grad=training)
+                k, v = (torch.randn(a.batch, kv, n, d, device="cuda", dtype=dtypes[dt], requires_grad=training)
+                        for _ in range(2))
+                gqa = {"enable_gqa": True} if kv < a.heads else {}
                 d_out = torch.randn(a.batch, a.heads, n, d, device="cuda", dtype=dtypes[dt]) if training else None
                 for causal in (False, True):
                     ref = None
@@ -150,38 +160,52 @@ def training_grid(a, flush):
                             continue
                         def forward():
                             with sdpa_kernel(backend):
-                                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                        try:
-                            out = forward()
-                        except RuntimeError as e:  # a backend that does not take this problem (cuDNN's limits)
-                            print(f"{name:16s} N={n:6d} d={d:3d} {dt} causal={int(causal)}  skipped: {str(e).splitlines()[0]}")
-                            continue
-                        if a.passes == "fwd":
-                            fn, compared = forward, out
-                        else:
-                            # torch.autograd.grad returns fresh gradients: nothing is accumulated into .grad
-                            def backward(o=out):
-                                return torch.autograd.grad(o, (q, k, v), d_out, retain_graph=True)
-                            def both():
-                                return torch.autograd.grad(forward(), (q, k, v), d_out)
-                            fn = backward if a.passes == "bwd" else both
-                            compared = torch.cat([g.reshape(-1) for g in backward()])
+                                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
+                        where = f"{name:16s} N={n:6d} d={d:3d} {dt} causal={int(causal)}" + (f" KV={kv}" if grouped_run else "")
+                        base = {"algo": name if a.passes == "fwd" else name + "_bwd", "backend": name.removeprefix("torch_"),
+                                "N": n, "Nk": n, "d": d, "dtype": dt, "causal": causal, "batch": a.batch,
+                                "heads": a.heads, "kv_heads": kv}
+                        with warnings.catch_warnings(record=True) as caught:
+                            warnings.simplefilter("always")
+                            try:
+                                out = forward()
+                                if a.passes == "fwd":
+                                    fn, compared = forward, out
+                                else:
+                                    # torch.autograd.grad returns fresh gradients: nothing is accumulated into .grad
+                                    def backward(o=out):
+                                        return torch.autograd.grad(o, (q, k, v), d_out, retain_graph=True)
+                                    def both():
+                                        return torch.autograd.grad(forward(), (q, k, v), d_out)
+                                    fn = backward if a.passes == "bwd" else both
+                                    compared = torch.cat([g.reshape(-1) for g in backward()])
+                                torch.cuda.synchronize()
+                            except RuntimeError as e:  # a backend that does not take this problem (its limits)
+                                why = "; ".join([str(w.message) for w in caught] + [str(e).splitlines()[0]])
+                                print(f"{where}  skipped: the {base['backend']} backend refused: {why}", flush=True)
+                                if grouped_run:
+                                    results.append({**base, "refused": why})
+                                torch.cuda.empty_cache()
+                                continue
                         if name == "torch_math":
                             ref = compared.float()
                         # null when the math backend did not run (--backends flash, or too large)
                         err = None if ref is None else (compared.float() - ref).abs().max().item()
                         med, lo, hi = time_ms(fn, flush, a.runs, a.warmup)
-                        algo = name if a.passes == "fwd" else name + "_bwd"
-                        result = {"algo": algo, "N": n, "Nk": n, "d": d, "dtype": dt, "causal": causal,
-                                  "batch": a.batch, "heads": a.heads, "measured_s": med / 1e3,
+                        algo = base["algo"]
+                        result = {**base, "measured_s": med / 1e3,
                                   "measured_min_s": lo / 1e3, "measured_max_s": hi / 1e3, "runs": a.runs,
                                   "max_abs_diff_vs_math": err}
+                        if grouped_run:  # which kernels the backend ran (a GQA backward: its sum over the group too)
+                            result["kernels"] = cuda_kernels(fn)
                         if a.passes != "fwd":
                             result["pass"] = a.passes
                         if a.passes == "fwd+bwd":
                             result["forward_algo"] = name
                         results.append(result)
-                        print(f"{algo:16s} N={n:6d} d={d:3d} {dt} causal={int(causal)}  {med:9.3f} ms", flush=True)
+                        print(f"{where}  {med:9.3f} ms", flush=True)
+                del q, k, v, d_out
+                torch.cuda.empty_cache()
     return results
 
 
@@ -191,7 +215,8 @@ def main():
                     help="default: N = Nk; decode: one query row against Nk keys, grouped K/V heads")
     ap.add_argument("--N", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--Nk", default="1024,4096,16384,65536,131072", help="decode grid: key lengths")
-    ap.add_argument("--kv-heads", dest="kv_heads", default="32,8,1", help="decode grid: K/V head counts")
+    ap.add_argument("--kv-heads", dest="kv_heads", help="K/V head counts, divisors of --heads (decode grid default "
+                    "32,8,1; default grid: --heads, no grouping)")
     ap.add_argument("--batches", default="1,8,64", help="decode grid: batch sizes")
     ap.add_argument("--d", help="head dims (default 64,128; decode grid 128)")
     ap.add_argument("--dtype", help="storage dtypes (default fp16,bf16,fp32; decode grid fp16)")
@@ -212,6 +237,8 @@ def main():
     a.dtype = a.dtype or ("fp16" if decode else "fp16,bf16,fp32")
     a.heads = a.heads or (32 if decode else 8)
     a.backends = a.backends or ("flash,efficient,cudnn,math" if decode else "math,flash")
+    if decode:
+        a.kv_heads = a.kv_heads or "32,8,1"
     flush = torch.empty(int(torch.cuda.get_device_properties(0).L2_cache_size * 2 // 4), dtype=torch.float32, device="cuda")
     results = decode_grid(a, flush) if decode else training_grid(a, flush)
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One device call: grouped-query attention (GQA/MQA) in the tensor-core FlashAttention-2 kernels, fa2_tc and
+# fa2_bwd_tc (KV K/V heads for H query heads; the backward writes each query head's dK, dV and
+# fa2_bwd_sum_groups sums them over the group, as flash-attention 2's mha_bwd does). Builds cuda-check and
+# fa-validate for the GPU at hand (sm_90a on Hopper), then:
+#   check.txt          cuda-check --algo fa2_tc --algo fa2_bwd_tc: the whole grid, the grouped cases included
+#   sanitizer/         compute-sanitizer memcheck, racecheck, synccheck on cuda-check --small --max-n 70 of
+#                      fa2_tc and fa2_bwd_tc (its grouped problems: 2 groups of 2 heads in 2 batches, and MQA over
+#                      4 heads; the sum kernel included)
+#   validate_bwd.txt/.json   fa-validate --pass bwd, fa2_bwd_tc, B = 2, H = 16, KV in {16, 4, 1}, fp16 and bf16,
+#                      causal and not, d = 128 at N in {2048, 4096, 8192} and d = 64 at N = 4096 (median of 5
+#                      runs after one warm-up; fa-sim's prediction beside each, or why it has none)
+#   torch_bwd.txt/.json      PyTorch's flash backend's backward on the same problems (enable_gqa where KV < H),
+#                      the kernels it ran or why it refused; torch_math_bwd.* the math backend at N = 2048, d = 128
+# Every step has a time limit (the whole session stays under 9 minutes on an H200); a step cut short says so
+# in session.log. Everything lands in $OUT/gpu-session.tgz.
+#   bash cuda/scripts/gqa_backward_session.sh
+set -uo pipefail
+source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate
+step() {  # SECONDS NAME COMMAND...: runs the command with a time limit, logs its exit status
+  local limit=$1 name=$2
+  shift 2
+  timeout "$limit" "$@"
+  local rc=$?
+  [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
+}
+
+log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
+step 110 cuda-check "$build/cuda/cuda-check" --quiet --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
+tail -3 "$out/check.txt"
+
+# compute-sanitizer as cuda/scripts/sanitize.sh runs it, on the --small problems up to N = 70: among them the two
+# grouped ones (fa2_bwd_tc's sum kernel included) and a few ungrouped.
+log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+mkdir -p "$out/sanitizer"
+for tool in memcheck racecheck synccheck; do
+  extra=()
+  [[ $tool == racecheck ]] && extra=(--racecheck-report all)
+  FASIM_CUDA_SYNC=1 step 30 "$tool" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+    --log-file "$out/sanitizer/$tool.log" "$build/cuda/cuda-check" --small --max-n 70 --seed 1 --algo fa2_tc \
+    --algo fa2_bwd_tc >"$out/sanitizer/$tool.stdout" 2>&1
+  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
+  grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
+done
+
+# B = 2, H = 16 over KV = 16 (no grouping), 4 and 1; dK, dV of sampled key rows checked in float64 up to N = 4096.
+bwd=(--pass bwd --algo fa2_bwd_tc --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1
+  --sample-rows 4 --key-rows-max-n 4096)
+log "fa-validate --pass bwd fa2_bwd_tc, d = 128, N 2048,4096,8192"
+step 90 fa-validate-d128 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 128 --N 2048,4096,8192 \
+  --out "$out/validate_bwd_d128.json" >"$out/validate_bwd.txt" 2>&1
+tail -2 "$out/validate_bwd.txt"
+log "fa-validate --pass bwd fa2_bwd_tc, d = 64, N 4096"
+step 35 fa-validate-d64 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 64 --N 4096 \
+  --out "$out/validate_bwd_d64.json" >>"$out/validate_bwd.txt" 2>&1
+tail -2 "$out/validate_bwd.txt"
+
+torch=(--pass bwd --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1)
+log "torch sdpa --pass bwd, flash backend"
+step 50 torch-flash-d128 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 128 --N 2048,4096,8192 \
+  --out "$out/torch_bwd_d128.json" >"$out/torch_bwd.txt" 2>&1
+step 20 torch-flash-d64 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 64 --N 4096 \
+  --out "$out/torch_bwd_d64.json" >>"$out/torch_bwd.txt" 2>&1
+tail -4 "$out/torch_bwd.txt"
+log "torch sdpa --pass bwd, math backend (N = 2048, d = 128, fp16)"
+step 25 torch-math python3 cuda/scripts/torch_sdpa.py --pass bwd --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16 \
+  --runs 3 --warmup 1 --backends math,flash --d 128 --N 2048 --out "$out/torch_math_bwd.json" >"$out/torch_math_bwd.txt" 2>&1
+tail -2 "$out/torch_math_bwd.txt"
+log "done"
