@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "precision.hpp"
 
@@ -152,6 +153,64 @@ GradientChecks check_gradients(const AttentionGradients& got, const Matrix& Q, c
     return {check_gradient(got.dQ, exact.dQ, naive.dQ, a, dtype, largest(terms.dQ)),
             check_gradient(got.dK, exact.dK, naive.dK, a, dtype, largest(terms.dK)),
             check_gradient(got.dV, exact.dV, naive.dV, a, dtype, largest(terms.dV))};
+}
+
+bool GroupedGradientChecks::pass() const {
+    for (const auto* checks : {&dQ, &dK, &dV})
+        for (const GradientCheck& c : *checks)
+            if (!c.pass) return false;
+    return true;
+}
+
+GroupedGradientChecks check_grouped_gradients(const std::vector<Matrix>& dQ, const std::vector<Matrix>& dK,
+                                              const std::vector<Matrix>& dV, const std::vector<Matrix>& Q,
+                                              const std::vector<Matrix>& K, const std::vector<Matrix>& V,
+                                              const std::vector<Matrix>& dO, const std::vector<std::int64_t>& kv_head_of,
+                                              const AttentionOptions& options, DType dtype) {
+    const std::size_t heads = Q.size(), kv_heads = K.size();
+    if (dQ.size() != heads || dO.size() != heads || kv_head_of.size() != heads || V.size() != kv_heads ||
+        dK.size() != kv_heads || dV.size() != kv_heads)
+        throw std::invalid_argument("check_grouped_gradients: " + std::to_string(heads) + " query heads and " +
+                                    std::to_string(kv_heads) + " K/V heads, but the gradients or the map differ in number");
+    struct Sum {
+        Matrix exact, naive, terms;
+        MatrixF naive_fp32;  // the naive parts added in fp32, rounded to the dtype at the end
+        double logits = 0;
+        bool any = false;
+    };
+    std::vector<Sum> dk(kv_heads), dv(kv_heads);
+    GroupedGradientChecks out;
+    auto largest = [](const Matrix& M) { return M.size() ? M.maxCoeff() : 0.0; };
+    for (std::size_t h = 0; h < heads; ++h) {
+        const auto kv = static_cast<std::size_t>(kv_head_of[h]);
+        if (kv >= kv_heads) throw std::invalid_argument("check_grouped_gradients: query head " + std::to_string(h) + " maps to K/V head " +
+                                                        std::to_string(kv) + " of " + std::to_string(kv_heads));
+        const AttentionGradients exact = exact_attention_backward(Q[h], K[kv], V[kv], dO[h], options);
+        const AttentionGradients naive = naive_attention_backward_in_precision(Q[h], K[kv], V[kv], dO[h], options, dtype);
+        const AttentionGradients terms = gradient_term_sizes(Q[h], K[kv], V[kv], dO[h], options);
+        const double a = largest_logit_terms(Q[h], K[kv], options);
+        out.dQ.push_back(check_gradient(dQ[h], exact.dQ, naive.dQ, a, dtype, largest(terms.dQ)));
+        for (auto [sum, e, n, t] : {std::tuple{&dk[kv], &exact.dK, &naive.dK, &terms.dK}, std::tuple{&dv[kv], &exact.dV, &naive.dV, &terms.dV}}) {
+            if (!sum->any) {
+                sum->exact = *e;
+                sum->naive_fp32 = n->cast<float>();
+                sum->terms = *t;
+            } else {
+                sum->exact += *e;
+                sum->naive_fp32 += n->cast<float>();
+                sum->terms += *t;
+            }
+            sum->logits = std::max(sum->logits, a);
+            sum->any = true;
+        }
+    }
+    for (std::size_t kv = 0; kv < kv_heads; ++kv)
+        for (auto [sum, got, checks] : {std::tuple{&dk[kv], &dK[kv], &out.dK}, std::tuple{&dv[kv], &dV[kv], &out.dV}}) {
+            if (!sum->any) throw std::invalid_argument("check_grouped_gradients: K/V head " + std::to_string(kv) + " has no query head");
+            const Matrix naive = round_matrix(sum->naive_fp32, dtype).cast<double>();
+            checks->push_back(check_gradient(*got, sum->exact, naive, sum->logits, dtype, largest(sum->terms)));
+        }
+    return out;
 }
 
 }  // namespace fasim::reference

@@ -8,6 +8,9 @@
 // Masked entries have P = 0, so they contribute nothing; a row that sees no key has dQ = 0.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "attention_reference.hpp"
 #include "problem/dtype.hpp"
 
@@ -64,5 +67,23 @@ struct GradientChecks {
 };
 GradientChecks check_gradients(const AttentionGradients& got, const Matrix& Q, const Matrix& K, const Matrix& V,
                                const Matrix& dO, const AttentionOptions& options, DType dtype);
+
+// Grouped-query attention: query head h reads K/V head kv_head_of[h] (K, V one matrix per K/V head;
+// Q, dO and the algorithm's dQ one per query head; its dK, dV one per K/V head). dQ of each query head is
+// judged as above, with its group's K and V. dK and dV of a K/V head are the sums over its query heads:
+// the exact gradient is the sum of their float64 gradients, the naive one the sum of their naive gradients
+// (each stored in the dtype, as flash-attention 2 stores a query head's part) added in fp32 and rounded to
+// the dtype once, the term size T the largest entry of the summed term sizes, and A the largest of the
+// group's logit sizes. Without grouping (kv_head_of[h] = h) this is check_gradients head by head.
+struct GroupedGradientChecks {
+    std::vector<GradientCheck> dQ;      // per query head
+    std::vector<GradientCheck> dK, dV;  // per K/V head
+    bool pass() const;
+};
+GroupedGradientChecks check_grouped_gradients(const std::vector<Matrix>& dQ, const std::vector<Matrix>& dK,
+                                              const std::vector<Matrix>& dV, const std::vector<Matrix>& Q,
+                                              const std::vector<Matrix>& K, const std::vector<Matrix>& V,
+                                              const std::vector<Matrix>& dO, const std::vector<std::int64_t>& kv_head_of,
+                                              const AttentionOptions& options, DType dtype);
 
 }  // namespace fasim::reference

@@ -93,13 +93,13 @@ Inputs read_inputs(const py::handle& Q, const py::handle& K, const py::handle& V
 // Grouped K/V heads only where the algorithm models them (said with the arrays' words, not fa-sim's flags).
 void check_grouping(const Algorithm& algo, const Inputs& in) {
     if (!in.problem.grouped() || algo.grouped_kv) return;
-    std::string takes;
-    for (const Algorithm* a : algorithms(Pass::forward))
-        if (a->grouped_kv) takes += (takes.empty() ? "" : ", ") + std::string(a->id);
+    std::string takes;  // as algo= names them: a backward pass by its forward's id
+    for (const Algorithm* a : algorithms(algo.pass))
+        if (a->grouped_kv) takes += (takes.empty() ? "" : ", ") + std::string(a->family.empty() ? a->id : a->family);
     const std::string group = std::to_string(in.problem.group_size());
     throw usage_error("K and V have " + std::to_string(in.K.heads) + " heads for Q's " + std::to_string(in.Q.heads) +
                           " (grouped-query attention), which " + std::string(algo.id) + " does not model",
-                          algo.pass == Pass::backward ? "no backward pass in fa-sim models grouped K/V heads"
+                          algo.pass == Pass::backward ? "the algorithms whose backward pass takes grouped K/V heads are " + takes
                                                       : "the algorithms with grouped K/V heads are " + takes,
                           "repeat K and V per query head (numpy.repeat(K, " + group + ", axis=1)), or use algo='fa2'");
 }
@@ -345,8 +345,8 @@ py::object run_backward(const std::string& algo_id, const py::handle& Q, const p
     doc["forward_tiles"] = tiles_json(fwd_tiles);
     py::dict d = result_dict(doc);
     d["dQ"] = to_numpy(result.dQ, p.batch, p.heads);
-    d["dK"] = to_numpy(result.dK, p.batch, p.heads);
-    d["dV"] = to_numpy(result.dV, p.batch, p.heads);
+    d["dK"] = to_numpy(result.dK, p.batch, p.kv_head_count());  // K's shape: one per K/V head, a group's sum
+    d["dV"] = to_numpy(result.dV, p.batch, p.kv_head_count());
     return d;
 }
 

@@ -74,8 +74,8 @@ tiles (what the grader runs: fasim.course).)";
 
 const char* kRunBackwardDoc = R"(Run an algorithm's forward, then its backward, on your numbers.
 
-Q, K, V as run() (kv_heads = heads: no backward models grouped K/V heads); dO, the output's gradient,
-has Q's shape. algo: 'standard', 'fa1' or 'fa2' (or 'fa2_bwd'). Returns {"dQ", "dK", "dV" (float64, the
+Q, K, V as run() (K and V with fewer heads than Q, grouped-query attention: algo='fa2', whose dK and dV
+sum each group's query heads); dO, the output's gradient, has Q's shape. algo: 'standard', 'fa1' or 'fa2' (or 'fa2_bwd'). Returns {"dQ", "dK", "dV" (float64, the
 shapes of Q, K, V), "algo", "programs", "problem", "gpu", "tiles" (the backward's), "forward_tiles", and
 the backward's traffic and FLOPs as run()}. program: your backward tile program (fasim.tile), run after
 algo's own forward in place of its backward.)";

@@ -62,12 +62,16 @@ TileConfig choose_tiles(const Algorithm& algo, const AttentionProblem& p, const 
                           "use --algo " + takes + ", or drop --q-splits");
     }
     if (p.grouped() && !algo.grouped_kv) {
+        // Named as --algo takes them: a backward pass by its forward's id.
         std::string takes;
         for (const Algorithm* a : algorithms())
-            if (a->grouped_kv) takes += (takes.empty() ? "" : ", ") + std::string(a->id);
+            if (a->grouped_kv && a->pass == algo.pass)
+                takes += (takes.empty() ? "" : ", ") + std::string(a->family.empty() ? a->id : a->family);
+        const bool backward = algo.pass == Pass::backward;
         throw usage_error("--kv-heads " + std::to_string(p.kv_head_count()) + " (grouped-query attention) is not modelled for " +
                               std::string(algo.id),
-                          "the algorithms with grouped K/V heads are " + takes,
+                          std::string(backward ? "the algorithms whose backward pass takes grouped K/V heads are "
+                                               : "the algorithms with grouped K/V heads are ") + takes,
                           "use --algo " + takes.substr(0, takes.find(',')) + ", or omit --kv-heads");
     }
     if (req.kv_splits != 0 && !algo.kv_splits) {

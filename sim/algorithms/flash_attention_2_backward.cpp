@@ -18,6 +18,13 @@
 // them transposed for dV and dK ("some synchronization is necessary", the paper says of the backward).
 // Five products per tile pair where the forward has two: 10·N·Nk·d matmul FLOPs per head, 2·N·Nk·d of
 // them recomputing S.
+// Grouped-query attention (--kv-heads): the G = H/KV query heads of a group read one K/V head, so its
+// dK and dV are the sums of G heads' parts. As flash-attention 2's mha_bwd does, each query head's
+// blocks write their dK_j, dV_j into per-query-head buffers (dk_expanded, dv_expanded, the storage
+// dtype), and a last kernel sums each group's G copies in fp32 and writes dK, dV once (PyTorch's
+// at::sum_out there).
+#include <tuple>
+
 #include "algorithms/flash_steps.hpp"
 
 namespace fasim {
@@ -48,6 +55,30 @@ Tile gradient_of_scores(Block& b, const Tile& dOi, const Tile& Vj, const Tile& D
     return dS;
 }
 
+// Grouped-query attention: dK and dV of each K/V head are the sums of its G query heads' parts. One
+// block per K/V tile of every batch·K/V head reads the G parts of dK_j and dV_j (storage dtype), adds
+// them in fp32 and writes dK_j and dV_j once.
+void sum_groups(Executor& x, const AttentionProblem& p, const TileConfig& cfg, const GlobalTensor& dK_heads,
+                const GlobalTensor& dV_heads, const GlobalTensor& dK, const GlobalTensor& dV) {
+    const std::int64_t Nk = p.Nk, Bc = cfg.Bc, Tc = ceil_div(Nk, Bc), G = p.group_size();
+    const KernelDesc kernel{"fa2_bwd_sum_groups", "dK, dV = the sums of each group's per-query-head dK, dV (fp32)", Tc,
+                            p.batch_kv_heads(), cfg.warps, run_starts(Tc, {Tc - 1})};
+    x.launch(kernel, [&](Block& b, std::int64_t kv_head, std::int64_t j) {
+        const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+        // The group's first query head: K/V head kv of batch b is read by query heads b·H + kv·G ... + G - 1.
+        const std::int64_t first = (kv_head / p.kv_head_count()) * p.heads + (kv_head % p.kv_head_count()) * G;
+        for (const auto& [parts, sum, name, next] : {std::tuple{&dK_heads, &dK, "dK_j", "dK_j of the next query head"},
+                                                     std::tuple{&dV_heads, &dV, "dV_j", "dV_j of the next query head"}}) {
+            Tile acc = b.load(view(*parts, first).rows(k0, cols), Space::Registers, name);
+            for (std::int64_t g = 1; g < G; ++g) {
+                Tile part = b.load(view(*parts, first + g).rows(k0, cols), Space::Registers, next);
+                b.map(acc, Fn::add, {acc, part});
+            }
+            b.store(acc, view(*sum, kv_head).rows(k0, cols));
+        }
+    });
+}
+
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
@@ -58,8 +89,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor D = x.declare({"D", BH, 1, N, 4, 1, Br, true});
     const GlobalTensor dQ_acc = atomic ? x.declare({"dQ_acc", BH, N, d, 4, Br, d}) : GlobalTensor{};
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Br, d});
-    const GlobalTensor dK = x.declare({"dK", BH, Nk, d, e, Bc, d});
-    const GlobalTensor dV = x.declare({"dV", BH, Nk, d, e, Bc, d});
+    // The main kernel's dK, dV: per query head, summed over each group by the last kernel when grouped.
+    const bool grouped = p.grouped();
+    const GlobalTensor dK_heads = x.declare({grouped ? "dK_expanded" : "dK", BH, Nk, d, e, Bc, d});
+    const GlobalTensor dV_heads = x.declare({grouped ? "dV_expanded" : "dV", BH, Nk, d, e, Bc, d});
+    const GlobalTensor dK = grouped ? x.declare({"dK", p.batch_kv_heads(), Nk, d, e, Bc, d}) : dK_heads;
+    const GlobalTensor dV = grouped ? x.declare({"dV", p.batch_kv_heads(), Nk, d, e, Bc, d}) : dV_heads;
 
     const KernelDesc preprocess{"fa2_bwd_preprocess",
                                 atomic ? "D = rowsum(dO * O) per Q tile; dQ_acc = 0" : "D = rowsum(dO * O) per Q tile", Tr,
@@ -80,8 +115,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                           Tc, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tc, {Tc - 1})};
     x.launch(main, [&](Block& b, std::int64_t bh, std::int64_t j) {
         const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-        Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
-        Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+        Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");
+        Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
         Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");
         Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
         const QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);  // from the first Q tile that sees K_j
@@ -112,8 +147,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.barrier();  // all warps done with P and dS before the next Q tile overwrites them
         });
         b.map(dKj, Fn::mul, {dKj, scale});
-        b.store(dKj, view(dK, bh).rows(k0, cols));
-        b.store(dVj, view(dV, bh).rows(k0, cols));
+        b.store(dKj, view(dK_heads, bh).rows(k0, cols));
+        b.store(dVj, view(dV_heads, bh).rows(k0, cols));
     });
 
     if (atomic) {
@@ -124,6 +159,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             Tile acc = b.load(view(dQ_acc, bh).rows(q0, rows), Space::Registers, "dQ_acc_i");
             b.store(acc, view(dQ, bh).rows(q0, rows));
         });
+        if (grouped) sum_groups(x, p, cfg, dK_heads, dV_heads, dK, dV);  // last, as mha_bwd's at::sum_out
         return;
     }
 
@@ -141,8 +177,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         const KvTileRange kv = visible_kv_tiles(q0, rows, Bc, N, Nk, p.causal);
         for_each_run(b, kv.begin, kv.end, kv_loop_cuts(q0, kv.begin, kv.end, Bc, N, Nk, p.causal), [&](std::int64_t j) {
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");
-            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");
+            Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
             {
                 Tile P = recompute_P(b, Qi, Kj, lse, q0, k0, p, Split::Rows);
                 Tile dS = gradient_of_scores(b, dOi, Vj, Di, P, Split::Rows, true);
@@ -153,6 +189,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         b.map(dQi, Fn::mul, {dQi, scale});
         b.store(dQi, view(dQ, bh).rows(q0, rows));
     });
+    if (grouped) sum_groups(x, p, cfg, dK_heads, dV_heads, dK, dV);
 }
 
 // K_j, V_j, Q_i and dO_i, and P and dS staged in the storage dtype (the main kernel; the separate dQ
@@ -203,6 +240,8 @@ TileConfig choose_tiles(const AttentionProblem& p, const GpuSpec& gpu, const Til
 // adds its part of dQ (fp32) atomically; it writes dK and dV once; the conversion reads dQ_acc and
 // writes dQ. Separate dQ: the preprocessing writes D only, the main kernel adds nothing to dQ, and the dQ
 // kernel reads Q, dO, LSE and D once and K and V once per Q tile (Tr times) and writes dQ once.
+// Grouped K/V heads: every query head's blocks read their group's K and V as above and write their dK,
+// dV parts; the sum reads every part once (2·Nk·d·e per query head) and writes dK, dV once per K/V head.
 ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     // Counts (N, Nk, BH): every product below is computed in 128 bits.
     const Count N = p.N, Nk = p.Nk, BH = p.batch_heads();
@@ -230,6 +269,10 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
                          (Nk == N ? "N" : "Nk") + "\u00B72d\u00B7e, \u00B7B\u00B7H, with Br=" + std::to_string(t.Br) +
                          ", Bc=" + std::to_string(t.Bc) + " (Q, dO, LSE, D once per K/V block; K, V once per Q tile)";
     }
+    if (p.grouped()) {
+        f.hbm->read += BH * 2 * Nk * d * e;
+        f.hbm->write += Count(p.batch_kv_heads()) * 2 * Nk * d * e;
+    }
     return f;
 }
 
@@ -248,6 +291,7 @@ const Algorithm& flash_attention_2_backward_algorithm() {
         .family = "fa2",
         .pass = Pass::backward,
         .tunable_tiles = true,
+        .grouped_kv = true,
         .dq_modes = true,
         .choose_tiles = choose_tiles,
         .smem_bytes = smem_bytes,

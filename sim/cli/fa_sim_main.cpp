@@ -116,35 +116,41 @@ int trace_backward(const CliOptions& o) {
     if (default_tiles) request.Br = request.Bc = std::max<std::int64_t>(1, (std::max(p.N, p.Nk) + 1) / 2);
     const TileConfig fwd_tiles = choose_tiles(forward, p, o.gpu, request);
     const TileConfig bwd_tiles = choose_tiles(backward, p, o.gpu, request);
-    std::vector<reference::Matrix> Q, K, V, dO;
+    // Q and dO per query head, K and V per K/V head (the draws of head h come from seed + h, as before K/V
+    // heads existed).
+    const ProblemInputs in = random_inputs(p, o.seed);
+    std::vector<reference::Matrix> dO;
+    std::vector<std::int64_t> kv_head_of;
     for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
         const auto seed = o.seed + static_cast<std::uint64_t>(h);
-        auto in = reference::random_qkv(p.N, p.Nk, p.d, seed, p.dtype);
-        Q.push_back(in.Q);
-        K.push_back(in.K);
-        V.push_back(in.V);
         dO.push_back(reference::round_matrix(reference::random_normal(p.N, p.d, seed + 7919), p.dtype));
+        kv_head_of.push_back(p.kv_head_of(h));
     }
     std::cout << "fa-sim trace: " << backward.title << "\n" << p.describe() << ", Br=" << bwd_tiles.Br << ", Bc=" << bwd_tiles.Bc
               << (default_tiles ? " (--trace default: two tiles per sequence; --Br/--Bc to change)" : "")
               << "\nQ, K, V, dO ~ N(0,1), seed " << o.seed << "; the forward ran first (not shown); values shown for the "
               << "first 4 rows\n\n";
     TracePrinter printer(std::cout);
-    const BackwardRun run = run_functional_backward(forward, backward, p, o.gpu, fwd_tiles, bwd_tiles, Q, K, V, dO, &printer);
+    const BackwardRun run = run_functional_backward(forward, backward, p, o.gpu, fwd_tiles, bwd_tiles, in.Q, in.K, in.V, dO, &printer);
     reference::AttentionOptions options;
     options.causal = p.causal;
     std::cout << '\n';
-    bool all_pass = true;
-    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        const auto hh = static_cast<std::size_t>(h);
-        const auto checks = reference::check_gradients({run.dQ[hh], run.dK[hh], run.dV[hh]}, Q[hh], K[hh], V[hh], dO[hh],
-                                                       options, p.dtype);
-        all_pass &= checks.pass();
-        for (const auto& [name, check] : {std::pair{"dQ", &checks.dQ}, std::pair{"dK", &checks.dK}, std::pair{"dV", &checks.dV}})
-            std::cout << "head " << h << ": max |" << name << " - " << name << "_exact| = " << check->error << " (allowed "
-                      << check->bound << ", naive " << dtype_name(p.dtype) << " backward: " << check->naive_error << ") -> "
-                      << (check->pass ? "equals the exact gradient" : "DIFFERS from the exact gradient") << '\n';
-    }
+    const reference::GroupedGradientChecks checks =
+        reference::check_grouped_gradients(run.dQ, run.dK, run.dV, in.Q, in.K, in.V, dO, kv_head_of, options, p.dtype);
+    auto print = [&](const char* name, const std::vector<reference::GradientCheck>& each, const char* head) {
+        for (std::size_t h = 0; h < each.size(); ++h) {
+            const reference::GradientCheck& check = each[h];
+            std::cout << head << ' ' << h << ": max |" << name << " - " << name << "_exact| = " << check.error << " (allowed "
+                      << check.bound << ", naive " << dtype_name(p.dtype) << " backward: " << check.naive_error << ") -> "
+                      << (check.pass ? "equals the exact gradient" : "DIFFERS from the exact gradient") << '\n';
+        }
+    };
+    // dK and dV belong to K/V heads: with grouped heads each is the sum over its group of query heads.
+    const char* kv_head = p.grouped() ? "K/V head" : "head";
+    print("dQ", checks.dQ, "head");
+    print("dK", checks.dK, kv_head);
+    print("dV", checks.dV, kv_head);
+    const bool all_pass = checks.pass();
     return all_pass ? 0 : 1;
 }
 

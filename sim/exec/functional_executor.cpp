@@ -352,8 +352,8 @@ BackwardRun run_functional_backward(const Algorithm& forward, const Algorithm& b
     x.set_observer(observer);
     run_algorithm(backward, x, p, backward_tiles);
     BackwardRun r;
-    for (std::int64_t h = 0; h < p.batch_heads(); ++h) {
-        r.dQ.push_back(x.tensor("dQ", h).cast<double>());
+    for (std::int64_t h = 0; h < p.batch_heads(); ++h) r.dQ.push_back(x.tensor("dQ", h).cast<double>());
+    for (std::int64_t h = 0; h < p.batch_kv_heads(); ++h) {  // one per K/V head: a group's sum
         r.dK.push_back(x.tensor("dK", h).cast<double>());
         r.dV.push_back(x.tensor("dV", h).cast<double>());
     }

@@ -62,9 +62,11 @@ private:
 };
 
 // The forward, then the backward of an algorithm, functionally, on inputs Q, K, V and the output
-// gradient dO (one matrix per batch·head); the observer, if any, sees the backward's steps.
+// gradient dO (Q and dO one matrix per batch·head, K and V one per batch·K/V head); the observer, if any,
+// sees the backward's steps.
 struct BackwardRun {
-    std::vector<reference::Matrix> dQ, dK, dV;  // per head, float64 copies of the stored gradients
+    // Float64 copies of the stored gradients: dQ per query head, dK and dV per K/V head.
+    std::vector<reference::Matrix> dQ, dK, dV;
     std::vector<KernelRecord> kernels;          // the backward's kernels only
 };
 BackwardRun run_functional_backward(const Algorithm& forward, const Algorithm& backward, const AttentionProblem& p,

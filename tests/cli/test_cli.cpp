@@ -303,6 +303,23 @@ TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the grad
     CHECK(r.out.find("DIFFERS") == std::string::npos);
 }
 
+TEST_CASE("training with grouped-query attention: fwd+bwd runs FA2, whose backward sums each group's dK, dV; the trace "
+          "checks each K/V head's summed gradients", "[cli][backward][grouped]") {
+    const auto r = run_command(fa_sim("--algo all --pass fwd+bwd --N 4096 --heads 32 --kv-heads 8 --json"));
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    REQUIRE(doc.at("algorithms").size() == 1);  // the algorithms with a grouped forward and backward
+    const auto& fa2 = doc.at("algorithms").at(0);
+    CHECK(fa2.at("algo") == "fa2");
+    CHECK(fa2.at("kernels").back().at("name") == "fa2_bwd_sum_groups");
+    const auto trace = run_command(fa_sim("--algo fa2 --pass bwd --N 8 --d 4 --heads 4 --kv-heads 2 --trace"));
+    CHECK(trace.exit_code == 0);
+    CHECK(trace.out.find("== kernel fa2_bwd_sum_groups") != std::string::npos);
+    CHECK(trace.out.find("K/V head 1: max |dV - dV_exact|") != std::string::npos);
+    CHECK(trace.out.find("DIFFERS") == std::string::npos);
+    expect_usage_error("--algo standard --pass bwd --heads 4 --kv-heads 2", "--kv-heads 2 (grouped-query attention) is not modelled");
+}
+
 // ---- Decoding: FlashDecoding, grouped-query attention, sweeps over the cache length ----
 
 TEST_CASE("a decode step with grouped-query attention: the issue's command runs split and combine kernels", "[cli][decode]") {

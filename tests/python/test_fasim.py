@@ -262,6 +262,22 @@ def test_run_backward_equals_float64_gradients(algo, causal):
     assert r["programs"] == [algo, algo + "_bwd"] and r["hbm"]["by_tensor"]["dQ"]["write_bytes"] > 0
 
 
+def test_run_backward_with_grouped_kv_heads_sums_each_groups_gradients():
+    # Grouped-query attention: K and V of 2 heads serve Q's 4; dK and dV come back with K's shape, each the sum
+    # over its group of what the query heads would give with the K/V head repeated.
+    rng = np.random.default_rng(5)
+    B, H, KV, N, Nk, d = 2, 4, 2, 40, 48, 16
+    Q, K, V = inputs(rng, B, H, KV, N, Nk, d, "fp32")
+    dO = rng.standard_normal((B, H, N, d)).astype(np.float32).astype(np.float64)
+    r = fasim.run_backward("fa2", Q, K, V, dO, causal=True, dtype="fp32", Br=16, Bc=16)
+    dQ, dK, dV = attention_backward(Q, np.repeat(K, H // KV, axis=1), np.repeat(V, H // KV, axis=1), dO, True)
+    want = {"dQ": dQ, "dK": dK.reshape(B, KV, H // KV, Nk, d).sum(axis=2), "dV": dV.reshape(B, KV, H // KV, Nk, d).sum(axis=2)}
+    for name in ("dQ", "dK", "dV"):
+        assert r[name].shape == want[name].shape, name
+        assert np.abs(r[name] - want[name]).max() <= 1e-5 * max(1.0, np.abs(want[name]).max()), name
+    assert [k["name"] for k in r["kernels"]][-1] == "fa2_bwd_sum_groups"
+
+
 def test_run_backward_fp16():
     rng = np.random.default_rng(3)
     Q, K, V = inputs(rng, 1, 2, 2, 64, 64, 32, "fp16")
@@ -346,7 +362,7 @@ def test_errors():
     big[0, 0, 0, 0] = 1e6
     one_line_error(lambda: fasim.run("fa2", Q, K, big), "V[0, 0, 0, 0]", "overflows fp16")
     one_line_error(lambda: fasim.run_backward("flash_decoding", Q, K, V, Q), "backward")
-    one_line_error(lambda: fasim.run_backward("fa2", Q, K[:, :2], V[:, :2], Q), "grouped-query")
+    one_line_error(lambda: fasim.run_backward("fa1", Q, K[:, :2], V[:, :2], Q), "grouped-query", "fa2")
     one_line_error(lambda: fasim.run_backward("fa2", Q, K, V, Q[:, :, :8]), "dO")
     one_line_error(lambda: fasim.trace("fa2", np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8))),
                    "trace()")
