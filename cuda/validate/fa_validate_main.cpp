@@ -207,9 +207,9 @@ Accuracy check_rows(const Config& c, const CudaProblem& p, const std::vector<ref
 // with the gradients' rule as cuda-check applies it to a group (reference/TOLERANCES.md, "Gradients"). Every
 // row's softmax is needed, so each query head's rows are taken in blocks: S = scale Q K^T, exact P, O = P V,
 // D = rowsum(dO o O), then for the keys J: dS = P (dP - D), dK_J = scale dS^T Q, dV_J = P^T dO. The naive
-// error: P, dP and dS rounded to the dtype (what a plain backward stores), each head's dK_J, dV_J rounded,
-// their sum rounded; the floor: each head's (check_gradient's, its term sizes and its largest logit terms over
-// the keys J) summed.
+// error: P, dP and dS rounded to the dtype (what a plain backward stores), D from O rounded to the dtype, each
+// head's dK_J, dV_J rounded, their sum rounded; the floor: each head's (check_gradient's, its term sizes and
+// its largest logit terms over the keys J) summed.
 struct KeyRowsReference {
     reference::Matrix exact_dK, exact_dV, naive_dK, naive_dV;
     double floor_dK = 0, floor_dV = 0;
@@ -255,7 +255,9 @@ KeyRowsReference key_rows_of_head(const reference::Matrix& Q, const reference::M
         dK += scale * dSJ.transpose() * Qb;
         dV += PJ.transpose() * dOb;
         const Matrix PJn = reference::round_matrix(PJ, dtype), dPJn = reference::round_matrix(dPJ, dtype);
-        const Matrix dSJ_of_rounded = (PJn.array() * (dPJn.colwise() - D).array()).matrix();
+        // D from O stored in the dtype, as a FlashAttention backward forms it from the forward's output.
+        const reference::Vector Dn = (dOb.array() * reference::round_matrix(O, dtype).array()).rowwise().sum();
+        const Matrix dSJ_of_rounded = (PJn.array() * (dPJn.colwise() - Dn).array()).matrix();
         const Matrix dSJn = reference::round_matrix(dSJ_of_rounded, dtype);
         ndK += scale * dSJn.transpose() * Qb;
         ndV += PJn.transpose() * dOb;
