@@ -303,7 +303,7 @@ TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the grad
     CHECK(r.out.find("DIFFERS") == std::string::npos);
 }
 
-TEST_CASE("training with grouped-query attention: fwd+bwd runs FA2, whose backward sums each group's dK, dV; the trace "
+TEST_CASE("training with grouped-query attention: fwd+bwd runs FA2, whose backward sums each group's dK, dV, and the trace "
           "checks each K/V head's summed gradients", "[cli][backward][grouped]") {
     const auto r = run_command(fa_sim("--algo all --pass fwd+bwd --N 4096 --heads 32 --kv-heads 8 --json"));
     REQUIRE(r.exit_code == 0);

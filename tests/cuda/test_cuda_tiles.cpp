@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -245,10 +246,14 @@ TEST_CASE("grouped K/V heads, kv_splits and causal N > Nk: validated, and refuse
     p.KV = 2;
     CHECK_NOTHROW(fasim::validate_problem(p));
     CHECK(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("flash_decoding"), p).empty());
-    CHECK_THAT(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa2_tc"), p), Catch::Contains("no grouped-query kernel"));
+    CHECK(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa2_tc"), p).empty());
+    CHECK_THAT(fasim::cuda_kernel_unsupported(fasim::cuda_kernel("fa1_tc"), p), Catch::Contains("no grouped-query kernel"));
+    // The kernels that read a group's K/V head: FlashDecoding, and FA2's tensor-core training pair (forward and
+    // backward, whose dK and dV are summed over each group).
+    const std::set<std::string> grouped{"flash_decoding", "fa2_tc", "fa2_bwd_tc"};
     for (const fasim::KernelVariant* k : fasim::cuda_kernels()) {
         INFO(k->name);
-        CHECK(k->grouped_kv == (k->name == "flash_decoding"));
+        CHECK(k->grouped_kv == grouped.count(std::string(k->name)));
         if (!k->grouped_kv) CHECK_FALSE(fasim::cuda_kernel_unsupported(*k, p).empty());
     }
     p.KV = 8;
@@ -265,6 +270,7 @@ TEST_CASE("grouped K/V heads, kv_splits and causal N > Nk: validated, and refuse
     sp.kv_heads = 2;
     sp.N = 1;
     sp.Nk = 1000;
-    CHECK_THROWS_AS(fasim::kernel_setup(fasim::cuda_kernel("fa2_tc"), sp, fasim::find_gpu_preset("H100-SXM")), fasim::UsageError);
+    CHECK_THROWS_AS(fasim::kernel_setup(fasim::cuda_kernel("fa1_tc"), sp, fasim::find_gpu_preset("H100-SXM")), fasim::UsageError);
+    CHECK_NOTHROW(fasim::kernel_setup(fasim::cuda_kernel("fa2_tc"), sp, fasim::find_gpu_preset("H100-SXM")));
     CHECK_NOTHROW(fasim::kernel_setup(fasim::cuda_kernel("flash_decoding"), sp, fasim::find_gpu_preset("H100-SXM")));
 }

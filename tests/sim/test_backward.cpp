@@ -202,7 +202,7 @@ TEST_CASE("grouped-query attention's backward: a K/V head's dK and dV are its qu
 }
 
 TEST_CASE("grouped-query attention's backward in closed form: the per-query-head parts of dK and dV written, read "
-          "once more and summed into one dK, dV per K/V head; the functional run moves what is counted",
+          "once more and summed into one dK, dV per K/V head, and the functional run moves what is counted",
           "[backward][closed-form][grouped]") {
     for (auto [N, Nk, d, t] : {std::tuple{4096L, 4096L, 64L, DType::fp16}, {1000L, 777L, 128L, DType::bf16}})
         for (std::int64_t kv : {1L, 2L, 4L})
