@@ -3,7 +3,7 @@
 # fa2_bwd_tc (KV K/V heads for H query heads; the backward writes each query head's dK, dV and
 # fa2_bwd_sum_groups sums them over the group, as flash-attention 2's mha_bwd does). Builds cuda-check and
 # fa-validate for the GPU at hand (sm_90a on Hopper), then:
-#   check.txt          cuda-check --algo fa2_tc --algo fa2_bwd_tc: the whole grid, the grouped cases included
+#   check.txt          cuda-check --algo fa2_tc --algo fa2_bwd_tc (every result as it comes): the whole grid, the grouped cases included
 #   sanitizer/         compute-sanitizer memcheck, racecheck, synccheck on cuda-check --small --max-n 70 of
 #                      fa2_tc and fa2_bwd_tc (its grouped problems: 2 groups of 2 heads in 2 batches, and MQA over
 #                      4 heads; the sum kernel included)
@@ -15,7 +15,14 @@
 # Every step has a time limit (the whole session stays under 9 minutes on an H200); a step cut short says so
 # in session.log. Everything lands in $OUT/gpu-session.tgz.
 #   bash cuda/scripts/gqa_backward_session.sh
+# The first call (2026-11-30) cut cuda-check and fa-validate off at these limits; a second call gave them more
+# time and ran only those two: STEPS="check validate" CHECK_LIMIT_S=250 VALIDATE_LIMIT_S=150 KEY_ROWS_MAX_N=2048.
 set -uo pipefail
+STEPS=${STEPS:-"check sanitize validate torch"}
+CHECK_LIMIT_S=${CHECK_LIMIT_S:-110}
+VALIDATE_LIMIT_S=${VALIDATE_LIMIT_S:-90}
+KEY_ROWS_MAX_N=${KEY_ROWS_MAX_N:-4096}
+wants() { [[ " $STEPS " == *" $1 "* ]]; }
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate
 step() {  # SECONDS NAME COMMAND...: runs the command with a time limit, logs its exit status
   local limit=$1 name=$2
@@ -25,12 +32,15 @@ step() {  # SECONDS NAME COMMAND...: runs the command with a time limit, logs it
   [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
 }
 
+if wants check; then
 log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
-step 110 cuda-check "$build/cuda/cuda-check" --quiet --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
+step "$CHECK_LIMIT_S" cuda-check "$build/cuda/cuda-check" --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
 tail -3 "$out/check.txt"
+fi
 
 # compute-sanitizer as cuda/scripts/sanitize.sh runs it, on the --small problems up to N = 70: among them the two
 # grouped ones (fa2_bwd_tc's sum kernel included) and a few ungrouped.
+if wants sanitize; then
 log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 mkdir -p "$out/sanitizer"
@@ -43,20 +53,24 @@ for tool in memcheck racecheck synccheck; do
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
   grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
 done
+fi
 
 # B = 2, H = 16 over KV = 16 (no grouping), 4 and 1; dK, dV of sampled key rows checked in float64 up to N = 4096.
 bwd=(--pass bwd --algo fa2_bwd_tc --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1
-  --sample-rows 4 --key-rows-max-n 4096)
+  --sample-rows 4 --key-rows-max-n "$KEY_ROWS_MAX_N")
+if wants validate; then
 log "fa-validate --pass bwd fa2_bwd_tc, d = 128, N 2048,4096,8192"
-step 90 fa-validate-d128 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 128 --N 2048,4096,8192 \
+step "$VALIDATE_LIMIT_S" fa-validate-d128 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 128 --N 2048,4096,8192 \
   --out "$out/validate_bwd_d128.json" >"$out/validate_bwd.txt" 2>&1
 tail -2 "$out/validate_bwd.txt"
 log "fa-validate --pass bwd fa2_bwd_tc, d = 64, N 4096"
-step 35 fa-validate-d64 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 64 --N 4096 \
+step $((VALIDATE_LIMIT_S * 2 / 5)) fa-validate-d64 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 64 --N 4096 \
   --out "$out/validate_bwd_d64.json" >>"$out/validate_bwd.txt" 2>&1
 tail -2 "$out/validate_bwd.txt"
+fi
 
 torch=(--pass bwd --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1)
+if wants torch; then
 log "torch sdpa --pass bwd, flash backend"
 step 50 torch-flash-d128 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 128 --N 2048,4096,8192 \
   --out "$out/torch_bwd_d128.json" >"$out/torch_bwd.txt" 2>&1
@@ -67,4 +81,5 @@ log "torch sdpa --pass bwd, math backend (N = 2048, d = 128, fp16)"
 step 25 torch-math python3 cuda/scripts/torch_sdpa.py --pass bwd --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16 \
   --runs 3 --warmup 1 --backends math,flash --d 128 --N 2048 --out "$out/torch_math_bwd.json" >"$out/torch_math_bwd.txt" 2>&1
 tail -2 "$out/torch_math_bwd.txt"
+fi
 log "done"
