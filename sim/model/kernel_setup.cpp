@@ -12,12 +12,16 @@ MeasuredLaunch measured_launch(const nlohmann::json& result) {
     MeasuredLaunch l;
     const auto launches = result.find("launches");
     if (launches == result.end() || !launches->is_array() || launches->empty() || !launches->back().is_object()) return l;
-    const nlohmann::json* chosen = &launches->back();
-    for (auto it = launches->rbegin(); it != launches->rend(); ++it)
-        if (it->is_object() && it->value("Bc", 0) > 0) {
-            chosen = &*it;
-            break;
-        }
+    // The main kernel: the last launch with both tiles (a backward's last kernel may sum a group's dK, dV over
+    // K/V tiles only: Bc without Br), else the last with K/V tiles, else the last.
+    auto last_with = [&](bool with_rows) -> const nlohmann::json* {
+        for (auto it = launches->rbegin(); it != launches->rend(); ++it)
+            if (it->is_object() && it->value("Bc", 0) > 0 && (!with_rows || it->value("Br", 0) > 0)) return &*it;
+        return nullptr;
+    };
+    const nlohmann::json* chosen = last_with(true);
+    if (!chosen) chosen = last_with(false);
+    if (!chosen) chosen = &launches->back();
     const nlohmann::json& main = *chosen;
     auto integer = [&](const char* key) -> std::int64_t {
         const auto it = main.find(key);
