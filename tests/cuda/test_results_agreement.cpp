@@ -2534,8 +2534,8 @@ TEST_CASE("the Hopper rung with the shared tensor-map encoder (kernels/tensor_ma
 }
 
 TEST_CASE("grouped-query attention in training on the H200 (2026-11-30): fa2_tc and fa2_bwd_tc pass cuda-check and the "
-          "sanitizers with grouped K/V heads; summing each group's dK, dV costs 0.2-12%; the backward within 0.88-1.21x "
-          "of PyTorch's flash GQA backward; the model -26..-16%, as without grouping",
+          "sanitizers with grouped K/V heads, summing each group's dK, dV costs 0.2-12%, the backward runs at 0.88-1.21x "
+          "PyTorch's flash GQA backward, and the model is -26..-16% as without grouping",
           "[hardware][backward][grouped]") {
     const std::string run = kResults + "2026-11-30-h200-gqa-backward/";
     CHECK(read_text(run + "call2/device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
