@@ -61,7 +61,7 @@ returns {"schema_version", "gpu", "sweep": {"parameter", "values"}, "runs": [{"p
 const char* kRunDoc = R"(Run an algorithm's tile program on your numbers (the functional executor).
 
 Q: [batch, heads, N, d]; K, V: [batch, kv_heads, Nk, d] with kv_heads dividing heads (grouped-query
-attention for tiled, fa2 and flash_decoding). Any float arrays; they are rounded to dtype first (as
+attention for standard, tiled, fa1, fa2 and flash_decoding). Any float arrays; they are rounded to dtype first (as
 storing them in it would) and must be finite. The arithmetic is fp32, the stores in dtype, as on a GPU.
 
 Returns {"O": float64 [batch, heads, N, d], "lse": float64 [batch, heads, N] (None for standard attention,
@@ -74,8 +74,8 @@ tiles (what the grader runs: fasim.course).)";
 
 const char* kRunBackwardDoc = R"(Run an algorithm's forward, then its backward, on your numbers.
 
-Q, K, V as run() (K and V with fewer heads than Q, grouped-query attention: algo='fa2', whose dK and dV
-sum each group's query heads); dO, the output's gradient, has Q's shape. algo: 'standard', 'fa1' or 'fa2' (or 'fa2_bwd'). Returns {"dQ", "dK", "dV" (float64, the
+Q, K, V as run() (K and V may have fewer heads than Q, grouped-query attention: dK and dV then have K's
+shape, each the sum over its group's query heads); dO, the output's gradient, has Q's shape. algo: 'standard', 'fa1' or 'fa2' (or 'fa2_bwd'). Returns {"dQ", "dK", "dV" (float64, the
 shapes of Q, K, V), "algo", "programs", "problem", "gpu", "tiles" (the backward's), "forward_tiles", and
 the backward's traffic and FLOPs as run()}. program: your backward tile program (fasim.tile), run after
 algo's own forward in place of its backward.)";

@@ -40,8 +40,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const double scale = p.softmax_scale();
 
     const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Br, d});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Bc, d});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Bc, d});
+    const GlobalTensor K = x.declare({"K", p.batch_kv_heads(), Nk, d, e, Bc, d});  // grouped: a group's query heads share one
+    const GlobalTensor V = x.declare({"V", p.batch_kv_heads(), Nk, d, e, Bc, d});
     const GlobalTensor O = x.declare({"O", BH, N, d, e, Br, d});
     const bool separate_acc = e != 4;  // fp32 storage accumulates in O itself
     const GlobalTensor O_fp32 = separate_acc ? x.declare({"O_acc", BH, N, d, 4, Br, d}) : GlobalTensor{};
@@ -91,8 +91,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         // Without a mask the K/V steps are alike but the last (it writes O, and may be ragged).
         auto kv_step = [&](std::int64_t j) {                                   // line 5
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 6
-            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");  // line 6
+            Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
             // Line 7, this block's Q tiles i = s + t*splits: those that see K_j, in runs of alike steps;
             // causal, the Q tiles for which K_j is the last K/V tile (they write O) are a run of their own.
             QLoop q = q_loop(s, splits, my_tiles, Br, k0, cols, N, Nk, p.causal);
@@ -243,6 +243,7 @@ const Algorithm& flash_attention_1_algorithm() {
         .label = "FA1",
         .tunable_tiles = true,
         .q_splits = true,
+        .grouped_kv = true,
         .tile_sweep = TileSweep::bc_only,
         .timeline_figure = true,
         .choose_tiles = choose_tiles,

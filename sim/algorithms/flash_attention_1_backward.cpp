@@ -11,7 +11,10 @@
 //  - the 4 warps split the keys ("split-K"), as in the forward: dQ_i = dS K_j sums over keys, so the
 //    warps' partial products are exchanged through shared memory.
 // The last K/V tile a Q tile sees writes its dQ in the storage dtype.
+// Grouped-query attention (--kv-heads): each query head's block reads its group's K/V head and writes its
+// dK_j, dV_j parts; a last kernel adds each group's parts (algorithms/group_sums.hpp).
 #include "algorithms/flash_steps.hpp"
+#include "algorithms/group_sums.hpp"
 #include "common/errors.hpp"
 
 namespace fasim {
@@ -24,8 +27,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const double scale = p.softmax_scale();
 
     const GlobalTensor Q = x.declare({"Q", BH, N, d, e, Br, d});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, Bc, d});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, Bc, d});
+    const GlobalTensor K = x.declare({"K", p.batch_kv_heads(), Nk, d, e, Bc, d});
+    const GlobalTensor V = x.declare({"V", p.batch_kv_heads(), Nk, d, e, Bc, d});
     const GlobalTensor O = x.declare({"O", BH, N, d, e, Br, d});
     const GlobalTensor m = x.declare({"m", BH, 1, N, 4, 1, Br, true});
     const GlobalTensor l = x.declare({"l", BH, 1, N, 4, 1, Br, true});
@@ -34,8 +37,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor dQ_fp32 = separate_acc ? x.declare({"dQ_acc", BH, N, d, 4, Br, d}) : GlobalTensor{};
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Br, d});
     const GlobalTensor& dQ_acc = separate_acc ? dQ_fp32 : dQ;
-    const GlobalTensor dK = x.declare({"dK", BH, Nk, d, e, Bc, d});
-    const GlobalTensor dV = x.declare({"dV", BH, Nk, d, e, Bc, d});
+    const KvGradients grads = declare_kv_gradients(x, p, Bc, d);  // per query head, summed when grouped
 
     // The last K/V tile Q tile i sees (causal: the one holding its last row's diagonal); -1: none.
     auto last_kv_tile = [&](std::int64_t q0, std::int64_t rows) -> std::int64_t {
@@ -64,8 +66,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         const std::int64_t last_j = last_kv_tile((Tr - 1) * Br, N - (Tr - 1) * Br);
         auto kv_step = [&](std::int64_t j) {  // line 6
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-            Tile Kj = b.load(view(K, bh).rows(k0, cols), Space::Shared, "K_j");  // line 7
-            Tile Vj = b.load(view(V, bh).rows(k0, cols), Space::Shared, "V_j");
+            Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");  // line 7
+            Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
             Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");  // line 8
             Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
             // Line 10, the Q tiles that see K_j, in runs of alike steps; causal, those for which K_j is the
@@ -122,8 +124,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                 b.barrier();
             });
             b.map(dKj, Fn::mul, {dKj, scale});
-            b.store(dKj, view(dK, bh).rows(k0, cols));  // line 24
-            b.store(dVj, view(dV, bh).rows(k0, cols));
+            b.store(dKj, view(grads.dK_parts, bh).rows(k0, cols));  // line 24
+            b.store(dVj, view(grads.dV_parts, bh).rows(k0, cols));
         };
         if (p.causal) {
             for (std::int64_t j = 0; j <= last_j; ++j) kv_step(j);  // each K/V tile meets its own Q tiles
@@ -131,6 +133,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             for_each_run(b, 0, last_j + 1, {last_j}, kv_step);  // the last writes dQ, and may be ragged
         }
     });
+    sum_kv_gradient_groups(x, p, grads, "fa1_bwd_sum_groups", Bc, cfg.warps);
 }
 
 // K_j, V_j, Q_i, O_i, dO_i, P and dS staged in the storage dtype, and the split-K exchange buffer of
@@ -188,6 +191,9 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     if (p.causal) return f;
     f.hbm = ClosedForm::Bytes{BH * (2 * Nk * d * e + Tc * (3 * N * d * e + 2 * N * 4 + N * d * 4)),
                               BH * (N * d * 4 + (Tc - 1) * N * d * 4 + N * d * e + 2 * Nk * d * e)};
+    const ClosedForm::Bytes groups = kv_gradient_group_bytes(p);  // grouped K/V heads: the sum of dK, dV parts
+    f.hbm->read += groups.read;
+    f.hbm->write += groups.write;
     f.matmul_flops = 10 * BH * N * Nk * d;
     f.leading_hbm_bytes = static_cast<double>(Nk) / static_cast<double>(t.Bc) * static_cast<double>(N) *
                           static_cast<double>(3 * d * e + 8 * d + 8) * static_cast<double>(BH);
@@ -212,6 +218,7 @@ const Algorithm& flash_attention_1_backward_algorithm() {
         .family = "fa1",
         .pass = Pass::backward,
         .tunable_tiles = true,
+        .grouped_kv = true,
         .choose_tiles = choose_tiles,
         .smem_bytes = smem_bytes,
         .program = program,

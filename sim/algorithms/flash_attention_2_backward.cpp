@@ -18,14 +18,11 @@
 // them transposed for dV and dK ("some synchronization is necessary", the paper says of the backward).
 // Five products per tile pair where the forward has two: 10·N·Nk·d matmul FLOPs per head, 2·N·Nk·d of
 // them recomputing S.
-// Grouped-query attention (--kv-heads): the G = H/KV query heads of a group read one K/V head, so its
-// dK and dV are the sums of G heads' parts. As flash-attention 2's mha_bwd does, each query head's
-// blocks write their dK_j, dV_j into per-query-head buffers (dk_expanded, dv_expanded, the storage
-// dtype), and a last kernel sums each group's G copies in fp32 and writes dK, dV once (PyTorch's
-// at::sum_out there).
-#include <tuple>
-
+// Grouped-query attention (--kv-heads): each query head's blocks read their group's K/V head and write
+// their dK_j, dV_j parts; fa2_bwd_sum_groups adds each group's parts (algorithms/group_sums.hpp), as
+// flash-attention 2's mha_bwd does (dk_expanded, then at::sum_out).
 #include "algorithms/flash_steps.hpp"
+#include "algorithms/group_sums.hpp"
 
 namespace fasim {
 
@@ -55,30 +52,6 @@ Tile gradient_of_scores(Block& b, const Tile& dOi, const Tile& Vj, const Tile& D
     return dS;
 }
 
-// Grouped-query attention: dK and dV of each K/V head are the sums of its G query heads' parts. One
-// block per K/V tile of every batch·K/V head reads the G parts of dK_j and dV_j (storage dtype), adds
-// them in fp32 and writes dK_j and dV_j once.
-void sum_groups(Executor& x, const AttentionProblem& p, const TileConfig& cfg, const GlobalTensor& dK_heads,
-                const GlobalTensor& dV_heads, const GlobalTensor& dK, const GlobalTensor& dV) {
-    const std::int64_t Nk = p.Nk, Bc = cfg.Bc, Tc = ceil_div(Nk, Bc), G = p.group_size();
-    const KernelDesc kernel{"fa2_bwd_sum_groups", "dK, dV = the sums of each group's per-query-head dK, dV (fp32)", Tc,
-                            p.batch_kv_heads(), cfg.warps, run_starts(Tc, {Tc - 1})};
-    x.launch(kernel, [&](Block& b, std::int64_t kv_head, std::int64_t j) {
-        const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
-        // The group's first query head: K/V head kv of batch b is read by query heads b·H + kv·G ... + G - 1.
-        const std::int64_t first = (kv_head / p.kv_head_count()) * p.heads + (kv_head % p.kv_head_count()) * G;
-        for (const auto& [parts, sum, name, next] : {std::tuple{&dK_heads, &dK, "dK_j", "dK_j of the next query head"},
-                                                     std::tuple{&dV_heads, &dV, "dV_j", "dV_j of the next query head"}}) {
-            Tile acc = b.load(view(*parts, first).rows(k0, cols), Space::Registers, name);
-            for (std::int64_t g = 1; g < G; ++g) {
-                Tile part = b.load(view(*parts, first + g).rows(k0, cols), Space::Registers, next);
-                b.map(acc, Fn::add, {acc, part});
-            }
-            b.store(acc, view(*sum, kv_head).rows(k0, cols));
-        }
-    });
-}
-
 void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const std::int64_t BH = p.batch_heads(), N = p.N, Nk = p.Nk, d = p.d, e = p.elem_bytes();
     const std::int64_t Br = cfg.Br, Bc = cfg.Bc, Tr = ceil_div(N, Br), Tc = ceil_div(Nk, Bc);
@@ -90,11 +63,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const GlobalTensor dQ_acc = atomic ? x.declare({"dQ_acc", BH, N, d, 4, Br, d}) : GlobalTensor{};
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Br, d});
     // The main kernel's dK, dV: per query head, summed over each group by the last kernel when grouped.
-    const bool grouped = p.grouped();
-    const GlobalTensor dK_heads = x.declare({grouped ? "dK_expanded" : "dK", BH, Nk, d, e, Bc, d});
-    const GlobalTensor dV_heads = x.declare({grouped ? "dV_expanded" : "dV", BH, Nk, d, e, Bc, d});
-    const GlobalTensor dK = grouped ? x.declare({"dK", p.batch_kv_heads(), Nk, d, e, Bc, d}) : dK_heads;
-    const GlobalTensor dV = grouped ? x.declare({"dV", p.batch_kv_heads(), Nk, d, e, Bc, d}) : dV_heads;
+    const KvGradients grads = declare_kv_gradients(x, p, Bc, d);
 
     const KernelDesc preprocess{"fa2_bwd_preprocess",
                                 atomic ? "D = rowsum(dO * O) per Q tile; dQ_acc = 0" : "D = rowsum(dO * O) per Q tile", Tr,
@@ -147,8 +116,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.barrier();  // all warps done with P and dS before the next Q tile overwrites them
         });
         b.map(dKj, Fn::mul, {dKj, scale});
-        b.store(dKj, view(dK_heads, bh).rows(k0, cols));
-        b.store(dVj, view(dV_heads, bh).rows(k0, cols));
+        b.store(dKj, view(grads.dK_parts, bh).rows(k0, cols));
+        b.store(dVj, view(grads.dV_parts, bh).rows(k0, cols));
     });
 
     if (atomic) {
@@ -159,7 +128,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             Tile acc = b.load(view(dQ_acc, bh).rows(q0, rows), Space::Registers, "dQ_acc_i");
             b.store(acc, view(dQ, bh).rows(q0, rows));
         });
-        if (grouped) sum_groups(x, p, cfg, dK_heads, dV_heads, dK, dV);  // last, as mha_bwd's at::sum_out
+        sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups", Bc, cfg.warps);  // last, as mha_bwd's at::sum_out
         return;
     }
 
@@ -189,7 +158,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         b.map(dQi, Fn::mul, {dQi, scale});
         b.store(dQi, view(dQ, bh).rows(q0, rows));
     });
-    if (grouped) sum_groups(x, p, cfg, dK_heads, dV_heads, dK, dV);
+    sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups", Bc, cfg.warps);
 }
 
 // K_j, V_j, Q_i and dO_i, and P and dS staged in the storage dtype (the main kernel; the separate dQ
@@ -269,10 +238,9 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
                          (Nk == N ? "N" : "Nk") + "\u00B72d\u00B7e, \u00B7B\u00B7H, with Br=" + std::to_string(t.Br) +
                          ", Bc=" + std::to_string(t.Bc) + " (Q, dO, LSE, D once per K/V block; K, V once per Q tile)";
     }
-    if (p.grouped()) {
-        f.hbm->read += BH * 2 * Nk * d * e;
-        f.hbm->write += Count(p.batch_kv_heads()) * 2 * Nk * d * e;
-    }
+    const ClosedForm::Bytes groups = kv_gradient_group_bytes(p);
+    f.hbm->read += groups.read;
+    f.hbm->write += groups.write;
     return f;
 }
 

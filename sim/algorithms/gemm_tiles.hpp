@@ -94,6 +94,9 @@ struct GemmLaunch {
     std::int64_t rows, cols, K, tm, tn;
     double alpha;
     const GlobalTensor& C;
+    // Grouped-query attention: B is K or V, read from the K/V head of the query head's group (GQA's batched
+    // GEMM: one K/V head's operand for all G query heads). nullptr: B by the query head, as A and C.
+    const AttentionProblem* b_by_kv_head = nullptr;
 };
 inline void launch_gemm(Executor& x, const TileConfig& cfg, std::int64_t heads, const GemmLaunch& g) {
     const std::int64_t tiles_n = ceil_div(g.cols, g.tn);
@@ -101,7 +104,8 @@ inline void launch_gemm(Executor& x, const TileConfig& cfg, std::int64_t heads, 
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t t) {
         const std::int64_t m0 = (t / tiles_n) * g.tm, n0 = (t % tiles_n) * g.tn;
         const std::int64_t mr = std::min(g.tm, g.rows - m0), nc = std::min(g.tn, g.cols - n0);
-        Tile out = gemm_output_tile(b, {view(g.A, bh), view(g.B, bh), g.a_transposed, g.b_transposed, g.K}, cfg, m0, mr, n0, nc);
+        const std::int64_t b_head = g.b_by_kv_head ? g.b_by_kv_head->kv_head_of(bh) : bh;
+        Tile out = gemm_output_tile(b, {view(g.A, bh), view(g.B, b_head), g.a_transposed, g.b_transposed, g.K}, cfg, m0, mr, n0, nc);
         if (g.alpha != 1.0) b.map(out, Fn::mul, {out, g.alpha});
         b.store(out, view(g.C, bh).tile(m0, mr, n0, nc));
     });

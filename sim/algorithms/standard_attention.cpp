@@ -31,8 +31,8 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     const OperandGrid g = operand_grid(cfg);  // the backward reads Q, K and V in other tiles
     const GlobalTensor Q = x.declare({"Q", BH, N, d, e, g.rows, g.cols});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, g.rows, g.cols});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, g.rows, g.cols});
+    const GlobalTensor K = x.declare({"K", p.batch_kv_heads(), Nk, d, e, g.rows, g.cols});  // grouped: shared by a group
+    const GlobalTensor V = x.declare({"V", p.batch_kv_heads(), Nk, d, e, g.rows, g.cols});
     const GlobalTensor O = x.declare({"O", BH, N, d, e, Pm, Pn});
     // S and P are tracked in L2 in pieces as wide as both the GEMMs' output tiles and their k-steps
     // (a store of half a tracked piece would otherwise find the other half already written).
@@ -43,13 +43,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // 1. S = scale·Q·Kᵀ, written to HBM.
     launch_gemm(x, cfg, BH, {"gemm_qk", "S = scale*Q*K^T, one output tile per block; S written to HBM", Q, K, false, true, N,
-                             Nk, d, Tm, Tn, p.softmax_scale(), S});
+                             Nk, d, Tm, Tn, p.softmax_scale(), S, &p});
 
     // 2. P = softmax(S) row by row: S read from HBM, P written to HBM.
     launch_row_softmax(x, p, {S, P, cfg.softmax_chunk, p.causal, cfg.warps});
 
     // 3. O = P·V, P read from HBM.
-    launch_gemm(x, cfg, BH, {"gemm_pv", "O = P*V, one output tile per block", P, V, false, false, N, d, Nk, Pm, Pn, 1.0, O});
+    launch_gemm(x, cfg, BH, {"gemm_pv", "O = P*V, one output tile per block", P, V, false, false, N, d, Nk, Pm, Pn, 1.0, O, &p});
 }
 
 // Operand tiles of one k-step (a library GEMM keeps two k-steps in flight: double buffering), or the
@@ -156,6 +156,7 @@ const Algorithm& standard_attention_algorithm() {
         .name = "standard",
         .label = "standard",
         .matmul_modes = true,
+        .grouped_kv = true,
         .baseline = true,
         .choose_tiles = choose_tiles,
         .smem_bytes = smem_bytes,

@@ -12,6 +12,7 @@
 
 #include "algorithms/causal.hpp"
 #include "algorithms/gemm_tiles.hpp"
+#include "algorithms/group_sums.hpp"
 #include "algorithms/row_softmax.hpp"
 
 namespace fasim {
@@ -26,26 +27,28 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     const OperandGrid g = operand_grid(cfg);  // as the forward tracks them; dO too
     const GlobalTensor Q = x.declare({"Q", BH, N, d, e, g.rows, g.cols});
-    const GlobalTensor K = x.declare({"K", BH, Nk, d, e, g.rows, g.cols});
-    const GlobalTensor V = x.declare({"V", BH, Nk, d, e, g.rows, g.cols});
+    const GlobalTensor K = x.declare({"K", p.batch_kv_heads(), Nk, d, e, g.rows, g.cols});  // grouped: shared by a group
+    const GlobalTensor V = x.declare({"V", p.batch_kv_heads(), Nk, d, e, g.rows, g.cols});
     const std::int64_t sp_cols = std::gcd(Tk, Tn);  // as the forward tracks S and P in L2
     const GlobalTensor P = x.declare({"P", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor dO = x.declare({"dO", BH, N, d, e, g.rows, g.cols});
     const GlobalTensor dP = x.declare({"dP", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor dS = x.declare({"dS", BH, N, Nk, e, 1, sp_cols});
     const GlobalTensor dQ = x.declare({"dQ", BH, N, d, e, Pm, Pn});
-    const GlobalTensor dK = x.declare({"dK", BH, Nk, d, e, Pm, Pn});
-    const GlobalTensor dV = x.declare({"dV", BH, Nk, d, e, Pm, Pn});
+    const KvGradients grads = declare_kv_gradients(x, p, Pm, Pn);  // per query head, summed when grouped
 
-    launch_gemm(x, cfg, BH, {"gemm_dv", "dV = P^T*dO, P read back from HBM", P, dO, true, false, Nk, d, N, Pm, Pn, 1.0, dV});
-    launch_gemm(x, cfg, BH, {"gemm_dp", "dP = dO*V^T, written to HBM", dO, V, false, true, N, Nk, d, Tm, Tn, 1.0, dP});
+    launch_gemm(x, cfg, BH, {"gemm_dv", "dV = P^T*dO, P read back from HBM", P, dO, true, false, Nk, d, N, Pm, Pn, 1.0, grads.dV_parts});
+    launch_gemm(x, cfg, BH, {"gemm_dp", "dP = dO*V^T, written to HBM", dO, V, false, true, N, Nk, d, Tm, Tn, 1.0, dP, &p});
 
     // dS = P o (dP - D), D = rowsum(P o dP), one block per row (two passes over chunks when a row of P
     // and dP does not fit in shared memory).
     launch_row_softmax_backward(x, p, {P, dP, dS, cfg.softmax_chunk, cfg.warps});
 
-    launch_gemm(x, cfg, BH, {"gemm_dq", "dQ = scale*dS*K, dS read back from HBM", dS, K, false, false, N, d, Nk, Pm, Pn, scale, dQ});
-    launch_gemm(x, cfg, BH, {"gemm_dk", "dK = scale*dS^T*Q, dS read back from HBM", dS, Q, true, false, Nk, d, N, Pm, Pn, scale, dK});
+    launch_gemm(x, cfg, BH, {"gemm_dq", "dQ = scale*dS*K, dS read back from HBM", dS, K, false, false, N, d, Nk, Pm, Pn, scale, dQ, &p});
+    launch_gemm(x, cfg, BH, {"gemm_dk", "dK = scale*dS^T*Q, dS read back from HBM", dS, Q, true, false, Nk, d, N, Pm, Pn, scale, grads.dK_parts});
+    // Grouped K/V heads: each K/V head's dK, dV are its query heads' parts summed (autograd of PyTorch's
+    // repeat_interleave, as of flash-attention's dk_expanded).
+    sum_kv_gradient_groups(x, p, grads, "sum_groups", Pm, cfg.warps);
 }
 
 // The GEMMs' operand tiles, as the forward's, or the row kernel's staged rows of P and dP.
@@ -98,6 +101,9 @@ ClosedForm closed_form(const AttentionProblem& p, const TileConfig& t) {
     f.hbm = backward_bytes(p, naive ? 1 : t.gemm_m, naive ? 1 : t.gemm_n, naive ? 1 : t.pv_m, naive ? 1 : t.pv_n,
                            t.softmax_chunk >= p.Nk ? 1 : 2);
     f.papers_hbm = backward_bytes(p, p.N, p.Nk, std::max(p.N, p.Nk), p.d, 1);  // each operand once
+    const ClosedForm::Bytes groups = kv_gradient_group_bytes(p);  // grouped K/V heads: the sum of dK, dV parts
+    f.hbm->read += groups.read;
+    f.hbm->write += groups.write;
     f.matmul_flops = Count(8) * p.batch_heads() * p.N * p.Nk * p.d;
     f.leading_hbm_bytes = 7 * static_cast<double>(p.N) * static_cast<double>(p.Nk) * static_cast<double>(p.elem_bytes()) *
                           static_cast<double>(p.batch_heads());
@@ -122,6 +128,7 @@ const Algorithm& standard_attention_backward_algorithm() {
         .family = "standard",
         .pass = Pass::backward,
         .matmul_modes = true,
+        .grouped_kv = true,
         .baseline = true,
         .choose_tiles = choose_tiles,
         .smem_bytes = smem_bytes,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -303,21 +304,21 @@ TEST_CASE("fa-sim --trace --pass bwd follows the backward and ends with the grad
     CHECK(r.out.find("DIFFERS") == std::string::npos);
 }
 
-TEST_CASE("training with grouped-query attention: fwd+bwd runs FA2, whose backward sums each group's dK, dV, and the trace "
-          "checks each K/V head's summed gradients", "[cli][backward][grouped]") {
+TEST_CASE("training with grouped-query attention: fwd+bwd compares standard, FA1 and FA2, whose backwards sum each "
+          "group's dK, dV, and the trace checks each K/V head's summed gradients", "[cli][backward][grouped]") {
     const auto r = run_command(fa_sim("--algo all --pass fwd+bwd --N 4096 --heads 32 --kv-heads 8 --json"));
     REQUIRE(r.exit_code == 0);
     const nlohmann::json doc = nlohmann::json::parse(r.out);
-    REQUIRE(doc.at("algorithms").size() == 1);  // the algorithms with a grouped forward and backward
-    const auto& fa2 = doc.at("algorithms").at(0);
-    CHECK(fa2.at("algo") == "fa2");
-    CHECK(fa2.at("kernels").back().at("name") == "fa2_bwd_sum_groups");
+    std::map<std::string, std::string> last_kernel;
+    for (const auto& a : doc.at("algorithms")) last_kernel[a.at("algo")] = a.at("kernels").back().at("name");
+    CHECK(last_kernel == std::map<std::string, std::string>{
+                             {"standard", "sum_groups"}, {"fa1", "fa1_bwd_sum_groups"}, {"fa2", "fa2_bwd_sum_groups"}});
     const auto trace = run_command(fa_sim("--algo fa2 --pass bwd --N 8 --d 4 --heads 4 --kv-heads 2 --trace"));
     CHECK(trace.exit_code == 0);
     CHECK(trace.out.find("== kernel fa2_bwd_sum_groups") != std::string::npos);
     CHECK(trace.out.find("K/V head 1: max |dV - dV_exact|") != std::string::npos);
     CHECK(trace.out.find("DIFFERS") == std::string::npos);
-    expect_usage_error("--algo standard --pass bwd --heads 4 --kv-heads 2", "--kv-heads 2 (grouped-query attention) is not modelled");
+    expect_usage_error("--algo torch_math --pass bwd --heads 4 --kv-heads 2", "--kv-heads 2 (grouped-query attention) is not modelled");
 }
 
 // ---- Decoding: FlashDecoding, grouped-query attention, sweeps over the cache length ----
@@ -333,13 +334,14 @@ TEST_CASE("a decode step with grouped-query attention: the issue's command runs 
     CHECK(r.out.find("O_partial") != std::string::npos);
 }
 
-TEST_CASE("algo all on a decode shape lists FlashDecoding beside FA2, and only algorithms that share K/V heads", "[cli][decode]") {
+TEST_CASE("algo all on a decode shape lists FlashDecoding beside FA2, and only algorithms that share K/V heads (not PyTorch's "
+          "math backend)", "[cli][decode]") {
     const auto gqa = run_command(fa_sim("--algo all --N 1 --Nk 65536 --heads 32 --kv-heads 8 --d 128 --json"));
     REQUIRE(gqa.exit_code == 0);
     const nlohmann::json doc = nlohmann::json::parse(gqa.out);
     std::set<std::string> algos;
     for (const auto& r : doc.at("algorithms")) algos.insert(r.at("algo").get<std::string>());
-    CHECK(algos == std::set<std::string>{"tiled", "fa2", "flash_decoding"});
+    CHECK(algos == std::set<std::string>{"standard", "tiled", "fa1", "fa2", "flash_decoding"});
     // Training shapes (N = Nk) keep the forward comparison of the papers.
     const auto training = run_command(fa_sim("--algo all --N 1024 --json"));
     REQUIRE(training.exit_code == 0);
@@ -349,7 +351,8 @@ TEST_CASE("algo all on a decode shape lists FlashDecoding beside FA2, and only a
 TEST_CASE("sweep over Nk: one row per cache length, N fixed, FlashDecoding's time growing with the cache", "[cli][decode][sweep]") {
     const auto r = run_command(fa_sim("--algo all --sweep Nk=1024:262144 --N 1 --heads 32 --kv-heads 8 --d 128 --csv"));
     REQUIRE(r.exit_code == 0);
-    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 9 * 3);  // header, 9 lengths x 3 algorithms
+    // header, 9 lengths x 5 algorithms: standard, tiled, fa1, fa2 and flash_decoding take grouped K/V heads
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 9 * 5);
     const auto text = run_command(fa_sim("--algo all --sweep Nk=1024:4096 --N 1 --heads 32 --kv-heads 8 --d 128"));
     REQUIRE(text.exit_code == 0);
     CHECK(text.out.find("sweep over Nk") != std::string::npos);
@@ -358,7 +361,7 @@ TEST_CASE("sweep over Nk: one row per cache length, N fixed, FlashDecoding's tim
 
 TEST_CASE("bad decode options are refused on one line with a fix", "[cli][decode][errors]") {
     expect_usage_error("--kv-heads 5 --heads 32", "--kv-heads 5 does not divide --heads 32");
-    expect_usage_error("--algo fa1 --kv-heads 8 --heads 32", "not modelled for fa1");
+    expect_usage_error("--algo torch_math --kv-heads 8 --heads 32", "not modelled for torch_math");
     expect_usage_error("--algo flash_decoding --causal --N 8 --Nk 4", "N = 8 > Nk = 4");
     expect_usage_error("--algo flash_decoding --kv-splits 0", "--kv-splits 0");
     expect_usage_error("--algo flash_decoding --N 1 --Nk 1024 --d 128 --kv-splits 100", "--kv-splits 100 is out of range");

@@ -132,7 +132,7 @@ def test_simulate_all_is_the_whole_document():
     assert fasim.simulate("all", N=2048, causal=True) == cli_json("--algo", "all", "--N", "2048", "--causal")
     decode = fasim.simulate("all", N=1, Nk=16384, heads=32, kv_heads=8, d=128)
     assert decode == cli_json("--algo", "all", "--N", "1", "--Nk", "16384", "--heads", "32", "--kv-heads", "8", "--d", "128")
-    assert [a["algo"] for a in decode["algorithms"]] == ["tiled", "fa2", "flash_decoding"]
+    assert [a["algo"] for a in decode["algorithms"]] == ["standard", "tiled", "fa1", "fa2", "flash_decoding"]
     pair = fasim.simulate(["standard", "fa2"], N=4096)
     assert pair["algorithms"][1]["vs_standard"]["speedup"] > 1
 
@@ -262,20 +262,21 @@ def test_run_backward_equals_float64_gradients(algo, causal):
     assert r["programs"] == [algo, algo + "_bwd"] and r["hbm"]["by_tensor"]["dQ"]["write_bytes"] > 0
 
 
-def test_run_backward_with_grouped_kv_heads_sums_each_groups_gradients():
+@pytest.mark.parametrize("algo", ["fa2", "fa1", "standard"])
+def test_run_backward_with_grouped_kv_heads_sums_each_groups_gradients(algo):
     # Grouped-query attention: K and V of 2 heads serve Q's 4; dK and dV come back with K's shape, each the sum
     # over its group of what the query heads would give with the K/V head repeated.
     rng = np.random.default_rng(5)
     B, H, KV, N, Nk, d = 2, 4, 2, 40, 48, 16
     Q, K, V = inputs(rng, B, H, KV, N, Nk, d, "fp32")
     dO = rng.standard_normal((B, H, N, d)).astype(np.float32).astype(np.float64)
-    r = fasim.run_backward("fa2", Q, K, V, dO, causal=True, dtype="fp32", Br=16, Bc=16)
+    r = fasim.run_backward(algo, Q, K, V, dO, causal=True, dtype="fp32", Br=16, Bc=16)
     dQ, dK, dV = attention_backward(Q, np.repeat(K, H // KV, axis=1), np.repeat(V, H // KV, axis=1), dO, True)
     want = {"dQ": dQ, "dK": dK.reshape(B, KV, H // KV, Nk, d).sum(axis=2), "dV": dV.reshape(B, KV, H // KV, Nk, d).sum(axis=2)}
     for name in ("dQ", "dK", "dV"):
         assert r[name].shape == want[name].shape, name
         assert np.abs(r[name] - want[name]).max() <= 1e-5 * max(1.0, np.abs(want[name]).max()), name
-    assert [k["name"] for k in r["kernels"]][-1] == "fa2_bwd_sum_groups"
+    assert r["kernels"][-1]["name"] == {"fa2": "fa2_bwd_sum_groups", "fa1": "fa1_bwd_sum_groups", "standard": "sum_groups"}[algo]
 
 
 def test_run_backward_fp16():
@@ -350,7 +351,7 @@ def test_errors():
     one_line_error(lambda: fasim.load_gpu_file("/nonexistent/gpu.json"), "/nonexistent/gpu.json")
     one_line_error(lambda: fasim.run("fa3", Q, K, V), "fa3")
     one_line_error(lambda: fasim.run("fa2", Q, K[:, :3], V[:, :3]), "3 heads", "Q's 4")
-    one_line_error(lambda: fasim.run("fa1", Q, K[:, :2], V[:, :2]), "fa1", "numpy.repeat")
+    one_line_error(lambda: fasim.run("torch_math", Q, K[:, :2], V[:, :2]), "torch_math", "numpy.repeat")
     one_line_error(lambda: fasim.run("fa2", Q[0], K, V), "Q", "[batch, heads, N, d]", "Q[None]")
     one_line_error(lambda: fasim.run("fa2", Q, K, V[..., :4]), "V", "(1, 4, 16, 8)")
     one_line_error(lambda: fasim.run("fa2", Q[..., :5], K[..., :5], V[..., :5]), "d=5")
@@ -362,7 +363,7 @@ def test_errors():
     big[0, 0, 0, 0] = 1e6
     one_line_error(lambda: fasim.run("fa2", Q, K, big), "V[0, 0, 0, 0]", "overflows fp16")
     one_line_error(lambda: fasim.run_backward("flash_decoding", Q, K, V, Q), "backward")
-    one_line_error(lambda: fasim.run_backward("fa1", Q, K[:, :2], V[:, :2], Q), "grouped-query", "fa2")
+    one_line_error(lambda: fasim.run_backward("torch_math", Q, K[:, :2], V[:, :2], Q), "grouped-query", "fa2")
     one_line_error(lambda: fasim.run_backward("fa2", Q, K, V, Q[:, :, :8]), "dO")
     one_line_error(lambda: fasim.trace("fa2", np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8)), np.zeros((1, 1, 512, 8))),
                    "trace()")

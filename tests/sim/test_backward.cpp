@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -126,22 +128,23 @@ AttentionProblem grouped_problem(std::int64_t N, std::int64_t Nk, std::int64_t d
 
 }  // namespace
 
-TEST_CASE("grouped-query attention's backward (FA2, flash-attention 2's dk_expanded summed over the group): every "
-          "gradient equals the float64 backward within the rule on fresh random inputs, dK and dV the sums over each "
-          "group, MQA and GQA, causal or not, ragged tiles, both dQ modes",
+TEST_CASE("grouped-query attention's backward (each query head's dK, dV summed over its group, as flash-attention 2's "
+          "dk_expanded): every gradient of standard, FA1 and FA2 equals the float64 backward within the rule on fresh "
+          "random inputs, MQA and GQA, causal or not, ragged tiles, both of FA2's dQ modes",
           "[backward][functional][grouped]") {
     const std::uint64_t seed = test_seed();
     INFO("seed " << seed << " (rerun with FASIM_TEST_SEED=" << seed << ")");
     for (auto [N, Nk, d, causal] : {std::tuple{48L, 48L, 16L, false}, {37L, 50L, 8L, true}, {50L, 37L, 8L, true}})
         for (std::int64_t kv : {1L, 2L})
             for (DType t : {DType::fp32, DType::fp16, DType::bf16})
-                for (DqMode dq : {DqMode::atomic, DqMode::separate}) {
-                    CAPTURE(N, Nk, d, causal, kv, dtype_name(t), dq_name(dq));
+                for (const auto& [id, dq] : {std::pair{"standard", DqMode::atomic}, {"fa1", DqMode::atomic},
+                                             {"fa2", DqMode::atomic}, {"fa2", DqMode::separate}}) {
+                    CAPTURE(id, N, Nk, d, causal, kv, dtype_name(t), dq_name(dq));
                     const AttentionProblem p = grouped_problem(N, Nk, d, kv, t, causal);
-                    const Algorithm& fwd = algorithm("fa2");
+                    const Algorithm& fwd = algorithm(id);
                     const Algorithm& bwd = backward_program(fwd);
                     TileRequest req;
-                    req.Br = req.Bc = 16;
+                    if (fwd.tunable_tiles) req.Br = req.Bc = 16;
                     req.dq = dq;
                     const HeadInputs in = random_heads(p, seed);
                     const auto dO = random_dO(p, seed + 1);
@@ -164,7 +167,7 @@ TEST_CASE("grouped-query attention's backward (FA2, flash-attention 2's dk_expan
 }
 
 TEST_CASE("grouped-query attention's backward: a K/V head's dK and dV are its query heads' gradients summed (the same "
-          "inputs run as G independent heads give the parts)",
+          "inputs run as G independent heads give the parts), standard, FA1 and FA2",
           "[backward][functional][grouped]") {
     // In fp32 the group's sum and the sum of the ungrouped run's heads differ only by fp32 rounding.
     const AttentionProblem grouped = grouped_problem(40, 40, 8, 1, DType::fp32, true);
@@ -179,39 +182,45 @@ TEST_CASE("grouped-query attention's backward: a K/V head's dK and dV are its qu
         repeated.V.push_back(in.V_of(grouped, h));
     }
     const auto dO = random_dO(grouped, 12);
-    const Algorithm& fwd = algorithm("fa2");
-    TileRequest req;
-    req.Br = req.Bc = 16;
-    auto run = [&](const AttentionProblem& p, const HeadInputs& x) {
-        return run_functional_backward(fwd, backward_program(fwd), p, a100(), choose_tiles(fwd, p, a100(), req),
-                                       choose_tiles(backward_program(fwd), p, a100(), req), x.Q, x.K, x.V, dO);
-    };
-    const BackwardRun g = run(grouped, in), u = run(ungrouped, repeated);
-    REQUIRE(g.dK.size() == 2);
-    REQUIRE(u.dK.size() == 8);
-    for (std::int64_t b = 0; b < 2; ++b) {
-        reference::Matrix dK = u.dK[static_cast<std::size_t>(4 * b)], dV = u.dV[static_cast<std::size_t>(4 * b)];
-        for (std::int64_t h = 1; h < 4; ++h) {
-            dK += u.dK[static_cast<std::size_t>(4 * b + h)];
-            dV += u.dV[static_cast<std::size_t>(4 * b + h)];
+    for (const char* id : kWithBackward) {
+        CAPTURE(id);
+        const Algorithm& fwd = algorithm(id);
+        TileRequest req;
+        if (fwd.tunable_tiles) req.Br = req.Bc = 16;
+        auto run = [&](const AttentionProblem& p, const HeadInputs& x) {
+            return run_functional_backward(fwd, backward_program(fwd), p, a100(), choose_tiles(fwd, p, a100(), req),
+                                           choose_tiles(backward_program(fwd), p, a100(), req), x.Q, x.K, x.V, dO);
+        };
+        const BackwardRun g = run(grouped, in), u = run(ungrouped, repeated);
+        REQUIRE(g.dK.size() == 2);
+        REQUIRE(u.dK.size() == 8);
+        for (std::int64_t b = 0; b < 2; ++b) {
+            reference::Matrix dK = u.dK[static_cast<std::size_t>(4 * b)], dV = u.dV[static_cast<std::size_t>(4 * b)];
+            for (std::int64_t h = 1; h < 4; ++h) {
+                dK += u.dK[static_cast<std::size_t>(4 * b + h)];
+                dV += u.dV[static_cast<std::size_t>(4 * b + h)];
+            }
+            CHECK((g.dK[static_cast<std::size_t>(b)] - dK).cwiseAbs().maxCoeff() <= 1e-5 * (1 + dK.cwiseAbs().maxCoeff()));
+            CHECK((g.dV[static_cast<std::size_t>(b)] - dV).cwiseAbs().maxCoeff() <= 1e-5 * (1 + dV.cwiseAbs().maxCoeff()));
         }
-        CHECK((g.dK[static_cast<std::size_t>(b)] - dK).cwiseAbs().maxCoeff() <= 1e-5 * (1 + dK.cwiseAbs().maxCoeff()));
-        CHECK((g.dV[static_cast<std::size_t>(b)] - dV).cwiseAbs().maxCoeff() <= 1e-5 * (1 + dV.cwiseAbs().maxCoeff()));
+        for (std::size_t h = 0; h < 8; ++h) CHECK(g.dQ[h] == u.dQ[h]);  // dQ does not depend on the grouping
     }
-    for (std::size_t h = 0; h < 8; ++h) CHECK(g.dQ[h] == u.dQ[h]);  // dQ does not depend on the grouping
 }
 
 TEST_CASE("grouped-query attention's backward in closed form: the per-query-head parts of dK and dV written, read "
           "once more and summed into one dK, dV per K/V head, and the functional run moves what is counted",
           "[backward][closed-form][grouped]") {
+    const std::map<std::string, std::string> sum_kernel{{"standard", "sum_groups"}, {"fa1", "fa1_bwd_sum_groups"},
+                                                        {"fa2", "fa2_bwd_sum_groups"}};
     for (auto [N, Nk, d, t] : {std::tuple{4096L, 4096L, 64L, DType::fp16}, {1000L, 777L, 128L, DType::bf16}})
         for (std::int64_t kv : {1L, 2L, 4L})
-            for (DqMode dq : {DqMode::atomic, DqMode::separate}) {
-                CAPTURE(N, Nk, d, kv, dq_name(dq));
+            for (const auto& [id, dq] : {std::pair{"standard", DqMode::atomic}, {"fa1", DqMode::atomic},
+                                         {"fa2", DqMode::atomic}, {"fa2", DqMode::separate}}) {
+                CAPTURE(id, N, Nk, d, kv, dq_name(dq));
                 AttentionProblem p = grouped_problem(N, Nk, d, kv, t, false);
                 TileRequest req;
                 req.dq = dq;
-                const AlgorithmResult r = simulate(algorithm("fa2"), PassSelection::bwd, p, a100(), req);
+                const AlgorithmResult r = simulate(algorithm(id), PassSelection::bwd, p, a100(), req);
                 const ClosedForm f = r.algo->closed_form(p, r.tiles);
                 REQUIRE(f.hbm);
                 CHECK(r.hbm.read_bytes() == f.hbm->read);
@@ -219,24 +228,27 @@ TEST_CASE("grouped-query attention's backward in closed form: the per-query-head
                 const bool grouped = kv < 4;
                 CHECK(read_of(r.hbm, "dK_expanded") == (grouped ? Count(8) * Nk * d * p.elem_bytes() : 0));
                 CHECK(write_of(r.hbm, "dK") == Count(grouped ? 2 * kv : 8) * Nk * d * p.elem_bytes());
-                CHECK(r.kernels.back().desc.name == (grouped ? "fa2_bwd_sum_groups" : dq == DqMode::atomic ? "fa2_bwd_convert_dq" : "fa2_bwd_dq"));
+                CHECK((r.kernels.back().desc.name == sum_kernel.at(id)) == grouped);
             }
     // What the functional run moves is what the counting executor counts, kernel by kernel.
     const AttentionProblem p = grouped_problem(70, 50, 16, 2, DType::fp16, true);
-    TileRequest req;
-    req.Br = req.Bc = 16;
-    const Algorithm& fwd = algorithm("fa2");
-    const AlgorithmResult counted = simulate(fwd, PassSelection::bwd, p, a100(), req);
-    const HeadInputs in = random_heads(p, 5);
-    const BackwardRun run = run_functional_backward(fwd, backward_program(fwd), p, a100(), choose_tiles(fwd, p, a100(), req),
-                                                    counted.tiles, in.Q, in.K, in.V, random_dO(p, 9));
-    REQUIRE(run.kernels.size() == counted.kernels.size());
-    for (std::size_t k = 0; k < run.kernels.size(); ++k)
-        for (const TensorBytes& b : run.kernels[k].hbm.tensors) {
-            CAPTURE(k, b.name);
-            CHECK(b.read == read_of(counted.kernels[k].hbm, b.name));
-            CHECK(b.write == write_of(counted.kernels[k].hbm, b.name));
-        }
+    for (const char* id : kWithBackward) {
+        CAPTURE(id);
+        const Algorithm& fwd = algorithm(id);
+        TileRequest req;
+        if (fwd.tunable_tiles) req.Br = req.Bc = 16;
+        const AlgorithmResult counted = simulate(fwd, PassSelection::bwd, p, a100(), req);
+        const HeadInputs in = random_heads(p, 5);
+        const BackwardRun run = run_functional_backward(fwd, backward_program(fwd), p, a100(), choose_tiles(fwd, p, a100(), req),
+                                                        counted.tiles, in.Q, in.K, in.V, random_dO(p, 9));
+        REQUIRE(run.kernels.size() == counted.kernels.size());
+        for (std::size_t k = 0; k < run.kernels.size(); ++k)
+            for (const TensorBytes& b : run.kernels[k].hbm.tensors) {
+                CAPTURE(k, b.name);
+                CHECK(b.read == read_of(counted.kernels[k].hbm, b.name));
+                CHECK(b.write == write_of(counted.kernels[k].hbm, b.name));
+            }
+    }
 }
 
 TEST_CASE("FA2 backward's separate dQ kernel gives dQ equal to the float64 backward on fresh random inputs",

@@ -107,6 +107,16 @@ TEST_CASE("Counting by class equals counting every block: every algorithm and pa
     separate.dq = DqMode::separate;
     for (const bool causal : {false, true})
         check_same({&algorithm("fa2"), PassSelection::bwd, problem(1000, 1200, 64, DType::fp16, causal, 2, 2), &gpu("H100-SXM"), separate, {}, " (dq separate)"});
+    // Training with grouped K/V heads: every algorithm that takes them, forward and backward (its group sums).
+    for (const Algorithm* algo : algorithms(Pass::forward)) {
+        if (!algo->grouped_kv || algo->decoding) continue;
+        for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd}) {
+            if (pass == PassSelection::bwd && !backward_of(*algo)) continue;
+            check_same({algo, pass, problem(1000, 1000, 64, DType::fp16, false, 2, 8, 2), &gpu("H200"), {}, {}, " (GQA)"});
+            check_same({algo, pass, problem(700, 1300, 128, DType::bf16, true, 1, 4, 1), &gpu("A100-SXM4-40GB"), {}, {}, " (MQA)"});
+            cases += 2;
+        }
+    }
     // Decoding: grouped K/V heads, splits by the heuristic and given, a few query rows, causal.
     const Algorithm& decoding = algorithm("flash_decoding");
     check_same({&decoding, PassSelection::fwd, problem(1, 65536, 128, DType::fp16, false, 1, 32, 8), &gpu("H100-SXM"), {}, {}, ""});
