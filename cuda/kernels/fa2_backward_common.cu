@@ -11,8 +11,9 @@
 //   fa2_bwd_sum_groups   grouped K/V heads only (fa2_bwd_tc): dK, dV [B*KV][Nk][d] = the sums over each group's
 //                        G = H/KV query heads of the main kernel's per-query-head dK_expanded, dV_expanded
 //                        [B*H][Nk][d], in fp32, stored once in the storage dtype: what flash-attention 2's
-//                        mha_bwd does with at::sum_out over the group. Grid (ceil(Nk / Bc), B*KV), 256 threads
-//                        (8 warps); block (j, kv) takes rows [j Bc, min(Nk, (j + 1) Bc)) of K/V head kv, whose
+//                        mha_bwd does with at::sum_out over the group. Grid (ceil(Nk / R), B*KV), 256 threads
+//                        (8 warps), R = tile_rules::group_sum_rows (16 rows at d = 128, 32 at d = 64: a 16-byte
+//                        vector per thread); block (j, kv) takes rows [j R, min(Nk, (j + 1) R)) of K/V head kv, whose
 //                        group is query heads kv G .. kv G + G - 1 (b H + (kv % KV) G). The rows of one head are
 //                        contiguous, so the block reads G runs of Bc d elements and writes one, 16 bytes per
 //                        thread and step, consecutive threads on consecutive 16 bytes (coalesced).
@@ -20,6 +21,8 @@
 #include "common/dispatch.hpp"
 #include "common/launch.cuh"
 #include "kernels/launchers.hpp"
+#include "kernels/tile_rules.hpp"
+#include "problem/dtype.hpp"
 
 namespace fasim::cuda_detail {
 
@@ -75,7 +78,7 @@ struct SumParams {
     int Nk, d, group;      // group: query heads per K/V head
 };
 
-constexpr int kSumThreads = 256;
+constexpr int kSumThreads = tile_rules::kGroupSumThreads;
 
 // Sums `group` heads of `src` (head stride head_elems), starting at head first_head, into head kv of dst, rows
 // [r0, r1): elements [r0 d, r1 d) of each head, 16-byte vectors (d is a multiple of 8, so every vector lies
@@ -91,7 +94,8 @@ __device__ __forceinline__ void sum_rows(const T* src, T* dst, const SumParams& 
         float acc[kVec];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[e] = 0.f;
-        for (int g = 0; g < p.group; ++g) {
+#pragma unroll 4
+        for (int g = 0; g < p.group; ++g) {  // unrolled: four parts' loads in flight, not one latency each
             const uint4 raw = *reinterpret_cast<const uint4*>(in + g * p.head_elems + v * kVec);
             const T* x = reinterpret_cast<const T*>(&raw);
 #pragma unroll
@@ -140,11 +144,15 @@ CudaKernelLaunch launch_fa2_bwd_preprocess(const BackwardArgs& a, int rows, cuda
     return info;
 }
 
-CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& a, int Bc, cudaStream_t stream) {
-    if (Bc <= 0 || a.d % 8 != 0 || a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
-        throw std::invalid_argument("fa2_bwd_sum_groups: Bc = " + std::to_string(Bc) + ", d = " + std::to_string(a.d) + ", H = " +
-                                    std::to_string(a.H) + ", KV = " + std::to_string(a.KV) +
-                                    ": needs Bc >= 1, d a multiple of 8 and KV dividing H");
+CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& a, cudaStream_t stream) {
+    if (a.d % 8 != 0 || a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
+        throw std::invalid_argument("fa2_bwd_sum_groups: d = " + std::to_string(a.d) + ", H = " + std::to_string(a.H) +
+                                    ", KV = " + std::to_string(a.KV) + ": needs d a multiple of 8 and KV dividing H");
+    // As many rows per block as its threads cover with one 16-byte vector each (16 at d = 128 in fp16/bf16):
+    // with a K/V tile's 128 rows per block, MQA at N = 2048 had 32 blocks for 132 SMs, each thread summing 8
+    // vectors of 16 parts one load latency after another (2026-11-30-h200-gqa-backward: 35-64 us over the
+    // ungrouped problem). tile_rules::group_sum_rows, which the simulator's fa2_bwd_sum_groups uses too.
+    const int Bc = tile_rules::group_sum_rows(a.d, static_cast<int>(dtype_bytes(a.dtype)));
     if (a.dk_expanded == nullptr || a.dv_expanded == nullptr || a.dK == nullptr || a.dV == nullptr)
         throw std::invalid_argument("fa2_bwd_sum_groups: dK_expanded, dV_expanded, dK and dV buffers are required");
     const int kv_heads = a.BH / a.H * a.KV;  // B*KV

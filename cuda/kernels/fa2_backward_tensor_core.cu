@@ -606,7 +606,7 @@ CudaLaunchInfo run_fa2_bwd_tc(const CudaProblem& p, const DeviceTensors& t, cuda
     info.kernels.push_back(launch_fa2_bwd_preprocess(a, a.Br, stream));
     info.kernels.push_back(launch_fa2_bwd_tc_main(a, stream));
     info.kernels.push_back(launch_fa2_bwd_convert_dq(a, a.Br, stream));
-    if (p.grouped()) info.kernels.push_back(launch_fa2_bwd_sum_groups(a, a.Bc, stream));  // dK, dV over each group
+    if (p.grouped()) info.kernels.push_back(launch_fa2_bwd_sum_groups(a, stream));  // dK, dV over each group
     return info;
 }
 FASIM_REGISTER_KERNEL("fa2_bwd_tc", run_fa2_bwd_tc, fa2_bwd_tc_tiles);

@@ -182,7 +182,7 @@ CudaKernelLaunch launch_fa2_bwd_convert_dq(const BackwardArgs& args, int rows, c
 // Grouped K/V heads: dK, dV [B*KV][Nk][d] = the sum over each group's H/KV query heads of dk_expanded,
 // dv_expanded, in fp32, stored once in the storage dtype; grid (ceil(Nk / Bc), B*KV), 256 threads, each block
 // the rows [j Bc, (j + 1) Bc) of one K/V head (fa2_backward_common.cu). d a multiple of 8.
-CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& args, int Bc, cudaStream_t stream);
+CudaKernelLaunch launch_fa2_bwd_sum_groups(const BackwardArgs& args, cudaStream_t stream);
 
 // Standard attention's backward row kernel (standard_softmax_backward.cu): per row of P and dP [rows][Nk],
 // D = rowsum(P * dP) (fp32) and dS = P * (dP - D), stored in the dtype.

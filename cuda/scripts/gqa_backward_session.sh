@@ -17,11 +17,14 @@
 #   bash cuda/scripts/gqa_backward_session.sh
 # The first call (2026-11-30) cut cuda-check and fa-validate off at these limits; a second call gave them more
 # time and ran only those two: STEPS="check validate" CHECK_LIMIT_S=250 VALIDATE_LIMIT_S=150 KEY_ROWS_MAX_N=2048.
+# After the group sum took 16-32 keys a block, a third: STEPS="check sanitize validate torch" CHECK_LIMIT_S=200
+# VALIDATE_LIMIT_S=100 KEY_ROWS_MAX_N=2048 N_D128=2048,4096.
 set -uo pipefail
 STEPS=${STEPS:-"check sanitize validate torch"}
 CHECK_LIMIT_S=${CHECK_LIMIT_S:-110}
 VALIDATE_LIMIT_S=${VALIDATE_LIMIT_S:-90}
 KEY_ROWS_MAX_N=${KEY_ROWS_MAX_N:-4096}
+N_D128=${N_D128:-2048,4096,8192}  # fa-validate's and PyTorch's lengths at d = 128
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate
 step() {  # SECONDS NAME COMMAND...: runs the command with a time limit, logs its exit status
@@ -59,8 +62,8 @@ fi
 bwd=(--pass bwd --algo fa2_bwd_tc --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1
   --sample-rows 4 --key-rows-max-n "$KEY_ROWS_MAX_N")
 if wants validate; then
-log "fa-validate --pass bwd fa2_bwd_tc, d = 128, N 2048,4096,8192"
-step "$VALIDATE_LIMIT_S" fa-validate-d128 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 128 --N 2048,4096,8192 \
+log "fa-validate --pass bwd fa2_bwd_tc, d = 128, N $N_D128"
+step "$VALIDATE_LIMIT_S" fa-validate-d128 "$build/cuda/validate/fa-validate" "${bwd[@]}" --d 128 --N "$N_D128" \
   --out "$out/validate_bwd_d128.json" >"$out/validate_bwd.txt" 2>&1
 tail -2 "$out/validate_bwd.txt"
 log "fa-validate --pass bwd fa2_bwd_tc, d = 64, N 4096"
@@ -72,7 +75,7 @@ fi
 torch=(--pass bwd --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1)
 if wants torch; then
 log "torch sdpa --pass bwd, flash backend"
-step 50 torch-flash-d128 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 128 --N 2048,4096,8192 \
+step 50 torch-flash-d128 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 128 --N "$N_D128" \
   --out "$out/torch_bwd_d128.json" >"$out/torch_bwd.txt" 2>&1
 step 20 torch-flash-d64 python3 cuda/scripts/torch_sdpa.py "${torch[@]}" --backends flash --d 64 --N 4096 \
   --out "$out/torch_bwd_d64.json" >>"$out/torch_bwd.txt" 2>&1

@@ -133,7 +133,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             for_each_run(b, 0, last_j + 1, {last_j}, kv_step);  // the last writes dQ, and may be ragged
         }
     });
-    sum_kv_gradient_groups(x, p, grads, "fa1_bwd_sum_groups", Bc, cfg.warps);
+    sum_kv_gradient_groups(x, p, grads, "fa1_bwd_sum_groups");
 }
 
 // K_j, V_j, Q_i, O_i, dO_i, P and dS staged in the storage dtype, and the split-K exchange buffer of

@@ -128,7 +128,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             Tile acc = b.load(view(dQ_acc, bh).rows(q0, rows), Space::Registers, "dQ_acc_i");
             b.store(acc, view(dQ, bh).rows(q0, rows));
         });
-        sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups", Bc, cfg.warps);  // last, as mha_bwd's at::sum_out
+        sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups");  // last, as mha_bwd's at::sum_out
         return;
     }
 
@@ -158,7 +158,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         b.map(dQi, Fn::mul, {dQi, scale});
         b.store(dQi, view(dQ, bh).rows(q0, rows));
     });
-    sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups", Bc, cfg.warps);
+    sum_kv_gradient_groups(x, p, grads, "fa2_bwd_sum_groups");
 }
 
 // K_j, V_j, Q_i and dO_i, and P and dS staged in the storage dtype (the main kernel; the separate dQ

@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "kernels/tile_rules.hpp"
+
 namespace fasim {
 
 KvGradients declare_kv_gradients(Executor& x, const AttentionProblem& p, std::int64_t tile_rows, std::int64_t tile_cols) {
@@ -15,12 +17,12 @@ KvGradients declare_kv_gradients(Executor& x, const AttentionProblem& p, std::in
     return g;
 }
 
-void sum_kv_gradient_groups(Executor& x, const AttentionProblem& p, const KvGradients& g, const char* kernel_name,
-                            std::int64_t rows, int warps) {
+void sum_kv_gradient_groups(Executor& x, const AttentionProblem& p, const KvGradients& g, const char* kernel_name) {
     if (!p.grouped()) return;
+    const std::int64_t rows = tile_rules::group_sum_rows(static_cast<int>(p.d), static_cast<int>(p.elem_bytes()));
     const std::int64_t Nk = p.Nk, tiles = ceil_div(Nk, rows), G = p.group_size();
     const KernelDesc kernel{kernel_name, "dK, dV = the sums of each group's per-query-head dK, dV (fp32)", tiles,
-                            p.batch_kv_heads(), warps, run_starts(tiles, {tiles - 1})};
+                            p.batch_kv_heads(), tile_rules::kGroupSumThreads / 32, run_starts(tiles, {tiles - 1})};
     x.launch(kernel, [&](Block& b, std::int64_t kv_head, std::int64_t j) {
         const std::int64_t k0 = j * rows, n = std::min(rows, Nk - k0);
         // K/V head kv of batch b is read by query heads b·H + kv·G ... + G - 1.

@@ -20,11 +20,10 @@ struct KvGradients {
 // Declares them, tracked in L2 in tiles of tile_rows x tile_cols as the kernels that write the parts store them.
 KvGradients declare_kv_gradients(Executor& x, const AttentionProblem& p, std::int64_t tile_rows, std::int64_t tile_cols);
 
-// With grouping: one block per `rows` keys of every batch·K/V head reads the group's G parts of dK and dV,
-// adds them in fp32 and writes dK and dV once (kernel fa2_bwd_sum_groups for FA2, as flash-attention's;
-// `<name>` for the others). Without grouping: nothing.
-void sum_kv_gradient_groups(Executor& x, const AttentionProblem& p, const KvGradients& g, const char* kernel_name,
-                            std::int64_t rows, int warps);
+// With grouping: one block of 8 warps per tile_rules::group_sum_rows keys (a 16-byte vector per thread) of
+// every batch·K/V head reads the group's G parts of dK and dV, adds them in fp32 and writes dK and dV once
+// (kernel_name: fa2_bwd_sum_groups for FA2, as the CUDA kernel). Without grouping: nothing.
+void sum_kv_gradient_groups(Executor& x, const AttentionProblem& p, const KvGradients& g, const char* kernel_name);
 
 // The bytes the sum adds to a backward's traffic: every part read once, dK and dV written once per K/V head
 // (0 without grouping).

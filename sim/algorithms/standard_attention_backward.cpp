@@ -48,7 +48,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     launch_gemm(x, cfg, BH, {"gemm_dk", "dK = scale*dS^T*Q, dS read back from HBM", dS, Q, true, false, Nk, d, N, Pm, Pn, scale, grads.dK_parts});
     // Grouped K/V heads: each K/V head's dK, dV are its query heads' parts summed (autograd of PyTorch's
     // repeat_interleave, as of flash-attention's dk_expanded).
-    sum_kv_gradient_groups(x, p, grads, "sum_groups", Pm, cfg.warps);
+    sum_kv_gradient_groups(x, p, grads, "sum_groups");
 }
 
 // The GEMMs' operand tiles, as the forward's, or the row kernel's staged rows of P and dP.

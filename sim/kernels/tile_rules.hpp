@@ -90,6 +90,14 @@ inline constexpr int kFlashDecodingStages = 2;  // K/V tile buffers: tile j + 1 
 // time: the split kernel then keeps three tiles in flight in four stages (one block per SM).
 inline constexpr int kFlashDecodingDeepStages = 4;
 FASIM_HD constexpr int flash_decoding_bc(int d) { return d <= 64 ? 128 : d <= 128 ? 64 : 32; }
+// Grouped K/V heads: the kernel that sums each group's dK, dV parts (fa2_bwd_sum_groups, and the simulator's
+// sums of every backward) gives each block as many key rows as its 256 threads cover with one 16-byte vector
+// each: 16 at d = 128 and 32 at d = 64 in fp16/bf16.
+inline constexpr int kGroupSumThreads = 256;
+FASIM_HD constexpr int group_sum_rows(int d, int elem_bytes) {
+    const int rows = kGroupSumThreads * 16 / (d * elem_bytes);
+    return rows > 0 ? rows : 1;
+}
 // K/V stages of a split kernel of `blocks` blocks on `sm_count` SMs.
 FASIM_HD constexpr int flash_decoding_stages(std::int64_t blocks, std::int64_t sm_count) {
     return blocks <= sm_count ? kFlashDecodingDeepStages : kFlashDecodingStages;

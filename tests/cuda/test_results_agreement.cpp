@@ -2559,11 +2559,12 @@ TEST_CASE("grouped-query attention in training on the H200 (2026-11-30): fa2_tc 
             ours[key(r)] = r.at("measured_s");
             grouped += r.at("kv_heads") != r.at("heads");
         }
-        // Today's model re-predicts each (grouped K/V heads included): fast by 16-26%, the fa2_bwd_tc miss of every
-        // H200 run (the ungrouped rows of this run too), not a new one.
+        // Today's model re-predicts each (grouped K/V heads included): fast by 16-28%, the fa2_bwd_tc miss of every
+        // H200 run (the ungrouped rows of this run too), not a new one. The run's group sum gave a block 128 keys;
+        // the model's follows the kernel since (16 or 32 keys a block), so it finds one K/V head 1-2 points faster.
         for_each_timed_result(doc, h200, {"fa2_bwd_tc"}, [&](const json&, double rt) {
             CAPTURE(rt);
-            CHECK((rt > 0.72 && rt < 0.86));
+            CHECK((rt > 0.70 && rt < 0.86));
         });
     }
     REQUIRE(ours.size() == 48);
