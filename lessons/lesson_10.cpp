@@ -1,6 +1,7 @@
 // Lesson 10: the backward pass. The chain rule through softmax tile by tile, what the forward keeps
 // for it, recomputation (more FLOPs, fewer bytes), and where dQ goes in FA1's and FA2's schedules.
 #include <iostream>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "common/lesson.hpp"
@@ -396,6 +397,79 @@ RESULTS["dq"] = dict(fa1_grid=k1["grid"], fa2_grid=k2["grid"],
                      fa1_dq_acc_hbm_read=get(f1, "hbm", "dQ_acc", "read_bytes"), fa1_dq_acc_hbm_write=get(f1, "hbm", "dQ_acc", "write_bytes"),
                      fa2_dq_acc_hbm_read=get(f2, "hbm", "dQ_acc", "read_bytes"), fa2_dq_acc_hbm_write=get(f2, "hbm", "dQ_acc", "write_bytes"),
                      fa1_predicted_s=f1["time"]["predicted_s"], fa2_predicted_s=f2["time"]["predicted_s"], atomically_added=atomic))PY"});
+
+        L.step({"gqa", "Grouped K/V heads: one K/V head, G gradients to add",
+                R"(With grouped-query attention (Llama 2 70B, Llama 3, Mistral) the G = H/KV
+query heads of a group share one K/V head. The forward simply reads the
+shared K and V. The backward must add: K's gradient is the sum of what each
+query head that read it contributes, dK = sum over the group of dS_hᵀ·Q_h,
+and likewise dV.
+
+flash-attention 2 does it in two steps: each query head's blocks write their
+dK and dV parts into per-query-head buffers (dk_expanded, dv_expanded), and
+a reduction adds every group's G parts and writes dK and dV once per K/V
+head. That costs 2·Nk·d·e bytes per query head written, the same read back,
+and a small kernel; dQ does not change. The table shows FA2's backward as
+K/V heads are shared by more query heads (G query heads each): the parts its
+main kernel writes, what the sum reads and stores, the sum's time.)",
+                [&](Ctx& c) {
+                    c.out << p.describe() << ", FA2 backward on " << gpu.name << "\n\n";
+                    Table t({"K/V heads", "G", "parts written", "parts read", "dK+dV stored", "sum", "backward"}, "rrrrrrr");
+                    Json rows = Json::array();
+                    std::vector<std::int64_t> kv_counts{p.heads};  // no grouping, groups of 4, one K/V head (MQA)
+                    if (p.heads / 4 > 1 && p.heads % (p.heads / 4) == 0) kv_counts.push_back(p.heads / 4);
+                    if (p.heads > 1) kv_counts.push_back(1);
+                    for (const std::int64_t kv : kv_counts) {
+                        AttentionProblem q = p;
+                        q.kv_heads = kv;
+                        const AlgorithmResult& r = sim_cached(algorithm("fa2"), PassSelection::bwd, q, gpu);
+                        const bool is_grouped = q.grouped();
+                        const char* parts = is_grouped ? "dK_expanded" : "dK";
+                        const char* parts_v = is_grouped ? "dV_expanded" : "dV";
+                        const Count written = write_of(kernel(r, "fa2_backward").hbm, parts) + write_of(kernel(r, "fa2_backward").hbm, parts_v);
+                        const Count read = is_grouped ? read_of(r.hbm, "dK_expanded") + read_of(r.hbm, "dV_expanded") : Count(0);
+                        const Count stored = write_of(r.hbm, "dK") + write_of(r.hbm, "dV");
+                        const double sum_s = is_grouped ? timing(r, "fa2_bwd_sum_groups").total_s : 0.0;
+                        t.row({grouped(kv), grouped(p.heads / kv), b(written), b(read), b(stored),
+                               is_grouped ? units::seconds(sum_s) : "-", units::seconds(r.time_s)});
+                        rows.push_back({{"kv_heads", kv},
+                                        {"parts_written_bytes", written},
+                                        {"parts_read_bytes", read},
+                                        {"stored_bytes", stored},
+                                        {"sum_kernel_s", sum_s},
+                                        {"predicted_s", r.time_s}});
+                    }
+                    t.print(c.out);
+                    c.out << '\n';
+                    print_para(c.out, "The parts are written whatever the grouping; the sum reads them once more and stores "
+                                      "dK, dV G times smaller. dQ, the rest of the backward and its time barely move.");
+                    c.results["gqa"] = rows;
+                },
+                "",
+                R"PY(rows = []
+table_rows = []
+H = PROBLEM["heads"]
+kv_counts = [H] + ([H // 4] if H // 4 > 1 and H % (H // 4) == 0 else []) + ([1] if H > 1 else [])
+for kv in kv_counts:  # no grouping, groups of 4, one K/V head (MQA)
+    r = fasim.simulate("fa2", pass_="bwd", gpu=GPU, **{**PROBLEM, "kv_heads": kv})
+    grouped = kv != PROBLEM["heads"]
+    main = next(k for k in r["kernels"] if k["name"] == "fa2_backward")
+    def get(tensors, name, key):
+        return tensors["by_tensor"].get(name, {}).get(key, 0)
+    parts = ("dK_expanded", "dV_expanded") if grouped else ("dK", "dV")
+    written = sum(get(main["hbm"], n, "write_bytes") for n in parts)
+    read = sum(get(r["hbm"], n, "read_bytes") for n in ("dK_expanded", "dV_expanded")) if grouped else 0
+    stored = sum(get(r["hbm"], n, "write_bytes") for n in ("dK", "dV"))
+    sum_s = next(k for k in r["kernels"] if k["name"] == "fa2_bwd_sum_groups")["time"]["predicted_s"] if grouped else 0.0
+    rows.append(dict(kv_heads=kv, parts_written_bytes=written, parts_read_bytes=read, stored_bytes=stored,
+                     sum_kernel_s=sum_s, predicted_s=r["time"]["predicted_s"]))
+    table_rows.append([f"{kv:,}", f"{PROBLEM['heads'] // kv:,}", quantity(written, "B"), quantity(read, "B"),
+                       quantity(stored, "B"), quantity(sum_s, "s") if grouped else "-", quantity(r["time"]["predicted_s"], "s")])
+print(f"{describe(r['problem'])}, FA2 backward on {r['gpu']['name']}\n")
+table(["K/V heads", "G", "parts written", "parts read", "dK+dV stored", "sum", "backward"], table_rows)
+print("\nThe parts are written whatever the grouping; the sum reads them once more and stores dK, dV G times smaller. "
+      "dQ, the rest of the backward and its time barely move.")
+RESULTS["gqa"] = dict(gqa=rows))PY"});
 
         L.exercise({"kept_by_standard",
                     "Standard attention, B=1, H=16, N=8192, fp16: how many bytes does the forward keep in HBM for "

@@ -1,5 +1,6 @@
 #include "algorithms/group_sums.hpp"
 
+#include <algorithm>
 #include <tuple>
 
 #include "kernels/tile_rules.hpp"
