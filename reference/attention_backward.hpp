@@ -70,11 +70,10 @@ GradientChecks check_gradients(const AttentionGradients& got, const Matrix& Q, c
 
 // Grouped-query attention: query head h reads K/V head kv_head_of[h] (K, V one matrix per K/V head;
 // Q, dO and the algorithm's dQ one per query head; its dK, dV one per K/V head). dQ of each query head is
-// judged as above, with its group's K and V. dK and dV of a K/V head are the sums over its query heads:
-// the exact gradient is the sum of their float64 gradients, the naive one the sum of their naive gradients
-// (each stored in the dtype, as flash-attention 2 stores a query head's part) added in fp32 and rounded to
-// the dtype once, the term size T the largest entry of the summed term sizes, and A the largest of the
-// group's logit sizes. Without grouping (kv_head_of[h] = h) this is check_gradients head by head.
+// judged as above, with its group's K and V. dK and dV of a K/V head are the sums over its query heads, held
+// to the rule for that sum (TOLERANCES.md, "Grouped K/V heads"): the exact gradient is the sum of their
+// float64 gradients, the naive one the sum of their naive backwards rounded to the dtype, and the floor the
+// sum of their floors. With one query head per K/V head this is check_gradients head by head.
 struct GroupedGradientChecks {
     std::vector<GradientCheck> dQ;      // per query head
     std::vector<GradientCheck> dK, dV;  // per K/V head
