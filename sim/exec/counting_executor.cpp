@@ -84,8 +84,8 @@ Counters difference(const Counters& after, const Counters& before) {
 // accesses are recorded and replayed into the L2 model afterwards.
 class CountingBlock final : public Block {
 public:
-    CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2)
-        : warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols),
+    CountingBlock(int warps, const KernelExecution& execution, KernelRecord* record, L2Model* l2, KvHeadUnits* units)
+        : units_(units), warps_(warps), lanes_(execution.lanes), gather_warp_cols_(execution.gather_warp_cols),
           warp_rows_(execution.instruction == MatrixInstruction::mma_sync ? execution.warp_rows : 0),
           key_groups_(warp_rows_ > 0 ? std::max<std::int64_t>(1, execution.key_groups) : 1),
           one_address_per_tile_(execution.one_address_per_tile), rec_(record), l2_(l2) {}
@@ -444,7 +444,8 @@ private:
     }
     // An access reaches the L2 model: described (class path), recorded until the kernel is configured
     // (the first block, by-block path), or played now.
-    void l2_access(const Region& r, bool write, std::int64_t contiguous = 0) {
+    void l2_access(const Region& unfolded, bool write, std::int64_t contiguous = 0) {
+        const Region r = units_->folded(unfolded);  // a grouped problem's heads as the L2 model tracks them
         if (describe_) {
             AccessNode n;
             n.region = r;
@@ -526,6 +527,7 @@ private:
         if (output && output->space() == Space::Shared) smem_write(output->bytes());
     }
 
+    KvHeadUnits* units_;
     int warps_;
     LaneGrid lanes_;
     std::int64_t gather_warp_cols_ = 0;
@@ -590,17 +592,53 @@ std::vector<std::pair<BlockWork, std::int64_t>> merge_alike(const std::vector<st
 }  // namespace
 CountingExecutor::~CountingExecutor() = default;
 
-void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
+namespace {
+
+// A grouped problem's kernel as the executor runs it: one K/V head's `unit` heads as one head of unit times
+// the blocks (launch order: a head's blocks, then the next head's), their runs declared head after head.
+KernelDesc unit_of(const KernelDesc& k, std::int64_t unit) {
+    if (unit <= 1) return k;
+    KernelDesc u = k;
+    u.blocks_per_head = k.blocks_per_head * unit;
+    u.heads = k.heads / unit;
+    auto repeated = [&](const std::vector<std::int64_t>& starts, std::int64_t per_head) {
+        std::vector<std::int64_t> all;
+        for (std::int64_t h = 0; h < unit && !starts.empty(); ++h)
+            for (const std::int64_t s : starts) all.push_back(h * per_head + s);
+        return all;
+    };
+    u.run_starts = repeated(k.run_starts, k.blocks_per_head);
+    if (k.row_blocks > 1 && k.blocks_per_head % k.row_blocks == 0)
+        u.row_run_starts = repeated(k.row_run_starts, k.blocks_per_head / k.row_blocks);
+    return u;
+}
+
+}  // namespace
+
+std::int64_t CountingExecutor::heads_simulated(const KernelDesc& kernel) const {
+    const std::int64_t unit = units_.heads_per_unit(kernel.heads);
+    const std::int64_t resident_at_most =
+        std::int64_t{gpu_.sm_count} * std::min(gpu_.max_blocks_per_sm, gpu_.max_warps_per_sm / std::max(1, kernel.warps));
+    return unit > 1 && (unit - 1) * kernel.blocks_per_head < resident_at_most ? unit : 1;
+}
+
+void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launched_body) {
+    const std::int64_t unit_heads = heads_simulated(launched);
+    const KernelDesc kernel = unit_of(launched, unit_heads);
+    const std::int64_t head_blocks = launched.blocks_per_head;
+    const BlockBody unit_body = [&](Block& b, std::int64_t, std::int64_t i) { launched_body(b, i / head_blocks, i % head_blocks); };
+    const BlockBody& body = unit_heads > 1 ? unit_body : launched_body;
     KernelRecord rec;
-    rec.desc = kernel;
+    rec.desc = launched;
+    rec.heads_simulated = unit_heads;
     for (const GlobalTensor& t : tensors()) {
         rec.hbm.tensors.push_back({t.name});
         rec.l2.tensors.push_back({t.name});
         rec.dram.tensors.push_back({t.name});
     }
     const int threads = kernel.warps * 32;
-    rec.execution = execution_ ? execution_(kernel) : KernelExecution{};
-    CountingBlock block(kernel.warps, rec.execution, &rec, &l2_);
+    rec.execution = execution_ ? execution_(launched) : KernelExecution{};
+    CountingBlock block(kernel.warps, rec.execution, &rec, &l2_, &units_);
 
     // `times` blocks did block.work (noted in work_log too, where the class path follows a row).
     std::vector<std::pair<BlockWork, std::int64_t>>* work_log = nullptr;
@@ -875,7 +913,7 @@ void CountingExecutor::launch(const KernelDesc& kernel, const BlockBody& body) {
         }
     }
 
-    // Every head does the same: scale the one simulated head to all of them.
+    // Every head (every K/V head's unit of heads) does the same: scale the simulated one to all of them.
     const std::int64_t H = kernel.heads;
     rec.hbm = rec.hbm.scaled(H);
     rec.l2 = rec.l2.scaled(H);

@@ -3,7 +3,8 @@
 //
 // Heads are identical and independent, so it runs the blocks of one head and
 // multiplies by the number of heads; the L2 model accounts for the other heads'
-// blocks that share the chip at the same time.
+// blocks that share the chip at the same time. Heads that read the same K/V head of a
+// grouped problem are not independent in L2: they run together (exec/kv_head_units.hpp).
 //
 // Two paths give the same counts. By block: every block of the head runs, every
 // iteration of every loop, each access goes to the L2 model as it is made (what the
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "exec/kernel_record.hpp"
+#include "exec/kv_head_units.hpp"
 #include "gpu/gpu_spec.hpp"
 #include "kernels/kernel_execution.hpp"
 #include "machine/l2_model.hpp"
@@ -41,6 +43,17 @@ public:
 
     void launch(const KernelDesc& kernel, const BlockBody& body) override;
 
+    // A grouped-query problem (AttentionProblem::grouped): its batch_kv_heads() K/V heads. From now on a
+    // kernel runs one K/V head's worth of its heads where they can share the L2 (heads_simulated) and
+    // multiplies by the K/V heads. Call before the first launch.
+    void share_kv_heads(std::int64_t batch_kv_heads) { units_ = KvHeadUnits(batch_kv_heads); }
+    // The heads of `kernel` whose blocks run (the first ones): the heads of one K/V head when the last of them
+    // starts while the first could still be running (fewer blocks apart than the GPU holds of the kernel's
+    // warps at most); else 1: heads further apart meet in L2 only by reuse, which is not modelled, and
+    // simulating them all would cost as many times more (standard attention's S = QK^T: a head's
+    // (N/64)^2 blocks).
+    std::int64_t heads_simulated(const KernelDesc& kernel) const;
+
     const std::vector<KernelRecord>& kernels() const { return kernels_; }
     // The records, moved out (a causal kernel's per-block work at N = 2^24 is tens of MB: not copied).
     std::vector<KernelRecord> take_kernels() { return std::move(kernels_); }
@@ -52,6 +65,7 @@ private:
     std::int64_t launched_smem_bytes_ = 0;
     CountPath path_ = CountPath::by_class;
     L2Model l2_;
+    KvHeadUnits units_;
     std::vector<KernelRecord> kernels_;
 };
 

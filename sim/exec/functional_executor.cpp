@@ -254,7 +254,9 @@ private:
 
 FunctionalExecutor::FunctionalExecutor(const GpuSpec& gpu, const AttentionProblem& problem, FunctionalInputs inputs,
                                        ExecutionModel execution)
-    : problem_(problem), counter_(gpu, 0, std::move(execution), 0, CountPath::by_block), inputs_(std::move(inputs)) {}
+    : problem_(problem), counter_(gpu, 0, std::move(execution), 0, CountPath::by_block), inputs_(std::move(inputs)) {
+    if (problem.grouped()) counter_.share_kv_heads(problem.batch_kv_heads());
+}
 
 FunctionalExecutor::~FunctionalExecutor() = default;
 
@@ -301,11 +303,12 @@ void FunctionalExecutor::launch(const KernelDesc& kernel, const BlockBody& body)
         FunctionalBlock block(*this, inner, kernel, head, index);
         body(block, head, index);
     };
-    // Head 0 through the counting executor (it counts and scales to all heads) ...
+    // Head 0 (a grouped problem's heads of K/V head 0) through the counting executor (it counts and scales
+    // to all heads) ...
     counter_.launch(kernel, [&](Block& counting, std::int64_t head, std::int64_t index) { run_block(counting, head, index); });
     // ... the other heads only compute.
     NullBlock null;
-    for (std::int64_t h = 1; h < kernel.heads; ++h)
+    for (std::int64_t h = counter_.heads_simulated(kernel); h < kernel.heads; ++h)
         for (std::int64_t i = 0; i < kernel.blocks_per_head; ++i) run_block(null, h, i);
 }
 

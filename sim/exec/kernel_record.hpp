@@ -82,8 +82,11 @@ struct KernelRecord {
     Count recomputed_matmul_flops = 0;  // of matmul_flops (Product::recompute)
     Count warp_instructions = 0;      // kernels/issue_costs.hpp
 
-    // Work of each block of one head, in launch order (exec/block_work.hpp).
+    // Work of each block of the simulated heads, in launch order (exec/block_work.hpp): one head, or the
+    // heads_simulated heads of one K/V head of a grouped problem (exec/kv_head_units.hpp); the launch
+    // repeats them desc.heads / heads_simulated times.
     BlockWorkList block_work;
+    std::int64_t heads_simulated = 1;
     // Blocks of the simulated head whose tile program ran (by class: three of each run of alike blocks;
     // by block: all of them). How the counting went, not what it counted.
     std::int64_t blocks_run = 0;

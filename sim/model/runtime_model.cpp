@@ -141,7 +141,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         const BlockTerms bt = terms(work, r);
         head.push_back({bt, bt.duration(resident), count});
     }
-    BlockSchedule schedule = schedule_blocks(head, k.desc.heads, gpu.sm_count, bps, timeline_blocks, k.block_work.repeats());
+    BlockSchedule schedule = schedule_blocks(head, k.desc.heads / k.heads_simulated, gpu.sm_count, bps, timeline_blocks, k.block_work.repeats());
     const double makespan = schedule.makespan_s, busy = schedule.block_seconds / resident;
     const BlockTerms& busiest = schedule.busiest;  // the busiest SM's terms, summed over its blocks
     t.timeline = std::move(schedule.timeline);

@@ -898,8 +898,12 @@ TEST_CASE("decode run: FA2 without a split and FlashDecoding predicted within 20
     // -20%). 26 before the fill and drain; 25 until the model counted FlashDecoding's key groups (90b06f9: all
     // four warps of a few-row block compute), when MQA at batch 1 with 64k and 128k keys came in from +25% and
     // +37% to -2% and +2%. This run's kernel did not have the key groups yet: its two computing warps issued
-    // more often than the model's readiness says, which made up for it (docs/model.md).
-    CHECK(fd_within_20 == 27);
+    // more often than the model's readiness says, which made up for it (docs/model.md). 29 since each split's
+    // partial outputs have L2 tiles of their own (exec/kv_head_units.hpp, 2026-11-30; the splits' partials had
+    // shared one head's tiles, so most of their writes looked like re-stores of dirty lines): MQA at batch 8 with
+    // 16k and 64k keys from -21% and -20% to -18% and -19%; every grouped shape of this run moved towards the
+    // measurement.
+    CHECK(fd_within_20 == 29);
     CHECK(predicted_64 == 14 + 4);
     CHECK(fd_within_20_64 == 13);  // all but MHA with a 1k cache (0.74)
 }
@@ -984,7 +988,9 @@ TEST_CASE("decode run on the H200: K and V at 82-98% of its copy bandwidth with 
     // 42 before the fill and drain (MQA at batch 1 with 1k and 4k keys left the 20%); 40 until the model counted
     // FlashDecoding's key groups (90b06f9), which brought MQA at batch 1 with 4k, 64k and 128k keys from +25%,
     // +35% and +48% to +16%, +5% and +9%, though this run's kernel had no key groups (see the H100 run's test).
-    CHECK(fd_within_20 == 43);
+    // 44 since each split's partials have L2 tiles of their own (2026-11-30): batch 64, one K/V head, 1k keys
+    // from -21% to -17%.
+    CHECK(fd_within_20 == 44);
 }
 
 TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before the run within 15% on all 27, the "
@@ -1019,9 +1025,12 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
         CHECK(r.at("predicted_s").get<double>() == Approx(written).epsilon(1e-6));  // the run's own: the same numbers
         // and today's, but for a lone block's fill and drain (BlockTerms::fill, 2026-11-29): fa2_tc at batch 2 and 4,
         // 64 and 128 blocks alone on their SMs, +0.1..+1.2%; and FlashDecoding's key groups (90b06f9): batch 4, 8 K/V
-        // heads, 2k keys, the one shape here that was issue-bound, -1.1%
+        // heads, 2k keys, the one shape here that was issue-bound, -1.1%; and FlashDecoding's partials with L2
+        // tiles of their own per split (exec/kv_head_units.hpp, 2026-11-30): every shape with 8 or 4 K/V heads,
+        // +0.05..+2.4%
         const bool moved = (algo == "fa2_tc" && batch <= 4) || (algo == "flash_decoding" && batch == 4 && kv == 8 && nk == 2048);
-        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(moved ? 0.013 : 1e-6));
+        const bool partials_moved = algo == "flash_decoding" && kv < 32;
+        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(partials_moved ? 0.025 : moved ? 0.013 : 1e-6));
         const double rt = ratio(written, measured);
         if (algo == "fa2_tc") {
             ++fa2;
@@ -2359,7 +2368,10 @@ TEST_CASE("tile copies with one address per whole tile (H200, 2026-11-30): fa2_t
             CAPTURE(file, r.at("Nk").get<int>(), r.value("kv_heads", 0));
             REQUIRE(measured_launch(r).one_address_per_tile);
             const double error = ratio(predict(r, gpu).time_s, r.at("measured_s")) - 1;
-            CHECK(error == Approx(r.at("error_pct").get<double>() / 100).margin(1e-3));  // fa-validate's own prediction
+            // fa-validate's own prediction; with fewer K/V heads than heads, FlashDecoding's partials have L2 tiles
+            // of their own per split since (2026-11-30): up to 0.5 points slower
+            const bool partials_moved = file == "decode.json" && r.value("kv_heads", 32) < r.value("heads", 32);
+            CHECK(error == Approx(r.at("error_pct").get<double>() / 100).margin(partials_moved ? 6e-3 : 1e-3));
             if (file == "decode.json") CHECK(std::abs(error) < 0.09);
             else CHECK((error > -0.2 && error < -0.16));
         }
@@ -2503,7 +2515,8 @@ TEST_CASE("decode on the H200 with K/V through TMA: FlashDecoding at least as fa
     // batch 1 with 8 K/V heads and at batch 8 with one.
     CHECK(copy_engine == 38);
     CHECK(fd_within_20 == 44);
-    CHECK(fd_abs_error / fd == Approx(0.072).margin(0.002));
+    // 7.2% until each split's partials had L2 tiles of their own (2026-11-30): grouped shapes 0.1-7 points closer
+    CHECK(fd_abs_error / fd == Approx(0.069).margin(0.002));
 }
 
 TEST_CASE("lone warps on the H200: fa2_tc's one warp with a row issues 0.23 instructions per cycle, 547 per K/V tile, "

@@ -112,6 +112,29 @@ TEST_CASE("GQA: FlashDecoding reads each K/V head once for its whole group, FA2 
     CHECK(kv_read(simulate(algorithm("fa2"), gqa, h100())) == mha_bytes);
 }
 
+TEST_CASE("GQA: the query heads of one K/V head run side by side, so FA2's K and V reach DRAM once per K/V head",
+          "[flash-decoding][gqa][l2]") {
+    // The papers' HBM count gives every query head its K/V reads; the L2 serves the group's repeats, as
+    // it serves any tile a block running at the same time fetched (machine/l2_model.hpp, rule 1).
+    auto kv = [](const LevelTraffic& t) { return read_of(t, "K") + read_of(t, "V"); };
+    for (std::int64_t batch : {1L, 8L})
+        for (std::int64_t kv_heads : {32L, 8L, 1L}) {
+            const AttentionProblem p = decode(1, 65536, 32, kv_heads, batch);
+            const AlgorithmResult r = simulate(algorithm("fa2"), p, h100());
+            CAPTURE(batch, kv_heads);
+            CHECK(kv(r.hbm) == 2 * batch * 32 * 65536 * 128 * 2);
+            CHECK(kv(r.dram) == 2 * batch * kv_heads * 65536 * 128 * 2);
+        }
+    // Training length: a head's 32 Q tiles and its group's 4 heads (128 blocks) fit in one wave of the
+    // H100's 132 SMs, so K/V come from DRAM once per K/V head here too; Q and O stay one per query head.
+    AttentionProblem p = problem(4096, 128, 32, DType::fp16, false);
+    p.kv_heads = 8;
+    const AlgorithmResult r = simulate(algorithm("fa2"), p, h100());
+    CHECK(kv(r.dram) == 2 * 8 * 4096 * 128 * 2);
+    CHECK(read_of(r.dram, "Q") == 32 * 4096 * 128 * 2);
+    CHECK(write_of(r.dram, "O") == 32 * 4096 * 128 * 2);
+}
+
 TEST_CASE("flash-attention's split heuristic: fill the SMs' slots, fewest splits within 85% of the best", "[flash-decoding][splits]") {
     // 8 K/V heads of one sequence on an H100 (264 slots, 2 per SM), 128 K/V tiles: 32 splits of 4 tiles
     // make 256 blocks (97% of a wave, the best); 26 to 31 splits all need 5 tiles each, so only 26 counts
