@@ -616,10 +616,14 @@ KernelDesc unit_of(const KernelDesc& k, std::int64_t unit) {
 }  // namespace
 
 std::int64_t CountingExecutor::heads_simulated(const KernelDesc& kernel) const {
-    const std::int64_t unit = units_.heads_per_unit(kernel.heads);
+    const std::int64_t group = units_.heads_per_unit(kernel.heads);
     const std::int64_t resident_at_most =
         std::int64_t{gpu_.sm_count} * std::min(gpu_.max_blocks_per_sm, gpu_.max_warps_per_sm / std::max(1, kernel.warps));
-    return unit > 1 && (unit - 1) * kernel.blocks_per_head < resident_at_most ? unit : 1;
+    // The most heads of the group (a divisor, so that units tile the launch) whose last starts while the first
+    // could still run.
+    for (std::int64_t unit = group; unit > 1; --unit)
+        if (group % unit == 0 && (unit - 1) * kernel.blocks_per_head < resident_at_most) return unit;
+    return 1;
 }
 
 void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launched_body) {

@@ -49,3 +49,21 @@ TEST_CASE("heads of a group far apart in the launch are simulated one at a time:
     CHECK(read_of(fa2.dram, "K") == once);
     CHECK(read_of(fa2.dram, "V") == once);
 }
+
+TEST_CASE("a group too long to run together is simulated in units of its largest divisor that can", "[gqa][l2]") {
+    // MQA, 32 query heads, N = 16384, d = 128 on an H200: FA2's 128 blocks a head, at most 132 x 16 blocks of 4 warps
+    // resident, so 16 heads (15 x 128 = 1920 blocks apart) run as a unit and 32 (3968) do not: K and V come from
+    // DRAM twice per K/V head. With 8 K/V heads (groups of 4) once: never more bytes for fewer K/V heads.
+    const GpuSpec h200 = find_gpu_preset("H200");
+    auto kv_dram = [&](std::int64_t kv_heads) {
+        AttentionProblem p = problem(16384, 128, 32, DType::fp16, false);
+        p.batch = 2;
+        p.kv_heads = kv_heads;
+        const AlgorithmResult r = simulate(algorithm("fa2"), p, h200);
+        return read_of(r.dram, "K") + read_of(r.dram, "V");
+    };
+    const Count kv_head = 2 * 2 * 16384 * 128 * 2;  // K and V of one K/V head, over the batch of 2
+    CHECK(kv_dram(32) == 32 * kv_head);
+    CHECK(kv_dram(8) == 8 * kv_head);
+    CHECK(kv_dram(1) == 2 * kv_head);
+}
