@@ -9,11 +9,15 @@ adjust afterwards (the hold-out rule: docs/model.md, "Where the constants come f
     python3 cuda/scripts/predict_before.py --gpu H100-SXM --kernels flash_decoding,fa2_tc --decode \
         --out cuda/results/<run>/predicted_before_decode.json
 
+    python3 cuda/scripts/predict_before.py --gpu H200 --kernels fa2_tc --N 4096 --d 128 --dtype fp16 \
+        --heads 32 --grid-kv-heads 32,8,1 --out cuda/results/<run>/predicted_before_gqa.json
+
 Each kernel is modelled as fa-sim --kernel models it (its catalog row: tile rule, registers, warps), with
 fa-validate's default batch and heads; --paper predicts gpu_session.sh's paper step; --decode instead predicts fa-validate's decode grid (one query row,
 --heads 32 over --kv-heads K/V heads, --batches, --Nk cache lengths, d = 128, fp16; a kernel without
-grouped K/V heads is predicted where K/V heads = heads only). The file records the commit of the
-simulator that predicted. --gpu-file instead of --gpu predicts with a GPU file, e.g. the one fa-calibrate
+grouped K/V heads is predicted where K/V heads = heads only). Each prediction carries the DRAM bytes the L2 model lets through
+(predicted_dram_read_bytes, predicted_dram_write_bytes), to set beside Nsight Compute's. The file records the
+commit of the simulator that predicted. --gpu-file instead of --gpu predicts with a GPU file, e.g. the one fa-calibrate
 measured on the card (docs/calibrate.md): what calibration changes, beside the preset's predictions.
 """
 import argparse
@@ -41,6 +45,7 @@ def main():
     ap.add_argument("--Nk", default="1024,4096,16384,65536,131072", help="--decode: cache lengths")
     ap.add_argument("--batches", default="1,8,64", help="--decode: batch sizes")
     ap.add_argument("--kv-heads", default="32,8,1", help="--decode: K/V heads (of 32 query heads)")
+    ap.add_argument("--grid-kv-heads", help="the training grid: K/V heads of --heads, comma separated (default: --heads)")
     ap.add_argument("--fa-sim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "sim", "fa-sim"))
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -54,6 +59,9 @@ def main():
         else:
             r = json.loads(out.stdout)["algorithms"][0]
             row["predicted_s"] = r["time"]["predicted_s"]
+            # What the L2 model lets through to DRAM, to set beside Nsight Compute's dram__bytes counters.
+            row["predicted_dram_read_bytes"] = r["dram"]["read_bytes"]
+            row["predicted_dram_write_bytes"] = r["dram"]["write_bytes"]
             longest = max(r["kernels"], key=lambda k: k["time"]["predicted_s"])
             row["bound"] = longest["name"] + ": " + longest["time"]["bound"]
             if "kv_splits" in r["tiles"]:
@@ -91,10 +99,14 @@ def main():
             for n in a.N.split(","):
                 for dt in a.dtype.split(","):
                     for causal in (False, True):
-                        args = ["--kernel", kernel, "--N", n, "--d", d, "--batch", str(a.batch), "--heads", str(a.heads),
-                                "--dtype", dt] + (["--causal"] if causal else [])
-                        predict(args, {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal,
-                                       "batch": a.batch, "heads": a.heads})
+                        for kv in (a.grid_kv_heads or str(a.heads)).split(","):
+                            args = ["--kernel", kernel, "--N", n, "--d", d, "--batch", str(a.batch), "--heads", str(a.heads),
+                                    "--dtype", dt] + (["--causal"] if causal else []) + (["--kv-heads", kv] if a.grid_kv_heads else [])
+                            row = {"algo": kernel, "N": int(n), "d": int(d), "dtype": dt, "causal": causal, "batch": a.batch,
+                                   "heads": a.heads}
+                            if a.grid_kv_heads:
+                                row["kv_heads"] = int(kv)
+                            predict(args, row)
     # A copy of the tree without .git (the device machine's) names its commit in FASIM_COMMIT.
     commit = os.environ.get("FASIM_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                                                                text=True).stdout.strip()
