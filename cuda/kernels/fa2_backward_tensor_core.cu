@@ -134,7 +134,7 @@ struct Fa2BwdTcParams {
     void* dK;  // [B*H][Nk][d]: dK itself, or dK_expanded with grouped K/V heads
     void* dV;
     int N, Nk;
-    int H, KV;  // query and K/V heads per batch: K, V hold B*KV heads
+    int group;  // query heads per K/V head (H / KV): K, V hold B*KV heads
     int causal;
     float scale;       // 1/sqrt(d)
     float scale_log2;  // scale * log2(e): exp(scale s - lse) = exp2(scale_log2 s - lse log2(e))
@@ -267,7 +267,8 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
     const long long q_head = static_cast<long long>(bh) * p.N;   // first row of this head in Q, dO, LSE, D
     const long long k_head = static_cast<long long>(bh) * p.Nk;  // ... in dK, dV (expanded when grouped)
     // ... in K, V: the group's K/V head
-    const long long kv_head = static_cast<long long>((bh / p.H) * p.KV + (bh % p.H) / (p.H / p.KV)) * p.Nk;
+    // (b * KV + h / group, which is bh / group since H = group * KV: one division)
+    const long long kv_head = static_cast<long long>(bh / p.group) * p.Nk;
     const T* Qg = static_cast<const T*>(p.Q) + q_head * D;
     const T* dOg = static_cast<const T*>(p.dO) + q_head * D;
     const float* lse_g = p.lse + q_head;
@@ -569,7 +570,7 @@ CudaKernelLaunch launch_fa2_bwd_tc_main(const BackwardArgs& a, cudaStream_t stre
                                     "the tensors with allocate_tensors(problem, kernel)");
     const Fa2BwdTcParams p{a.Q, a.K, a.V, a.dO, a.lse, a.D,
                            a.dq_acc, grouped ? a.dk_expanded : a.dK, grouped ? a.dv_expanded : a.dV,
-                           a.N, a.Nk, a.H, a.KV, a.causal ? 1 : 0,
+                           a.N, a.Nk, a.H / a.KV, a.causal ? 1 : 0,
                            a.scale, static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     if (a.dtype == DType::fp16) {
         launch_fa2_bwd_tc_dtype<__half>(a, p, info, stream);

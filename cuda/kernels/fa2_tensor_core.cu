@@ -82,7 +82,7 @@ struct Fa2TcParams {
     void* O;
     float* lse;
     int N, Nk;
-    int H, KV;  // query and K/V heads per batch (KV divides H)
+    int group;  // query heads per K/V head (H / KV)
     int causal;
     float scale_log2;  // scale * log2(e): exp(scale s - m) = exp2(scale_log2 s - m2)
 };
@@ -115,7 +115,9 @@ __global__ void __launch_bounds__(kFlashThreads, fa2_tc_min_blocks_per_sm(D)) fa
     const int g = lane >> 2;  // groupID: this lane's fragment rows are g and g + 8
     const int t = lane & 3;   // threadID_in_group: its fragment columns are 2t and 2t + 1 (of each 8)
     const int bh = static_cast<int>(blockIdx.y);
-    const int kv_bh = (bh / p.H) * p.KV + (bh % p.H) / (p.H / p.KV);  // the group's K/V head
+    // The group's K/V head: b * KV + h / group, which is bh / group since H = group * KV (one division;
+    // the form with H and KV cost the d = 128 step spills under the 168-register launch bound).
+    const int kv_bh = bh / p.group;
     const int q0 = static_cast<int>(blockIdx.x) * kTcBr;
     const int q_rows = imin(kTcBr, p.N - q0);
     const int wq0 = q0 + 16 * warp;              // global query index of the warp's first row
@@ -327,7 +329,7 @@ CudaKernelLaunch launch_fa2_tc(const FlashArgs& a, cudaStream_t stream) {
     if (a.H <= 0 || a.KV <= 0 || a.H % a.KV != 0 || a.BH % a.H != 0)
         throw std::invalid_argument("fa2_tc: " + std::to_string(a.KV) + " K/V heads must divide H = " + std::to_string(a.H) +
                                     " query heads, and H the " + std::to_string(a.BH) + " batch*heads");
-    const Fa2TcParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.H, a.KV, a.causal ? 1 : 0,
+    const Fa2TcParams p{a.Q, a.K, a.V, a.O, a.lse, a.N, a.Nk, a.H / a.KV, a.causal ? 1 : 0,
                         static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634)};
     if (a.dtype == DType::fp16) {
         launch_fa2_tc_dtype<__half>(a, p, info, stream);

@@ -11,10 +11,18 @@
 #   validate_gqa.txt/.json      fa-validate fa2_tc, B = 2, H = 32, KV 32/8/1, d = 128, fp16, N 4096 and 16384
 #   ncu_dram.txt                Nsight Compute dram__bytes_read/write of one fa2_tc launch (cold L2: ncu flushes
 #                               the caches before a profiled kernel), for the shapes listed in it
+#   check.txt, sanitizer/       (STEPS with check, sanitize) cuda-check of fa2_tc and fa2_bwd_tc, the whole grid,
+#                               and compute-sanitizer memcheck/racecheck/synccheck on its --small problems up to N = 70
 # Everything lands in $OUT/gpu-session.tgz; a step cut short says so in session.log.
-#   bash cuda/scripts/gqa_l2_session.sh
+#   bash cuda/scripts/gqa_l2_session.sh                      (call 1: STEPS="decode gqa ncu torch")
+#   STEPS="check sanitize decode gqa" DECODE_ALGOS=fa2_tc bash cuda/scripts/gqa_l2_session.sh
+#                               (call 2, after fa2_tc's and fa2_bwd_tc's K/V head took one division: no spills)
 set -uo pipefail
-source "$(dirname "$0")/session_preamble.sh" fa-validate peak-rates
+STEPS=${STEPS:-"decode gqa ncu torch"}
+DECODE_ALGOS=${DECODE_ALGOS:-fa2_tc,flash_decoding}
+CHECK_LIMIT_S=${CHECK_LIMIT_S:-220}
+wants() { [[ " $STEPS " == *" $1 "* ]]; }
+source "$(dirname "$0")/session_preamble.sh" fa-validate peak-rates cuda-check
 step() {  # SECONDS NAME COMMAND...
   local limit=$1 name=$2
   shift 2
@@ -25,18 +33,43 @@ step() {  # SECONDS NAME COMMAND...
 fv="$build/cuda/validate/fa-validate"
 decode=(--grid decode --kv-heads 32,8,1 --batches 1,8,64 --Nk 4096,16384,65536)
 
+if wants check; then
+log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
+step "$CHECK_LIMIT_S" cuda-check "$build/cuda/cuda-check" --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
+tail -3 "$out/check.txt"
+fi
+if wants sanitize; then
+log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+mkdir -p "$out/sanitizer"
+for tool in memcheck racecheck synccheck; do
+  extra=()
+  [[ $tool == racecheck ]] && extra=(--racecheck-report all)
+  FASIM_CUDA_SYNC=1 step 30 "$tool" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+    --log-file "$out/sanitizer/$tool.log" "$build/cuda/cuda-check" --small --max-n 70 --seed 1 --algo fa2_tc \
+    --algo fa2_bwd_tc >"$out/sanitizer/$tool.stdout" 2>&1
+  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
+  grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
+done
+fi
+
 log "copy bandwidth"
 "$build/cuda/peak-rates" --copy > "$out/decode_copy.txt" 2>&1
 "$build/cuda/peak-rates" --copy --json > "$out/decode_copy.json" 2>>"$out/decode_copy.txt"
-log "fa-validate --grid decode: fa2_tc, flash_decoding"
-step 200 validate-decode "$fv" "${decode[@]}" --algo fa2_tc,flash_decoding --runs 10 --warmup 2 --sample-rows 4 \
+if wants decode; then
+log "fa-validate --grid decode: $DECODE_ALGOS"
+step 200 validate-decode "$fv" "${decode[@]}" --algo "$DECODE_ALGOS" --runs 10 --warmup 2 --sample-rows 4 \
   --out "$out/validate_decode.json" > "$out/validate_decode.txt" 2>&1
 tail -n +2 "$out/validate_decode.txt" | head -70
+fi
+if wants gqa; then
 log "fa-validate fa2_tc, B = 2, H = 32, KV 32/8/1"
 step 90 validate-gqa "$fv" --algo fa2_tc --N 4096,16384 --d 128 --dtype fp16 --batch 2 --heads 32 --kv-heads 32,8,1 \
   --runs 5 --warmup 1 --sample-rows 4 --out "$out/validate_gqa.json" > "$out/validate_gqa.txt" 2>&1
 cat "$out/validate_gqa.txt"
+fi
 
+if wants ncu; then
 log "ncu: DRAM bytes of one fa2_tc launch"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 dram() {  # NAME fa-validate arguments...
@@ -54,10 +87,13 @@ for kv in 32 8 1; do
     dram "prefill N=$n B=2 H=32 KV=$kv" --algo fa2_tc --N $n --d 128 --dtype fp16 --batch 2 --heads 32 --kv-heads $kv --causal off
   done
 done
-grep -E "^==|dram__bytes|gpu__time" "$out/ncu_dram.txt" | head -80
+grep -c "^==" "$out/ncu_dram.txt"
+fi
 
+if wants torch; then
 log "torch sdpa --grid decode"
 step 100 torch-decode python3 cuda/scripts/torch_sdpa.py "${decode[@]}" --runs 10 --out "$out/torch_decode.json" \
   > "$out/torch_decode.txt" 2>&1
 tail -30 "$out/torch_decode.txt"
+fi
 log "done"
