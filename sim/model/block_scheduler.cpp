@@ -17,17 +17,17 @@ namespace fasim {
 
 namespace {
 
-// BlockTerms' eight sums, exact (model/fixed_point.hpp).
-constexpr int kTerms = 8;
+// BlockTerms' nine sums, exact (model/fixed_point.hpp).
+constexpr int kTerms = 9;
 using TermSums = std::array<Fixed, kTerms>;
 
 std::array<double, kTerms> term_values(const BlockTerms& t) {
-    return {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency, t.fill};
+    return {t.matmul, t.nonmatmul, t.sfu, t.smem, t.l2, t.issue, t.latency, t.fill, t.chain};
 }
 
 BlockTerms terms_from(const std::array<double, kTerms>& v, const BlockTerms& flags) {
     BlockTerms t;
-    t.matmul = v[0], t.nonmatmul = v[1], t.sfu = v[2], t.smem = v[3], t.l2 = v[4], t.issue = v[5], t.latency = v[6], t.fill = v[7];
+    t.matmul = v[0], t.nonmatmul = v[1], t.sfu = v[2], t.smem = v[3], t.l2 = v[4], t.issue = v[5], t.latency = v[6], t.fill = v[7], t.chain = v[8];
     t.latency_bound_tensor = flags.latency_bound_tensor;
     t.overlapped_products = flags.overlapped_products;
     return t;

@@ -17,6 +17,12 @@ struct BlockTerms {
     // output's transfer after its last (BlockWork::prologue_bytes, epilogue_bytes). Another resident block
     // computes meanwhile; a block alone on its SM leaves the SM idle for it.
     double fill = 0;
+    // mma.sync kernels whose blocks compute on fewer warps than the SM has schedulers (a decoding step's one
+    // query row): one computing warp's own instructions at one warp's latency-bound rate. Other warps on
+    // its scheduler raise the scheduler's rate, not this warp's; blocks sharing an SM run their chains side
+    // by side (their computing warps on schedulers of their own), so like `latency` it bounds the SM's
+    // time for its blocks by one block's, not their sum.
+    double chain = 0;
     // mma.sync kernels: the pipes' work (summed, as for every kernel) or the instructions the warps
     // issue at the latency-bound rate, whichever takes longer.
     bool latency_bound_tensor = false;
@@ -31,19 +37,20 @@ struct BlockTerms {
     }
     double duration(int blocks_per_sm) const {
         const double busy = std::max({compute(), smem, l2});
-        return std::max({busy * blocks_per_sm, busy + fill, latency});  // resident blocks share the SM
+        return std::max({busy * blocks_per_sm, busy + fill, latency, chain + fill});  // resident blocks share the SM
     }
     BlockTerms& operator+=(const BlockTerms& o) {
         matmul += o.matmul; nonmatmul += o.nonmatmul; sfu += o.sfu; smem += o.smem; l2 += o.l2; issue += o.issue;
         latency += o.latency;
         fill += o.fill;
+        chain += o.chain;
         latency_bound_tensor = o.latency_bound_tensor;
         overlapped_products = o.overlapped_products;
         return *this;
     }
     BlockTerms scaled(double f) const {
         BlockTerms t = *this;
-        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f; t.fill *= f;
+        t.matmul *= f; t.nonmatmul *= f; t.sfu *= f; t.smem *= f; t.l2 *= f; t.issue *= f; t.latency *= f; t.fill *= f; t.chain *= f;
         return t;
     }
 };

@@ -29,6 +29,9 @@ namespace {
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
     double issue = 0;                    // warp instructions per SM per second (mma.sync kernels; 0: no issue term)
+    // One computing warp's instructions per second at its own latency-bound rate, and the warps that
+    // compute in a block (BlockTerms::chain; 0: no chain term, every warp computes).
+    double warp_issue = 0, computing_warps = 1, block_warps = 1;
     // Schedulers of the SM over those that issue the computing warps' own instructions (1 unless a
     // split-Q block has fewer computing warps than schedulers: KernelExecution::warp_rows).
     double issue_concentration = 1;
@@ -66,6 +69,8 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
         const double shared = static_cast<double>(w.shared_thread_instructions);
         const double own = static_cast<double>(w.thread_instructions) - shared;
         t.issue = (shared + own * r.issue_concentration) / 32.0 / r.issue;
+        // A computing warp's own instructions and its share of every warp's (the block's warps split those).
+        if (r.warp_issue > 0) t.chain = (own / r.computing_warps + shared / r.block_warps) / 32.0 / r.warp_issue;
     }
     return t;
 }
@@ -124,6 +129,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     if (mma_latency) {
         r.issue = gpu.model.schedulers_per_sm * gpu.clock_hz * t.issue_fraction;
         r.issue_concentration = gpu.model.schedulers_per_sm / issuing_schedulers;
+        // A block computing on fewer warps than the SM has schedulers: each computing warp issues its own
+        // instructions at one warp's rate, however many others share its scheduler (BlockTerms::chain).
+        if (k.active_warps > 0 && k.active_warps < gpu.model.schedulers_per_sm) {
+            r.warp_issue = gpu.clock_hz * (1.0 - std::pow(1.0 - gpu.model.mma_sync_warp_ready, k.row_blocks_per_warp));
+            r.computing_warps = k.active_warps;
+            r.block_warps = k.desc.warps;
+        }
     }
     r.cuda_core_lanes = !options.tensor_cores;
     r.block_fill = k.execution.instruction != MatrixInstruction::library_gemm;
@@ -153,6 +165,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.issue_s = busiest.issue;
     t.overlapped_products = busiest.overlapped_products;
     t.memory_latency_s = busiest.latency / resident;  // resident blocks overlap their latencies
+    t.warp_chain_s = busiest.chain / resident;        // and run their computing warps side by side
     t.fill_s = resident == 1 ? busiest.fill : 0;
     t.schedule_s = makespan;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
@@ -178,6 +191,11 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
             std::snprintf(buf, sizeof buf, "DRAM latency: %.0f KB in flight per block over %.0f ns (Little's law), %d block%s per SM",
                           static_cast<double>(k.execution.bytes_in_flight) / 1024, gpu.model.dram_latency_s * 1e9, resident,
                           resident == 1 ? "" : "s");
+            what = buf;
+        } else if (t.warp_chain_s > std::max({compute, t.smem_s, t.l2_per_sm_s})) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "one warp's instructions (mma.sync, latency-bound): %d computing warp%s a block, %d block%s per SM",
+                          k.active_warps, k.active_warps == 1 ? "" : "s", resident, resident == 1 ? "" : "s");
             what = buf;
         } else if (compute >= t.smem_s && compute >= t.l2_per_sm_s) {
             if (mma_latency && t.issue_s >= t.matmul_s + t.nonmatmul_s + t.sfu_s)

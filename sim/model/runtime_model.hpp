@@ -61,6 +61,9 @@ struct KernelTiming {
     bool overlapped_products = false;
     double memory_latency_s = 0;  // the busiest SM's blocks' DRAM bytes x latency / bytes in flight (Little's
                                   // law), over the blocks it holds at once; 0 where the kernel has no such term
+    // Blocks computing on fewer warps than schedulers: the busiest SM's blocks' computing-warp instructions at
+    // one warp's latency-bound rate, over the blocks it holds at once (BlockTerms::chain); 0 otherwise.
+    double warp_chain_s = 0;
     // Blocks alone on their SM (one resident): the busiest SM's blocks' fill and drain, what each waits for
     // its first tiles before its first product and spends storing its output after its last (BlockTerms::
     // fill), added to their compute. 0 where blocks share an SM (another block computes meanwhile) and for

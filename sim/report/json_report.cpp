@@ -53,6 +53,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
              {{"matmul_s", t.matmul_s},
               {"issue_s", t.issue_s},
               {"memory_latency_s", t.memory_latency_s},
+              {"warp_chain_s", t.warp_chain_s},
               {"fill_s", t.fill_s},
               {"nonmatmul_s", t.nonmatmul_s},
               {"sfu_s", t.sfu_s},

@@ -143,7 +143,8 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
         const double arith = t.overlapped_products ? std::max(t.matmul_s, t.nonmatmul_s + t.sfu_s)
                                                    : t.matmul_s + t.nonmatmul_s + t.sfu_s;
         const double compute = std::max(arith, t.issue_s);
-        const double per_sm = std::max(std::max({compute, t.smem_s, t.l2_per_sm_s}) + t.fill_s, t.memory_latency_s);
+        const double per_sm =
+            std::max({std::max({compute, t.smem_s, t.l2_per_sm_s}) + t.fill_s, t.memory_latency_s, t.warp_chain_s + t.fill_s});
         std::string line = "total " + ms(t.total_s) + " = launch " + ms(t.launch_s) + " + max(sched " + ms(t.schedule_s) + ", DRAM " +
                            ms(t.dram_s) + ", L2 " + ms(t.l2_s) + "); sched: the busiest SM's max(compute " + ms(compute) + " = ";
         if (t.overlapped_products)
@@ -155,6 +156,8 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
         // Little's law, shown where it binds: DRAM bytes x latency / bytes in flight (docs/model.md).
         if (t.memory_latency_s > std::max({compute, t.smem_s, t.l2_per_sm_s}))
             line += ", DRAM latency " + ms(t.memory_latency_s) + " = its blocks' DRAM bytes x latency / bytes in flight";
+        if (t.warp_chain_s > std::max({compute, t.smem_s, t.l2_per_sm_s}))
+            line += ", one warp's chain " + ms(t.warp_chain_s) + " = a computing warp's instructions at one warp's issue rate";
         line += ")";
         if (t.fill_s > 0)
             line += " + fill and drain " + ms(t.fill_s) + " (one block per SM: each waits for its first tiles and stores its output alone)";

@@ -1030,13 +1030,19 @@ TEST_CASE("decode shapes no run had timed (H200): FlashDecoding predicted before
         // +0.05..+2.4%
         const bool moved = (algo == "fa2_tc" && batch <= 4) || (algo == "flash_decoding" && batch == 4 && kv == 8 && nk == 2048);
         const bool partials_moved = algo == "flash_decoding" && kv < 32;
-        CHECK(predict(r, gpu).time_s == Approx(written).epsilon(partials_moved ? 0.025 : moved ? 0.013 : 1e-6));
+        // And fa2_tc at batch 16 since one computing warp's instructions bound its blocks (BlockTerms::chain,
+        // 2026-11-30): the second round's blocks no longer stream at the whole kernel's DRAM rate, +8..+9%.
+        const bool chain_moved = algo == "fa2_tc" && batch == 16;
+        const double today = predict(r, gpu).time_s;
+        CHECK(today == Approx(written).epsilon(chain_moved ? 0.1 : partials_moved ? 0.025 : moved ? 0.013 : 1e-6));
         const double rt = ratio(written, measured);
         if (algo == "fa2_tc") {
             ++fa2;
             if (batch == 16) {
                 CHECK(rt > 0.72);
                 CHECK(rt < 0.75);
+                CHECK(ratio(today, measured) > 0.78);  // today's: -19..-22%
+                CHECK(ratio(today, measured) < 0.81);
             } else {
                 CHECK(std::abs(rt - 1) <= 0.07);
             }
