@@ -17,6 +17,8 @@
 #   bash cuda/scripts/gqa_l2_session.sh                      (call 1: STEPS="decode gqa ncu torch")
 #   STEPS="check sanitize decode gqa" DECODE_ALGOS=fa2_tc bash cuda/scripts/gqa_l2_session.sh
 #                               (call 2, after fa2_tc's and fa2_bwd_tc's K/V head took one division: no spills)
+#   STEPS=decode DECODE_ALGOS=fa2_tc DECODE_SHAPES="--kv-heads 32,8,1 --batches 2,4,16,32 --Nk 2048,8192,32768" \
+#     bash cuda/scripts/gqa_l2_session.sh   (call 3: shapes no run had timed, for the chain bound of 0d294c9)
 set -uo pipefail
 STEPS=${STEPS:-"decode gqa ncu torch"}
 DECODE_ALGOS=${DECODE_ALGOS:-fa2_tc,flash_decoding}
@@ -31,7 +33,8 @@ step() {  # SECONDS NAME COMMAND...
   [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
 }
 fv="$build/cuda/validate/fa-validate"
-decode=(--grid decode --kv-heads 32,8,1 --batches 1,8,64 --Nk 4096,16384,65536)
+read -r -a decode_shapes <<< "${DECODE_SHAPES:---kv-heads 32,8,1 --batches 1,8,64 --Nk 4096,16384,65536}"
+decode=(--grid decode "${decode_shapes[@]}")
 
 if wants check; then
 log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
