@@ -27,13 +27,6 @@ KEY_ROWS_MAX_N=${KEY_ROWS_MAX_N:-4096}
 N_D128=${N_D128:-2048,4096,8192}  # fa-validate's and PyTorch's lengths at d = 128
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate
-step() {  # SECONDS NAME COMMAND...: runs the command with a time limit, logs its exit status
-  local limit=$1 name=$2
-  shift 2
-  timeout "$limit" "$@"
-  local rc=$?
-  [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
-}
 
 if wants check; then
 log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
@@ -45,17 +38,7 @@ fi
 # grouped ones (fa2_bwd_tc's sum kernel included) and a few ungrouped.
 if wants sanitize; then
 log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-mkdir -p "$out/sanitizer"
-for tool in memcheck racecheck synccheck; do
-  extra=()
-  [[ $tool == racecheck ]] && extra=(--racecheck-report all)
-  FASIM_CUDA_SYNC=1 step 30 "$tool" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-    --log-file "$out/sanitizer/$tool.log" "$build/cuda/cuda-check" --small --max-n 70 --seed 1 --algo fa2_tc \
-    --algo fa2_bwd_tc >"$out/sanitizer/$tool.stdout" 2>&1
-  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
-  grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
-done
+sanitize_small fa2_tc fa2_bwd_tc
 fi
 
 # B = 2, H = 16 over KV = 16 (no grouping), 4 and 1; dK, dV of sampled key rows checked in float64 up to N = 4096.

@@ -25,13 +25,6 @@ DECODE_ALGOS=${DECODE_ALGOS:-fa2_tc,flash_decoding}
 CHECK_LIMIT_S=${CHECK_LIMIT_S:-220}
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 source "$(dirname "$0")/session_preamble.sh" fa-validate peak-rates cuda-check
-step() {  # SECONDS NAME COMMAND...
-  local limit=$1 name=$2
-  shift 2
-  timeout "$limit" "$@"
-  local rc=$?
-  [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
-}
 fv="$build/cuda/validate/fa-validate"
 read -r -a decode_shapes <<< "${DECODE_SHAPES:---kv-heads 32,8,1 --batches 1,8,64 --Nk 4096,16384,65536}"
 decode=(--grid decode "${decode_shapes[@]}")
@@ -43,17 +36,7 @@ tail -3 "$out/check.txt"
 fi
 if wants sanitize; then
 log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-mkdir -p "$out/sanitizer"
-for tool in memcheck racecheck synccheck; do
-  extra=()
-  [[ $tool == racecheck ]] && extra=(--racecheck-report all)
-  FASIM_CUDA_SYNC=1 step 30 "$tool" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-    --log-file "$out/sanitizer/$tool.log" "$build/cuda/cuda-check" --small --max-n 70 --seed 1 --algo fa2_tc \
-    --algo fa2_bwd_tc >"$out/sanitizer/$tool.stdout" 2>&1
-  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
-  grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
-done
+sanitize_small fa2_tc fa2_bwd_tc
 fi
 
 log "copy bandwidth"

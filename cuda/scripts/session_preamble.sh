@@ -6,6 +6,9 @@
 # hand in ./build-gpu (sm_90a on Hopper: fa2_wgmma's instructions exist there only) and leaves:
 #   $out    the session folder      $build  the build folder      $arch  the CUDA architecture built
 #   log MESSAGE...                  prints "== HH:MM:SS MESSAGE" and appends it to $out/session.log
+#   step SECONDS NAME COMMAND...     runs the command with a time limit and logs its exit status (or that it was cut off)
+#   sanitize_small ALGO...           compute-sanitizer memcheck, racecheck, synccheck (30 s each) on cuda-check
+#                                    --small --max-n 70 of those kernels; logs in $out/sanitizer/
 #   build_commit COMMIT TARGET...    builds the targets of another commit (a git worktree in /tmp/old_tree, build
 #                                    folder /tmp/old_tree/build-gpu, log $out/build_old.log; BUILD_JOBS, default 16),
 #                                    for sessions that time a kernel before and after a change; exits if it fails
@@ -49,4 +52,26 @@ build_commit() {
     tail -30 "$out/build_old.log"
     exit 1
   }
+}
+step() {
+  local limit=$1 name=$2
+  shift 2
+  timeout "$limit" "$@"
+  local rc=$?
+  [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
+}
+sanitize_small() {
+  local sanitizer algo_args=() tool extra a
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for a in "$@"; do algo_args+=(--algo "$a"); done
+  mkdir -p "$out/sanitizer"
+  for tool in memcheck racecheck synccheck; do
+    extra=()
+    [[ $tool == racecheck ]] && extra=(--racecheck-report all)
+    FASIM_CUDA_SYNC=1 step 30 "$tool" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      --log-file "$out/sanitizer/$tool.log" "$build/cuda/cuda-check" --small --max-n 70 --seed 1 "${algo_args[@]}" \
+      >"$out/sanitizer/$tool.stdout" 2>&1
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer/$tool.log" | tail -1
+    grep -hE "^[0-9]+ passed" "$out/sanitizer/$tool.stdout" | tail -1
+  done
 }
