@@ -49,7 +49,7 @@ public:
     void share_kv_heads(std::int64_t batch_kv_heads) { units_ = KvHeadUnits(batch_kv_heads); }
     // The heads of `kernel` whose blocks run (the first ones): the most heads of one K/V head, a divisor of
     // its group, whose last starts while the first could still be running (fewer blocks apart than the GPU
-    // holds of the kernel's warps at most); 1 for a kernel whose heads are 1 a K/V head or far apart. Heads
+    // holds of the kernel's warps at most); 1 for a kernel over K/V heads, or whose heads start far apart. Heads
     // further apart meet in L2 only by reuse, which is not modelled (each unit reads its K/V from DRAM),
     // and simulating them together would cost as many times more (standard attention's S = QK^T: a
     // head's (N/64)^2 blocks).

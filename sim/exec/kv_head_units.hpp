@@ -5,6 +5,7 @@
 // model's rule 1, machine/l2_model.hpp). Simulating one query head and multiplying would count every
 // head's K/V reads from DRAM. So for a grouped problem the executor simulates one K/V head's worth of
 // every kernel as its unit: the kernel's heads that map to K/V head 0 (G of a kernel over query heads,
+// or the largest divisor of G whose heads' blocks can run together: CountingExecutor::heads_simulated;
 // 1 of a kernel over K/V heads), and multiplies by the units.
 //
 // The L2 model tracks one head of each tensor. A tensor with F > 1 heads per K/V head (Q, O, dQ: F = G;
