@@ -28,18 +28,11 @@ N_D128=${N_D128:-2048,4096,8192}  # fa-validate's and PyTorch's lengths at d = 1
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 source "$(dirname "$0")/session_preamble.sh" cuda-check fa-validate
 
-if wants check; then
-log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
-step "$CHECK_LIMIT_S" cuda-check "$build/cuda/cuda-check" --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
-tail -3 "$out/check.txt"
-fi
+wants check && check_kernels "$CHECK_LIMIT_S" fa2_tc fa2_bwd_tc  # grouped K/V heads included
 
 # compute-sanitizer as cuda/scripts/sanitize.sh runs it, on the --small problems up to N = 70: among them the two
 # grouped ones (fa2_bwd_tc's sum kernel included) and a few ungrouped.
-if wants sanitize; then
-log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
-sanitize_small fa2_tc fa2_bwd_tc
-fi
+wants sanitize && sanitize_small fa2_tc fa2_bwd_tc
 
 # B = 2, H = 16 over KV = 16 (no grouping), 4 and 1; dK, dV of sampled key rows checked in float64 up to N = 4096.
 bwd=(--pass bwd --algo fa2_bwd_tc --batch 2 --heads 16 --kv-heads 16,4,1 --dtype fp16,bf16 --runs 5 --warmup 1

@@ -29,15 +29,8 @@ fv="$build/cuda/validate/fa-validate"
 read -r -a decode_shapes <<< "${DECODE_SHAPES:---kv-heads 32,8,1 --batches 1,8,64 --Nk 4096,16384,65536}"
 decode=(--grid decode "${decode_shapes[@]}")
 
-if wants check; then
-log "cuda-check fa2_tc fa2_bwd_tc (whole grid, grouped K/V heads included)"
-step "$CHECK_LIMIT_S" cuda-check "$build/cuda/cuda-check" --algo fa2_tc --algo fa2_bwd_tc >"$out/check.txt" 2>&1
-tail -3 "$out/check.txt"
-fi
-if wants sanitize; then
-log "compute-sanitizer on cuda-check --small --max-n 70, fa2_tc and fa2_bwd_tc"
-sanitize_small fa2_tc fa2_bwd_tc
-fi
+wants check && check_kernels "$CHECK_LIMIT_S" fa2_tc fa2_bwd_tc  # grouped K/V heads included
+wants sanitize && sanitize_small fa2_tc fa2_bwd_tc
 
 log "copy bandwidth"
 "$build/cuda/peak-rates" --copy > "$out/decode_copy.txt" 2>&1

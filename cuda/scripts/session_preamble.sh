@@ -7,6 +7,7 @@
 #   $out    the session folder      $build  the build folder      $arch  the CUDA architecture built
 #   log MESSAGE...                  prints "== HH:MM:SS MESSAGE" and appends it to $out/session.log
 #   step SECONDS NAME COMMAND...     runs the command with a time limit and logs its exit status (or that it was cut off)
+#   check_kernels SECONDS ALGO...    cuda-check of those kernels, the whole grid, into $out/check.txt
 #   sanitize_small ALGO...           compute-sanitizer memcheck, racecheck, synccheck (30 s each) on cuda-check
 #                                    --small --max-n 70 of those kernels; logs in $out/sanitizer/
 #   build_commit COMMIT TARGET...    builds the targets of another commit (a git worktree in /tmp/old_tree, build
@@ -60,10 +61,19 @@ step() {
   local rc=$?
   [[ $rc -eq 124 ]] && log "$name: cut off after ${limit}s" || log "$name: exit $rc"
 }
+check_kernels() {
+  local limit=$1 algo_args=() a
+  shift
+  for a in "$@"; do algo_args+=(--algo "$a"); done
+  log "cuda-check $* (whole grid)"
+  step "$limit" cuda-check "$build/cuda/cuda-check" "${algo_args[@]}" >"$out/check.txt" 2>&1
+  tail -3 "$out/check.txt"
+}
 sanitize_small() {
   local sanitizer algo_args=() tool extra a
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for a in "$@"; do algo_args+=(--algo "$a"); done
+  log "compute-sanitizer on cuda-check --small --max-n 70: $*"
   mkdir -p "$out/sanitizer"
   for tool in memcheck racecheck synccheck; do
     extra=()
