@@ -37,8 +37,9 @@ TEST_CASE("a grouped problem's unit: the heads of one K/V head, each tensor's he
 TEST_CASE("heads of a group far apart in the launch are simulated one at a time: standard attention's S = QK^T",
           "[gqa][l2]") {
     // A head of S = QK^T at N = 4096 is (4096/64)^2 = 4096 blocks: the group's 8th head starts 28,672 blocks after
-    // its first, more than an A100 holds of its 8-warp blocks at once (108 SMs x 8), so each query head reads K from DRAM. O = PV is
-    // 64 blocks a head and FA2 32: their groups run as units of 8 heads and read V (and K) once per K/V head.
+    // its first, more than an A100 holds of those 8-warp blocks at once (108 SMs x 8), so each query head reads K
+    // from DRAM. O = PV is 64 blocks a head and FA2 32: their groups run as units of 8 heads and read V (and K) once
+    // per K/V head.
     AttentionProblem p = problem(4096, 64, 32, DType::fp16, false);
     p.kv_heads = 4;
     const AlgorithmResult standard = simulate(algorithm("standard"), p, a100());
