@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -74,6 +75,50 @@ inline std::vector<std::int64_t> kv_loop_cuts(std::int64_t q0, std::int64_t begi
         return tile_crosses_diagonal(q0, j * Bc, std::min(Bc, Nk - j * Bc), N, Nk, causal);
     });
     return {crossing, (Nk + Bc - 1) / Bc - 1};
+}
+
+// The bounds of a loop over tiles [begin, end) run as for_each_run with `cuts`: begin, each cut clamped into
+// the range, end. Blocks whose loops have the same bounds, or bounds that move by the same steps from block
+// to block, do alike or growing work (KernelDesc::runs_grow).
+struct LoopShape {
+    std::array<std::int64_t, 6> bounds{};
+};
+inline LoopShape loop_shape(std::int64_t begin, std::int64_t end, const std::vector<std::int64_t>& cuts) {
+    LoopShape s;
+    s.bounds[0] = begin;
+    s.bounds[1] = end;
+    for (std::size_t c = 0; c < cuts.size() && c + 2 < s.bounds.size(); ++c) s.bounds[c + 2] = std::clamp(cuts[c], begin, end);
+    return s;
+}
+// Where a staircase of blocks or iterations [begin, end) must be cut into runs whose loops' bounds each move
+// by the same steps from one unit of `period` to the next (KernelDesc::runs_grow, Block::repeat_growing):
+// at every index i whose step from i - period differs from the step before it. A period of 1: each bound
+// moves by the same step every time; more where the steps are fractions of a tile (FlashAttention-1's K/V
+// tiles of 326 keys over Q tiles of 64 rows: 163 Q tiles every 32 K/V tiles). Evaluates shape_of once an index.
+template <class ShapeOf>
+std::vector<std::int64_t> staircase_cuts(std::int64_t begin, std::int64_t end, ShapeOf&& shape_of, std::int64_t period = 1) {
+    std::vector<std::int64_t> cuts;
+    const std::int64_t p = period;
+    std::vector<LoopShape> seen(static_cast<std::size_t>(2 * p + 1));  // shapes of i - 2p ... i, by i mod (2p + 1)
+    auto at = [&](std::int64_t i) -> LoopShape& { return seen[static_cast<std::size_t>((i - begin) % (2 * p + 1))]; };
+    for (std::int64_t i = begin; i < end; ++i) {
+        at(i) = shape_of(i);
+        if (i - begin < 2 * p) continue;
+        const LoopShape &now = at(i), &back = at(i - p), &back2 = at(i - 2 * p);
+        for (std::size_t b = 0; b < now.bounds.size(); ++b)
+            if (now.bounds[b] - back.bounds[b] != back.bounds[b] - back2.bounds[b]) {
+                cuts.push_back(i);
+                break;
+            }
+    }
+    return cuts;
+}
+
+// The loop over K/V tiles of Q tile i (Br rows of N).
+inline LoopShape kv_loop_shape(std::int64_t i, std::int64_t Br, std::int64_t Bc, std::int64_t N, std::int64_t Nk, bool causal) {
+    const std::int64_t q0 = i * Br;
+    const KvTileRange r = visible_kv_tiles(q0, std::min(Br, N - q0), Bc, N, Nk, causal);
+    return loop_shape(r.begin, r.end, kv_loop_cuts(q0, r.begin, r.end, Bc, N, Nk, causal));
 }
 
 // A loop over Q tiles i = first + t*stride (t in [0, count)) for the K/V tile [k0, k0+cols): the first t

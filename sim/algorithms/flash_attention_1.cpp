@@ -19,6 +19,8 @@
 //    FlashAttention-1's o_tmp): rounding it to 16 bits Tc times would compound the
 //    error. The last K/V tile a Q tile sees writes O_i in the storage dtype to O.
 //    Element counts are the paper's; only O_acc's bytes per element differ.
+#include <numeric>
+
 #include "algorithms/flash_steps.hpp"
 #include "common/errors.hpp"
 
@@ -88,17 +90,22 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         const std::int64_t my_tiles = (Tr - 1 - s) / splits + 1;  // Q tiles s, s + splits, ...
         const std::int64_t last_i = s + (my_tiles - 1) * splits;
         const std::int64_t last_j = last_kv_tile(last_i * Br, std::min(Br, N - last_i * Br));
+        // Line 7, this block's Q tiles i = s + t*splits: those that see K_j, in runs of alike steps;
+        // causal, the Q tiles for which K_j is the last K/V tile (they write O) are a run of their own.
+        auto q_tiles_of = [&](std::int64_t j) {
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            QLoop q = q_loop(s, splits, my_tiles, Br, k0, cols, N, Nk, p.causal);
+            auto last_for = [&](std::int64_t t) { const std::int64_t q0 = (s + t * splits) * Br; return last_kv_tile(q0, std::min(Br, N - q0)); };
+            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) >= j; }));
+            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) > j; }));
+            return q;
+        };
         // Without a mask the K/V steps are alike but the last (it writes O, and may be ragged).
         auto kv_step = [&](std::int64_t j) {                                   // line 5
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");  // line 6
             Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
-            // Line 7, this block's Q tiles i = s + t*splits: those that see K_j, in runs of alike steps;
-            // causal, the Q tiles for which K_j is the last K/V tile (they write O) are a run of their own.
-            QLoop q = q_loop(s, splits, my_tiles, Br, k0, cols, N, Nk, p.causal);
-            auto last_for = [&](std::int64_t t) { const std::int64_t q0 = (s + t * splits) * Br; return last_kv_tile(q0, std::min(Br, N - q0)); };
-            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) >= j; }));
-            q.cuts.push_back(first_where(q.begin, my_tiles, [&](std::int64_t t) { return last_for(t) > j; }));
+            const QLoop q = q_tiles_of(j);  // line 7
             for_each_run(b, q.begin, my_tiles, q.cuts, [&](std::int64_t t) {
                 const std::int64_t i = s + t * splits;
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
@@ -143,7 +150,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             });
         };
         if (p.causal) {
-            for (std::int64_t j = 0; j <= last_j; ++j) kv_step(j);  // each K/V tile meets its own Q tiles
+            // Each K/V tile meets its own Q tiles, Bc / (Br * splits) fewer than the tile before: a whole
+            // number of them every `period` K/V tiles.
+            const std::int64_t period = Br * splits / std::gcd(Bc, Br * splits);
+            for_each_staircase(b, 0, last_j + 1, period, [&](std::int64_t j) {
+                const QLoop q = q_tiles_of(j);
+                return loop_shape(q.begin, my_tiles, q.cuts);
+            }, kv_step);
         } else {
             for_each_run(b, 0, last_j + 1, {last_j}, kv_step);
         }

@@ -13,6 +13,8 @@
 // The last K/V tile a Q tile sees writes its dQ in the storage dtype.
 // Grouped-query attention (--kv-heads): each query head's block reads its group's K/V head and writes its
 // dK_j, dV_j parts; a last kernel adds each group's parts (algorithms/group_sums.hpp).
+#include <numeric>
+
 #include "algorithms/flash_steps.hpp"
 #include "algorithms/group_sums.hpp"
 #include "common/errors.hpp"
@@ -64,18 +66,23 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
                             cfg.warps};
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t) {
         const std::int64_t last_j = last_kv_tile((Tr - 1) * Br, N - (Tr - 1) * Br);
+        // Line 10, the Q tiles that see K_j, in runs of alike steps; causal, those for which K_j is the
+        // last K/V tile (they write dQ) are a run of their own.
+        auto q_tiles_of = [&](std::int64_t j) {
+            const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
+            QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);
+            auto last_for = [&](std::int64_t i) { return last_kv_tile(i * Br, std::min(Br, N - i * Br)); };
+            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) >= j; }));
+            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) > j; }));
+            return q;
+        };
         auto kv_step = [&](std::int64_t j) {  // line 6
             const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
             Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");  // line 7
             Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
             Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");  // line 8
             Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
-            // Line 10, the Q tiles that see K_j, in runs of alike steps; causal, those for which K_j is the
-            // last K/V tile (they write dQ) are a run of their own.
-            QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);
-            auto last_for = [&](std::int64_t i) { return last_kv_tile(i * Br, std::min(Br, N - i * Br)); };
-            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) >= j; }));
-            q.cuts.push_back(first_where(q.begin, Tr, [&](std::int64_t i) { return last_for(i) > j; }));
+            const QLoop q = q_tiles_of(j);  // line 10
             for_each_run(b, q.begin, Tr, q.cuts, [&](std::int64_t i) {
                 const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
                 Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");  // line 11
@@ -128,7 +135,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
             b.store(dVj, view(grads.dV_parts, bh).rows(k0, cols));
         };
         if (p.causal) {
-            for (std::int64_t j = 0; j <= last_j; ++j) kv_step(j);  // each K/V tile meets its own Q tiles
+            // Each K/V tile meets its own Q tiles, Bc / Br fewer than the tile before: a whole number of
+            // them every `period` K/V tiles.
+            const std::int64_t period = Br / std::gcd(Bc, Br);
+            for_each_staircase(b, 0, last_j + 1, period, [&](std::int64_t j) {
+                const QLoop q = q_tiles_of(j);
+                return loop_shape(q.begin, Tr, q.cuts);
+            }, kv_step);
         } else {
             for_each_run(b, 0, last_j + 1, {last_j}, kv_step);  // the last writes dQ, and may be ragged
         }

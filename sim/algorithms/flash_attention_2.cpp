@@ -23,11 +23,12 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     // Without a mask every Q tile's block does the same work but the ragged last one; causal, each sees
     // its own number of K/V tiles, and a kernel that launches the heaviest first (cfg.heaviest_first:
     // fa2_tc_tuned) gives the block at launch position i the Q tile Tr - 1 - i.
-    const KernelDesc kernel{"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
-                            Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
+    auto q_tile = [&](std::int64_t i) { return p.causal && cfg.heaviest_first ? Tr - 1 - i : i; };
+    const KernelDesc kernel = tile_grid({"fa2_forward", "one block per Q tile; loop over K/V tiles; O and LSE written once",
+                                         Tr, BH, cfg.warps}, Tr, p.causal,
+                                        [&](std::int64_t i) { return kv_loop_shape(q_tile(i), Br, Bc, N, Nk, p.causal); });
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
-        const std::int64_t tile = p.causal && cfg.heaviest_first ? Tr - 1 - i : i;
-        const std::int64_t q0 = tile * Br, rows = std::min(Br, N - q0);
+        const std::int64_t q0 = q_tile(i) * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");
         Tile Oi = b.alloc(rows, d, Space::Registers, Fill::Zero, "O_i");
         // Row statistics sit beside S: in registers, or in shared memory with a staged S (one lane per row).

@@ -78,10 +78,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         if (atomic) b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "0"), view(dQ_acc, bh).rows(q0, rows));
     });
 
-    const KernelDesc main{"fa2_backward",
-                          atomic ? "one block per K/V tile; loop over Q tiles; dK, dV written once, dQ added atomically"
-                                 : "one block per K/V tile; loop over Q tiles; dK, dV written once (dQ: its own kernel)",
-                          Tc, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tc, {Tc - 1})};
+    const KernelDesc main = tile_grid({"fa2_backward",
+                                       atomic ? "one block per K/V tile; loop over Q tiles; dK, dV written once, dQ added atomically"
+                                              : "one block per K/V tile; loop over Q tiles; dK, dV written once (dQ: its own kernel)",
+                                       Tc, BH, cfg.warps}, Tc, p.causal, [&](std::int64_t j) {
+                                           const QLoop q = q_loop(0, 1, Tr, Br, j * Bc, std::min(Bc, Nk - j * Bc), N, Nk, p.causal);
+                                           return loop_shape(q.begin, Tr, q.cuts);
+                                       });
     x.launch(main, [&](Block& b, std::int64_t bh, std::int64_t j) {
         const std::int64_t k0 = j * Bc, cols = std::min(Bc, Nk - k0);
         Tile Kj = b.load(view(K, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "K_j");
@@ -134,8 +137,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
 
     // --dq separate: one block per Q tile, its warps splitting the rows (split-Q, as the forward: no
     // exchange), loops over the K/V tiles its rows see; dQ_i summed in registers and written once.
-    const KernelDesc dq_kernel{"fa2_bwd_dq", "one block per Q tile; loop over K/V tiles, S, P, dP recomputed; dQ written once",
-                               Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
+    const KernelDesc dq_kernel = tile_grid({"fa2_bwd_dq", "one block per Q tile; loop over K/V tiles, S, P, dP recomputed; dQ written once",
+                                            Tr, BH, cfg.warps}, Tr, p.causal,
+                                           [&](std::int64_t i) { return kv_loop_shape(i, Br, Bc, N, Nk, p.causal); });
     x.launch(dq_kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");

@@ -20,8 +20,9 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
     const double scale = p.softmax_scale();
     const auto [Q, K, V, O, LSE] = fused_tensors(x, p, Br, Bc);
 
-    const KernelDesc kernel{"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",
-                            Tr, BH, cfg.warps, p.causal ? std::vector<std::int64_t>{} : run_starts(Tr, {Tr - 1})};
+    const KernelDesc kernel = tile_grid({"tiled_two_pass", "one block per Q tile; pass 1 row max/sum over K, pass 2 P*V over K and V",
+                                         Tr, BH, cfg.warps}, Tr, p.causal,
+                                        [&](std::int64_t i) { return kv_loop_shape(i, Br, Bc, N, Nk, p.causal); });
     x.launch(kernel, [&](Block& b, std::int64_t bh, std::int64_t i) {
         const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
         Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");

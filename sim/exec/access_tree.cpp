@@ -1,5 +1,7 @@
 #include "exec/access_tree.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "machine/sectors.hpp"
@@ -63,7 +65,8 @@ void play(L2Model& l2, const AccessList& nodes, std::vector<std::int64_t>& index
         }
         const std::size_t level = index.size();
         index.push_back(0);
-        L2Model::LoopShape shape{n.count, item_accesses(n.body, index, level), 0, 0};
+        L2Model::LoopShape shape{n.count, {}, 0, 0};
+        if (n.count >= L2Model::kShortLoop) shape.accesses = item_accesses(n.body, index, level);
         l2.loop(shape, [&](std::int64_t k) {
             index[level] = k;
             play(l2, n.body, index);
@@ -75,7 +78,8 @@ void play(L2Model& l2, const AccessList& nodes, std::vector<std::int64_t>& index
 // Blocks [b0, b0 + count) of a run, all in one wave.
 void play_blocks(L2Model& l2, const BlockRunAccesses& run, std::int64_t b0, std::int64_t count) {
     std::vector<std::int64_t> index{b0 - run.first};
-    L2Model::LoopShape shape{count, item_accesses(run.block, index, 0), 1, 0};
+    L2Model::LoopShape shape{count, {}, 1, 0};
+    if (count >= L2Model::kShortLoop) shape.accesses = item_accesses(run.block, index, 0);
     l2.loop(shape, [&](std::int64_t k) {
         l2.begin_block(b0 + k);
         std::vector<std::int64_t> at{b0 - run.first + k};
@@ -138,6 +142,72 @@ bool alike_iterations(const AccessList& a, const AccessList& b, const AccessList
         if (!(step == difference(b[i].region, c[i].region)) || !same_cost_everywhere(a[i], step)) return false;
     }
     return true;
+}
+
+namespace {
+
+bool same_but_count(const AccessNode& a, const AccessNode& b) {
+    return (a.count > 0) == (b.count > 0) && a.write == b.write && a.contiguous == b.contiguous &&
+           a.region.tensor == b.region.tensor && a.region.nrows == b.region.nrows && a.region.ncols == b.region.ncols &&
+           a.steps == b.steps;
+}
+
+}  // namespace
+
+bool growing_iterations(const AccessList& a, const AccessList& b, const AccessList& c, const AccessList& d) {
+    if (a.size() != b.size() || a.size() != c.size() || a.size() != d.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!same_but_count(a[i], b[i]) || !same_but_count(a[i], c[i]) || !same_but_count(a[i], d[i])) return false;
+        if (a[i].count > 0) {
+            const std::int64_t more = b[i].count - a[i].count;
+            if (c[i].count - b[i].count != more || d[i].count - c[i].count != more ||
+                !growing_iterations(a[i].body, b[i].body, c[i].body, d[i].body))
+                return false;
+            continue;
+        }
+        const Step step = difference(a[i].region, b[i].region);
+        if (!(step == difference(b[i].region, c[i].region)) || !(step == difference(c[i].region, d[i].region)) ||
+            !same_cost_everywhere(a[i], step))
+            return false;
+    }
+    return true;
+}
+
+std::vector<AccessGrowth> growth(const AccessList& from, const AccessList& to) {
+    std::vector<AccessGrowth> out(from.size());
+    for (std::size_t i = 0; i < from.size(); ++i) {
+        if (from[i].count > 0) {
+            out[i].count = to[i].count - from[i].count;
+            out[i].body = growth(from[i].body, to[i].body);
+        } else {
+            out[i].step = difference(from[i].region, to[i].region);
+        }
+    }
+    return out;
+}
+
+void grow(AccessList& record, const std::vector<AccessGrowth>& by, std::int64_t times) {
+    for (std::size_t i = 0; i < record.size(); ++i) {
+        AccessNode& n = record[i];
+        if (n.count > 0) {
+            n.count += times * by[i].count;
+            grow(n.body, by[i].body, times);
+            continue;
+        }
+        n.region.head += times * by[i].step.head;
+        n.region.row0 += times * by[i].step.rows;
+        n.region.col0 += times * by[i].step.cols;
+    }
+}
+
+std::int64_t growth_room(const AccessList& record, const std::vector<AccessGrowth>& by) {
+    std::int64_t room = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < record.size(); ++i) {
+        if (record[i].count == 0) continue;
+        if (by[i].count < 0) room = std::min(room, (record[i].count - 1) / -by[i].count);
+        room = std::min(room, growth_room(record[i].body, by[i].body));
+    }
+    return room;
 }
 
 void set_steps(AccessList& first, const AccessList& second, std::size_t level) {

@@ -37,6 +37,24 @@ void set_steps(AccessList& first, const AccessList& second, std::size_t level);
 // set_steps for a loop).
 void set_row_steps(AccessList& first_row, const AccessList& second_row);
 
+// Four consecutive blocks' records of a run that grows (KernelDesc::runs_grow): the same accesses, each
+// moving by the same step from one block to the next and costing the same L2 sectors and requests wherever
+// that takes it, in the same loops, each running the same number of iterations more (or fewer) than in
+// the block before.
+bool growing_iterations(const AccessList& a, const AccessList& b, const AccessList& c, const AccessList& d);
+// What one block of such a run adds to the record of the block before: per loop the iterations, per access
+// the step (loop bodies nested as in the record).
+struct AccessGrowth {
+    std::int64_t count = 0;
+    L2Model::Step step{};
+    std::vector<AccessGrowth> body;
+};
+std::vector<AccessGrowth> growth(const AccessList& from, const AccessList& to);
+// The record `times` blocks further along the run, in place.
+void grow(AccessList& record, const std::vector<AccessGrowth>& by, std::int64_t times);
+// How many blocks further along the run every loop of `record` still runs at least once (no limit: INT64_MAX).
+std::int64_t growth_room(const AccessList& record, const std::vector<AccessGrowth>& by);
+
 // A run of alike blocks [first, first + count) of the simulated head, as the record of block `first`.
 struct BlockRunAccesses {
     std::int64_t first = 0, count = 1;

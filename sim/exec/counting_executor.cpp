@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <deque>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -59,6 +61,16 @@ void add(BlockWork& into, const BlockWork& w, std::int64_t times) {
     into.barriers += times * w.barriers;
     into.thread_instructions += times * w.thread_instructions;
     into.shared_thread_instructions += times * w.shared_thread_instructions;
+}
+
+// What `to` does more than `from`, of the work alike blocks and iterations add; none where their per-block
+// prologue or epilogue differ (then the work does not grow by a fixed increment).
+std::optional<BlockWork> work_increment(const BlockWork& from, const BlockWork& to) {
+    if (to.prologue_bytes != from.prologue_bytes || to.epilogue_bytes != from.epilogue_bytes) return std::nullopt;
+    BlockWork d = to;
+    add(d, from, -1);
+    d.prologue_bytes = d.epilogue_bytes = 0;
+    return d;
 }
 
 // after - before (as counters grow, every field of the difference is what happened in between).
@@ -183,6 +195,65 @@ public:
         described();
         return {false, 3 * period};
     }
+    // Iterations that grow (Block::repeat_growing): run a unit of `period` at a time, each recorded in the
+    // block's own list as it was made, until four units in a row grow alike (growing_iterations, their
+    // counts and work each by one increment); the rest of the whole units are made from the last of them
+    // without running the body: counted by the increments and recorded grown. Loops that shrink are
+    // followed while they run at least once.
+    void repeat_growing(std::int64_t first, std::int64_t count, std::int64_t period,
+                        const std::function<void(std::int64_t)>& body) override {
+        if (!describe_ || period < 1 || count < 5 * period) {
+            Block::repeat_growing(first, count, period, body);
+            return;
+        }
+        AccessList* outer = describe_;
+        struct Unit {
+            AccessList accesses;
+            Counters counts;
+        };
+        std::deque<Unit> last;  // the last four, oldest first
+        int misses = 0;
+        std::int64_t i = first;
+        const std::int64_t end = first + count;
+        bool grows = false;
+        while (end - i >= period && !grows) {
+            AccessList made;
+            describe_ = &made;
+            const Counters before = counters();
+            for (std::int64_t q = 0; q < period; ++q) body(i++);
+            const Counters after = counters();
+            describe_ = outer;
+            if (misses < kMostMisses) {
+                last.push_back({made, difference(after, before)});
+                if (last.size() > 4) last.pop_front();
+            }
+            for (AccessNode& n : made) outer->push_back(std::move(n));
+            described();
+            if (last.size() < 4 || misses >= kMostMisses) continue;
+            const Counters more = difference(last[1].counts, last[0].counts);
+            grows = difference(last[2].counts, last[1].counts) == more && difference(last[3].counts, last[2].counts) == more &&
+                    growing_iterations(last[0].accesses, last[1].accesses, last[2].accesses, last[3].accesses);
+            if (!grows && ++misses >= kMostMisses) last.clear();
+        }
+        if (grows) {
+            const std::vector<AccessGrowth> step = growth(last[2].accesses, last[3].accesses);
+            const Counters more = difference(last[3].counts, last[2].counts);
+            AccessList made = std::move(last[3].accesses);
+            const std::int64_t n = std::min((end - i) / period, growth_room(made, step));
+            // Unit m = 1 ... n after the last described counts the last one's plus m increments.
+            add_counts(last[3].counts, n, true);
+            add_counts(more, n * (n + 1) / 2, true);
+            for (std::int64_t m = 0; m < n; ++m) {
+                grow(made, step, 1);
+                outer->insert(outer->end(), made.begin(), made.end());
+                described();
+            }
+            i += n * period;
+        }
+        for (; i < end; ++i) body(i);
+    }
+    // Windows of four blocks or iterations that did not grow alike before a staircase is given up on.
+    static constexpr int kMostMisses = 16;
     // Called when the recording grows large (a whole FA1 head is one block): by then the
     // block has shown its peaks, so the kernel is configured and recording stops.
     std::function<void()> on_recording_full;
@@ -801,6 +872,70 @@ void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launc
             }
             return count;
         };
+        // A run whose blocks grow (KernelDesc::runs_grow): blocks are described and played one by one until
+        // four in a row grow alike (growing_iterations, and their counts and work each by one increment);
+        // the rest are made from the last of them, counted by the increments and played as made, without
+        // running the tile program. Loops that shrink are followed while they run at least once; the blocks
+        // after are described.
+        auto describe_growing_run = [&](std::int64_t first, std::int64_t end) {
+            struct Described {
+                AccessList accesses;
+                Counters counts;
+                BlockWork work;
+            };
+            std::deque<Described> last;  // the last four described, oldest first
+            std::vector<BlockRunAccesses> one(1);
+            int misses = 0;
+            std::int64_t b = first;
+            bool grows = false;
+            while (b < end && !grows) {
+                Counters at_start = block.counters();
+                one[0] = {b, 1, {}};
+                describe(b, one[0].block);
+                if (misses < CountingBlock::kMostMisses) {
+                    Counters after = block.counters();
+                    at_start.work = after.work = BlockWork{};
+                    last.push_back({one[0].block, difference(after, at_start), block.work});
+                    if (last.size() > 4) last.pop_front();
+                }
+                play(one);
+                ++b;
+                if (last.size() < 4 || misses >= CountingBlock::kMostMisses) continue;
+                const Counters more = difference(last[1].counts, last[0].counts);
+                const std::optional<BlockWork> more_work = work_increment(last[0].work, last[1].work);
+                grows = more_work && difference(last[2].counts, last[1].counts) == more &&
+                        difference(last[3].counts, last[2].counts) == more &&
+                        work_increment(last[1].work, last[2].work) == more_work &&
+                        work_increment(last[2].work, last[3].work) == more_work &&
+                        growing_iterations(last[0].accesses, last[1].accesses, last[2].accesses, last[3].accesses);
+                if (!grows && ++misses >= CountingBlock::kMostMisses) last.clear();
+            }
+            if (grows) {
+                const std::vector<AccessGrowth> step = growth(last[2].accesses, last[3].accesses);
+                const Counters more = difference(last[3].counts, last[2].counts);
+                const BlockWork more_work = *work_increment(last[2].work, last[3].work);
+                one[0].block = std::move(last[3].accesses);
+                const std::int64_t n = std::min(end - b, growth_room(one[0].block, step));
+                // Block b + m - 1 (m = 1 ... n) counts last[3]'s plus m increments.
+                block.add_counts(last[3].counts, n, false);
+                block.add_counts(more, n * (n + 1) / 2, false);
+                count_blocks(last[3].work, n);
+                count_blocks(more_work, n * (n + 1) / 2);
+                BlockWork w = last[3].work;
+                for (std::int64_t m = 0; m < n; ++m, ++b) {
+                    add(w, more_work, 1);
+                    rec.block_work.add(w, 1);
+                    grow(one[0].block, step, 1);
+                    one[0].first = b;
+                    play(one);
+                }
+            }
+            for (; b < end; ++b) {
+                one[0] = {b, 1, {}};
+                describe(b, one[0].block);
+                play(one);
+            }
+        };
         // With play_now, each run is played and dropped once described; otherwise `runs` keeps them.
         auto describe_runs = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& block_runs_in,
                                  std::vector<BlockRunAccesses>& runs, bool play_now) {
@@ -894,6 +1029,10 @@ void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launc
                 std::int64_t row = r0;
                 // One-block rows alike one at a time are a run of blocks, played wave by wave from any block
                 // (a group of rows would have to start on a wave's first block).
+                if (one_block_rows && kernel.runs_grow) {
+                    describe_growing_run(r0, r1);
+                    continue;
+                }
                 if (one_block_rows) {
                     row += describe_run(r0, r1, runs, true, false);
                     if (row == r1) continue;

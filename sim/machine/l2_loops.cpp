@@ -471,9 +471,6 @@ L2Model::~L2Model() = default;
 L2Model::L2Model(L2Model&&) noexcept = default;
 
 void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
-    // A short loop is run item by item: carrying over needs two items run and recorded (every tile they
-    // touch, before and after), which costs more than the few it could save.
-    constexpr std::int64_t kShortLoop = 16;
     const std::int64_t n = shape.count;
     if (n < kShortLoop) {
         for (std::int64_t k = 0; k < n; ++k) run_item(k);

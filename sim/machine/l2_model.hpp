@@ -95,6 +95,9 @@ public:
         std::vector<ItemAccess> accesses;
         std::int64_t block_step = 0, wave_step = 0;
     };
+    // Loops shorter than this are run item by item (carrying over needs two items run and recorded, every
+    // tile they touch before and after, which costs more than the few it could save): their shape is not read.
+    static constexpr std::int64_t kShortLoop = 16;
     // Runs item k of the loop through read() and write() (and begin_block where items are blocks).
     using RunItem = std::function<void(std::int64_t k)>;
     // Runs the loop's items in order; an item that would repeat exactly what the one before it did is

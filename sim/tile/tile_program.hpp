@@ -181,6 +181,15 @@ public:
     virtual void repeat(std::int64_t first, std::int64_t count, const std::function<void(std::int64_t)>& body) {
         for (std::int64_t i = first; i < first + count; ++i) body(i);
     }
+    // A loop's iterations when they grow (a staircase, as KernelDesc::runs_grow for blocks): each does what
+    // the one before did on tiles moved by the same step, its own loops of alike iterations each running
+    // the same number of iterations more, or fewer (FlashAttention-1's causal outer loop: K/V tile j meets
+    // one Q tile less than K/V tile j - 1), or each unit of `period` iterations does what the unit before it
+    // did, grown so. The counting executor may run a few and make the rest from them.
+    virtual void repeat_growing(std::int64_t first, std::int64_t count, std::int64_t /*period*/,
+                                const std::function<void(std::int64_t)>& body) {
+        for (std::int64_t i = first; i < first + count; ++i) body(i);
+    }
 
     // Tile bookkeeping (called by Tile's destructor).
     virtual void release(int tile_id) = 0;
@@ -214,6 +223,11 @@ struct KernelDesc {
     // by the same step from one block to the next), by the block index each starts at, ascending from 0;
     // a run ends where the next begins. Empty: none declared, every block is its own run.
     std::vector<std::int64_t> run_starts = {};
+    // The blocks of each run grow instead (a staircase): each does what the block before it did on tiles
+    // moved by the same step, its loops of alike iterations (Block::repeat) each running the same number of
+    // iterations more, or fewer (causal attention: Q tile i visits one K/V tile more than Q tile i - 1).
+    // A growing run is checked on four blocks in a row, as an alike run on three.
+    bool runs_grow = false;
     // Blocks in a grid of rows (a GEMM's output tiles: block t is in row t / row_blocks): run_starts then
     // mark the runs within a row, the same in every row, and row_run_starts the runs of alike rows (the
     // same work on tiles that move by a fixed step from one row to the next). 0: one row of blocks.
@@ -273,6 +287,7 @@ public:
     }
     // The tensors declared so far, in order (index = id).
     const std::vector<GlobalTensor>& tensors() const { return tensors_; }
+
     virtual void launch(const KernelDesc& kernel, const BlockBody& body) = 0;
 
 protected:

@@ -179,6 +179,49 @@ TEST_CASE("change_points finds every index where a non-decreasing step function 
     }
 }
 
+TEST_CASE("A causal staircase counts by class from a few blocks: Q tile i visits one K/V tile more than Q tile i - 1",
+          "[counting]") {
+    // FlashAttention-2's causal grid: block i does block i - 1's work and one K/V tile more (forward), or one
+    // Q tile less (the backward's K/V tiles). The class path describes blocks until four in a row grow
+    // alike and makes the others from them; both paths must agree to the byte and the second.
+    const Algorithm& fa2 = algorithm("fa2");
+    for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd}) {
+        // 128 x 128 tiles (d = 64), 128 x 64 (d = 128 on the H100: two K/V tiles per step), keys ahead of
+        // the queries by a multiple of a tile and not (the backward's first K/V tiles seen by every Q tile:
+        // a flat stretch before the staircase), a ragged last tile, several waves.
+        check_same({&fa2, pass, problem(4096, 4096, 64, DType::fp16, true, 1, 4), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+        check_same({&fa2, pass, problem(3000, 9000, 128, DType::bf16, true, 1, 2), &gpu("H100-SXM"), {}, {}, ""});
+        check_same({&fa2, pass, problem(5000, 5333, 64, DType::fp16, true, 2, 2), &gpu("H200"), {}, {}, ""});
+    }
+    TileRequest heaviest;  // fa2_tc_tuned's order: the longest Q tile first, a shrinking staircase
+    heaviest.heaviest_first = true;
+    check_same({&fa2, PassSelection::fwd, problem(5000, 5000, 64, DType::fp16, true, 1, 4), &gpu("H200"), heaviest, {}, " (heaviest first)"});
+    TileRequest separate;  // the backward's dQ kernel over Q tiles: a growing staircase
+    separate.dq = DqMode::separate;
+    check_same({&fa2, PassSelection::bwd, problem(4000, 4000, 64, DType::fp16, true, 1, 2), &gpu("H100-SXM"), separate, {}, " (dq separate)"});
+    check_same({&algorithm("tiled"), PassSelection::fwd, problem(4096, 4500, 64, DType::fp16, true, 1, 4), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+
+    // FlashAttention-1's causal outer loop: K/V tile j meets Bc / Br Q tiles fewer than K/V tile j - 1. The
+    // paper's tiles on the A100 (Br = 64, Bc = 326 at d = 64) step a whole number of Q tiles every 32 K/V
+    // tiles: units of 32 grow alike. Also 64 x 128 tiles (units of 2) and Q tiles dealt to 3 blocks.
+    const Algorithm& fa1 = algorithm("fa1");
+    TileRequest small;
+    small.Br = 64;
+    small.Bc = 128;
+    for (const PassSelection pass : {PassSelection::fwd, PassSelection::bwd})
+        check_same({&fa1, pass, problem(131072, 131072, 64, DType::fp16, true, 1, 2), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+    check_same({&fa1, PassSelection::bwd, problem(6000, 6100, 64, DType::fp16, true, 1, 2), &gpu("H100-SXM"), small, {}, " (64 x 128)"});
+    check_same({&fa1, PassSelection::fwd, problem(6000, 6100, 64, DType::fp16, true, 1, 2), &gpu("H100-SXM"), small, {}, " (64 x 128)"});
+    small.q_splits = 3;
+    check_same({&fa1, PassSelection::fwd, problem(9000, 9000, 64, DType::fp16, true, 1, 2), &gpu("H100-SXM"), small, {}, " (64 x 128, q_splits 3)"});
+
+    // At N = 65536 (A100: 512 Q tiles of 128 rows) the forward runs a handful of blocks, not 512.
+    const AlgorithmResult r = simulate(fa2, test::problem(65536, 64, 16, DType::fp16, true), test::a100());
+    REQUIRE(r.kernels.size() == 1);
+    CHECK(r.kernels[0].desc.blocks_per_head == 512);
+    CHECK(r.kernels[0].blocks_run <= 12);
+}
+
 TEST_CASE("Counting by class runs a handful of blocks however long the sequence", "[counting]") {
     // FA2 at N = 65536 has 512 Q tiles per head (A100: 128-row tiles): the class path runs three blocks of
     // the alike ones and the ragged-free last one; the by-block path runs all 512.
