@@ -4,6 +4,7 @@
 
 #include "common/errors.hpp"
 #include "exec/counting_executor.hpp"
+#include "exec/shared_grids.hpp"
 #include "model/kernel_setup.hpp"
 
 namespace fasim {
@@ -78,6 +79,7 @@ AlgorithmResult run_programs(const std::vector<std::pair<const Algorithm*, TileC
         CountingExecutor counter(gpu, r.tiles.registers_per_thread, std::move(executions), r.tiles.launched_smem_bytes,
                                  options.count_every_block ? CountPath::by_block : CountPath::by_class);
         if (p.grouped()) counter.share_kv_heads(p.batch_kv_heads());
+        if (programs.size() > 1) counter.use_grids(shared_grids(programs, p));
         for (const auto& [algo, tiles] : programs) run_algorithm(*algo, counter, p, tiles);
         r.kernels = counter.take_kernels();
         // A tensor's bytes per head fit 64 bits (S: N·Nk·4 = 2^50 at N = Nk = 2^24); times the heads they may not.

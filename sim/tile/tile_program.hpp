@@ -270,9 +270,16 @@ public:
     // Makes a global tensor known to the run and returns it with its id (its position in the
     // declaration order); the functional executor binds or allocates its data. Declare every tensor
     // before the kernel that uses it. A name declared before (a tensor an earlier program of the same
-    // run wrote, such as the forward's O for the backward) is that tensor, with its first tile grid;
-    // declaring it with another shape is a program bug (std::logic_error).
+    // run wrote, such as the forward's O for the backward) is that tensor, with its first tile grid (or the
+    // grid given by use_grids); declaring it with another shape is a program bug (std::logic_error).
     GlobalTensor declare(GlobalTensor tensor) {
+        for (const TensorGrid& g : grids_)
+            if (g.name == tensor.name && tensors_.end() == std::find_if(tensors_.begin(), tensors_.end(), [&](const GlobalTensor& t) {
+                    return t.name == tensor.name;
+                })) {
+                tensor.region_rows = g.rows;
+                tensor.region_cols = g.cols;
+            }
         for (const GlobalTensor& t : tensors_) {
             if (t.name != tensor.name) continue;
             if (t.heads != tensor.heads || t.rows != tensor.rows || t.cols != tensor.cols ||
@@ -287,7 +294,13 @@ public:
     }
     // The tensors declared so far, in order (index = id).
     const std::vector<GlobalTensor>& tensors() const { return tensors_; }
-
+    // Tile grids for tensors not yet declared, by name: the programs of a run that access a tensor on
+    // different grids (the forward's 128-row Q tiles, the backward's 64-row ones) share the finer one.
+    struct TensorGrid {
+        std::string name;
+        std::int64_t rows = 1, cols = 1;
+    };
+    void use_grids(std::vector<TensorGrid> grids) { grids_ = std::move(grids); }
     virtual void launch(const KernelDesc& kernel, const BlockBody& body) = 0;
 
 protected:
@@ -295,6 +308,7 @@ protected:
 
 private:
     std::vector<GlobalTensor> tensors_;
+    std::vector<TensorGrid> grids_;
 };
 
 }  // namespace fasim
