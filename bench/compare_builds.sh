@@ -35,6 +35,7 @@ for m in tiled naive library; do
 done
 for gpu in H100-SXM H200 A100-SXM4-40GB; do
   configs+=("--algo all --N 8192 --gpu $gpu" "--algo all --N 8192 --gpu $gpu --pass bwd --causal")
+  configs+=("--algo all --N 65536 --gpu $gpu --pass fwd+bwd --causal --d 128")
   for k in fa2_tc fa2_tc_tuned fa1_tc standard_cublas fa2_bwd_tc; do configs+=("--kernel $k --N 16384 --gpu $gpu" "--kernel $k --N 4096 --causal --gpu $gpu"); done
 done
 for nk in 1024 65536 1048576; do

@@ -44,6 +44,10 @@ run() {  # label, then fa-sim's arguments
   run "--algo fa2 --N 16777216 --causal --pass bwd" --algo fa2 --N 16777216 --causal --pass bwd
   for n in 1048576 4194304 16777216; do run "--algo fa1 --N $n --causal" --algo fa1 --N "$n" --causal; done
   run "--algo fa1 --N 16777216 --causal --pass bwd" --algo fa1 --N 16777216 --causal --pass bwd
+  # Training on Hopper at d = 128: the forward's 128-row Q tiles, the backward's 64-row ones (one grid)
+  for n in 4194304 16777216; do
+    run "--algo fa2 --N $n --causal --pass fwd+bwd --gpu H200 --d 128" --algo fa2 --N "$n" --causal --pass fwd+bwd --gpu H200 --d 128
+  done
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
