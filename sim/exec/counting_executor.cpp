@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <deque>
 #include <functional>
 #include <numeric>
@@ -89,6 +88,46 @@ Counters difference(const Counters& after, const Counters& before) {
     d.smem_write -= before.smem_write;
     return d;
 }
+
+// The last four blocks (or units of a loop's iterations) of a staircase as they were described, and whether
+// they grow alike (KernelDesc::runs_grow, Block::repeat_growing): the same accesses, each moving by one step,
+// the same loops, each running a fixed number of iterations more (growing_iterations), and counts and work
+// each growing by one increment. Given up on after kMostMisses windows that did not.
+class StaircaseWindow {
+public:
+    struct Described {
+        AccessList accesses;
+        Counters counts;  // what it added (its work too, for a loop's units; a block's work apart)
+        BlockWork work;
+    };
+    static constexpr int kMostMisses = 16;
+
+    bool watching() const { return misses_ < kMostMisses; }
+    // The next one; true when the last four grow alike.
+    bool grows_with(Described next) {
+        last_.push_back(std::move(next));
+        if (last_.size() > 4) last_.pop_front();
+        if (last_.size() < 4) return false;
+        const Counters more = difference(last_[1].counts, last_[0].counts);
+        const std::optional<BlockWork> more_work = work_increment(last_[0].work, last_[1].work);
+        const bool grows = more_work && difference(last_[2].counts, last_[1].counts) == more &&
+                           difference(last_[3].counts, last_[2].counts) == more &&
+                           work_increment(last_[1].work, last_[2].work) == more_work &&
+                           work_increment(last_[2].work, last_[3].work) == more_work &&
+                           growing_iterations(last_[0].accesses, last_[1].accesses, last_[2].accesses, last_[3].accesses);
+        if (!grows && ++misses_ >= kMostMisses) last_.clear();
+        return grows;
+    }
+    // Once it grows: the last one, and what each further one adds to the one before.
+    Described& last() { return last_.back(); }
+    std::vector<AccessGrowth> step() const { return growth(last_[2].accesses, last_[3].accesses); }
+    Counters more() const { return difference(last_[3].counts, last_[2].counts); }
+    BlockWork more_work() const { return *work_increment(last_[2].work, last_[3].work); }
+
+private:
+    std::deque<Described> last_;  // oldest first
+    int misses_ = 0;
+};
 
 // A thread block, counting; one object serves every block of a launch.
 // Occupancy (and so which blocks share L2 at a time) is known only after the
@@ -207,12 +246,7 @@ public:
             return;
         }
         AccessList* outer = describe_;
-        struct Unit {
-            AccessList accesses;
-            Counters counts;
-        };
-        std::deque<Unit> last;  // the last four, oldest first
-        int misses = 0;
+        StaircaseWindow window;
         std::int64_t i = first;
         const std::int64_t end = first + count;
         bool grows = false;
@@ -223,25 +257,17 @@ public:
             for (std::int64_t q = 0; q < period; ++q) body(i++);
             const Counters after = counters();
             describe_ = outer;
-            if (misses < kMostMisses) {
-                last.push_back({made, difference(after, before)});
-                if (last.size() > 4) last.pop_front();
-            }
+            if (window.watching()) grows = window.grows_with({made, difference(after, before), {}});
             for (AccessNode& n : made) outer->push_back(std::move(n));
             described();
-            if (last.size() < 4 || misses >= kMostMisses) continue;
-            const Counters more = difference(last[1].counts, last[0].counts);
-            grows = difference(last[2].counts, last[1].counts) == more && difference(last[3].counts, last[2].counts) == more &&
-                    growing_iterations(last[0].accesses, last[1].accesses, last[2].accesses, last[3].accesses);
-            if (!grows && ++misses >= kMostMisses) last.clear();
         }
         if (grows) {
-            const std::vector<AccessGrowth> step = growth(last[2].accesses, last[3].accesses);
-            const Counters more = difference(last[3].counts, last[2].counts);
-            AccessList made = std::move(last[3].accesses);
+            const std::vector<AccessGrowth> step = window.step();
+            const Counters more = window.more();
+            AccessList made = std::move(window.last().accesses);
             const std::int64_t n = std::min((end - i) / period, growth_room(made, step));
             // Unit m = 1 ... n after the last described counts the last one's plus m increments.
-            add_counts(last[3].counts, n, true);
+            add_counts(window.last().counts, n, true);
             add_counts(more, n * (n + 1) / 2, true);
             for (std::int64_t m = 0; m < n; ++m) {
                 grow(made, step, 1);
@@ -252,8 +278,6 @@ public:
         }
         for (; i < end; ++i) body(i);
     }
-    // Windows of four blocks or iterations that did not grow alike before a staircase is given up on.
-    static constexpr int kMostMisses = 16;
     // Called when the recording grows large (a whole FA1 head is one block): by then the
     // block has shown its peaks, so the kernel is configured and recording stops.
     std::function<void()> on_recording_full;
@@ -878,50 +902,35 @@ void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launc
         // running the tile program. Loops that shrink are followed while they run at least once; the blocks
         // after are described.
         auto describe_growing_run = [&](std::int64_t first, std::int64_t end) {
-            struct Described {
-                AccessList accesses;
-                Counters counts;
-                BlockWork work;
-            };
-            std::deque<Described> last;  // the last four described, oldest first
+            StaircaseWindow window;
             std::vector<BlockRunAccesses> one(1);
-            int misses = 0;
             std::int64_t b = first;
             bool grows = false;
             while (b < end && !grows) {
                 Counters at_start = block.counters();
                 one[0] = {b, 1, {}};
                 describe(b, one[0].block);
-                if (misses < CountingBlock::kMostMisses) {
+                if (window.watching()) {
                     Counters after = block.counters();
                     at_start.work = after.work = BlockWork{};
-                    last.push_back({one[0].block, difference(after, at_start), block.work});
-                    if (last.size() > 4) last.pop_front();
+                    grows = window.grows_with({one[0].block, difference(after, at_start), block.work});
                 }
                 play(one);
                 ++b;
-                if (last.size() < 4 || misses >= CountingBlock::kMostMisses) continue;
-                const Counters more = difference(last[1].counts, last[0].counts);
-                const std::optional<BlockWork> more_work = work_increment(last[0].work, last[1].work);
-                grows = more_work && difference(last[2].counts, last[1].counts) == more &&
-                        difference(last[3].counts, last[2].counts) == more &&
-                        work_increment(last[1].work, last[2].work) == more_work &&
-                        work_increment(last[2].work, last[3].work) == more_work &&
-                        growing_iterations(last[0].accesses, last[1].accesses, last[2].accesses, last[3].accesses);
-                if (!grows && ++misses >= CountingBlock::kMostMisses) last.clear();
             }
             if (grows) {
-                const std::vector<AccessGrowth> step = growth(last[2].accesses, last[3].accesses);
-                const Counters more = difference(last[3].counts, last[2].counts);
-                const BlockWork more_work = *work_increment(last[2].work, last[3].work);
-                one[0].block = std::move(last[3].accesses);
+                const std::vector<AccessGrowth> step = window.step();
+                const Counters more = window.more();
+                const BlockWork more_work = window.more_work();
+                StaircaseWindow::Described& last = window.last();
+                one[0].block = std::move(last.accesses);
                 const std::int64_t n = std::min(end - b, growth_room(one[0].block, step));
-                // Block b + m - 1 (m = 1 ... n) counts last[3]'s plus m increments.
-                block.add_counts(last[3].counts, n, false);
+                // Block b + m - 1 (m = 1 ... n) counts the last described one's plus m increments.
+                block.add_counts(last.counts, n, false);
                 block.add_counts(more, n * (n + 1) / 2, false);
-                count_blocks(last[3].work, n);
+                count_blocks(last.work, n);
                 count_blocks(more_work, n * (n + 1) / 2);
-                BlockWork w = last[3].work;
+                BlockWork w = last.work;
                 for (std::int64_t m = 0; m < n; ++m, ++b) {
                     add(w, more_work, 1);
                     rec.block_work.add(w, 1);
@@ -1027,12 +1036,12 @@ void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launc
             };
             for (const auto& [r0, r1] : block_runs(rows_desc)) {
                 std::int64_t row = r0;
-                // One-block rows alike one at a time are a run of blocks, played wave by wave from any block
-                // (a group of rows would have to start on a wave's first block).
-                if (one_block_rows && kernel.runs_grow) {
+                if (one_block_rows && kernel.runs_grow) {  // a staircase
                     describe_growing_run(r0, r1);
                     continue;
                 }
+                // One-block rows alike one at a time are a run of blocks, played wave by wave from any block
+                // (a group of rows would have to start on a wave's first block).
                 if (one_block_rows) {
                     row += describe_run(r0, r1, runs, true, false);
                     if (row == r1) continue;
