@@ -114,6 +114,8 @@ WaveReads::Decision WaveReads::decide(const Key& key) const {
         }
     };
     if (const auto band = families->second.by_band.find(band_of(key.row0)); band != families->second.by_band.end()) look_in(band->second);
+    if (const auto band = families->second.by_col_band.find(band_of(key.col0, kBandCols)); band != families->second.by_col_band.end())
+        look_in(band->second);
     look_in(families->second.wide);
     return d;
 }
@@ -218,8 +220,11 @@ bool WaveReads::record_family(const Key& base, const std::vector<std::pair<std::
     Families& families = families_[base.tensor];
     const auto index = static_cast<std::uint32_t>(families.all.size());
     const std::int64_t first_band = band_of(f.lo[1]), last_band = band_of(f.hi[1]);
+    const std::int64_t first_col_band = band_of(f.lo[2], kBandCols), last_col_band = band_of(f.hi[2], kBandCols);
     if (last_band - first_band < kMaxBands)
         for (std::int64_t b = first_band; b <= last_band; ++b) families.by_band[b].push_back(index);
+    else if (last_col_band - first_col_band < kMaxBands)
+        for (std::int64_t b = first_col_band; b <= last_col_band; ++b) families.by_col_band[b].push_back(index);
     else
         families.wide.push_back(index);
     families.all.push_back(std::move(f));

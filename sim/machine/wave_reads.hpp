@@ -87,15 +87,18 @@ private:
     Decision decide(const Key& key) const;
 
     // A tensor's families in record order, and which of them may hold a region starting in a band of
-    // kBandRows rows: reader() looks at those and the ones spanning too many bands, not at all of them (a
-    // wave of a row kernel records a family per row).
-    static constexpr std::int64_t kBandRows = 8, kMaxBands = 16;
+    // kBandRows rows, or, for families spanning too many of those, in a band of kBandCols columns: reader()
+    // looks at those and the ones spanning too many of both, not at all of them (a wave of a row kernel
+    // records a family per row; of a GEMM over Pᵀ, a family per column strip of P down all its rows).
+    static constexpr std::int64_t kBandRows = 8, kBandCols = 64, kMaxBands = 16;
     struct Families {
         std::vector<Family> all;
-        std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_band;
+        std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_band, by_col_band;
         std::vector<std::uint32_t> wide;
     };
-    static std::int64_t band_of(std::int64_t row) { return row >= 0 ? row / kBandRows : (row + 1) / kBandRows - 1; }
+    static std::int64_t band_of(std::int64_t at, std::int64_t width = kBandRows) {
+        return at >= 0 ? at / width : (at + 1) / width - 1;
+    }
 
     std::int64_t wave_ = -1, stamp_ = 0;
     std::unordered_map<Key, Reader, KeyHash> single_;
