@@ -54,6 +54,9 @@ run() {  # label, then fa-sim's arguments
   for n in 1048576 4194304 16777216; do run "--algo standard --N $n" --algo standard --N "$n"; done
   for n in 1048576 16777216; do run "--algo standard --N $n --causal" --algo standard --N "$n" --causal; done
   for n in 1048576 16777216; do run "--algo standard --N $n --pass bwd" --algo standard --N "$n" --pass bwd; done
+  # At d = 128 the GEMMs over P have two blocks per row of output tiles that read P's row band together: their
+  # k-loops carry over in short spans, and the cost grows with N^2 (not at 2^24: hours)
+  for p in fwd bwd; do run "--algo standard --N 65536 --d 128 --pass $p" --algo standard --N 65536 --d 128 --pass "$p"; done
   # PyTorch's math backend (a library model, not in --algo all): its element-wise kernels over N x Nk
   for n in 1048576 16777216; do run "--algo torch_math --N $n" --algo torch_math --N "$n"; done
   run "--algo torch_math --N 16777216 --causal" --algo torch_math --N 16777216 --causal
