@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 namespace fasim {
@@ -85,9 +86,10 @@ struct LoopShape {
 };
 inline LoopShape loop_shape(std::int64_t begin, std::int64_t end, const std::vector<std::int64_t>& cuts) {
     LoopShape s;
+    if (cuts.size() + 2 > s.bounds.size()) throw std::logic_error("loop_shape: more cuts than LoopShape holds");
     s.bounds[0] = begin;
     s.bounds[1] = end;
-    for (std::size_t c = 0; c < cuts.size() && c + 2 < s.bounds.size(); ++c) s.bounds[c + 2] = std::clamp(cuts[c], begin, end);
+    for (std::size_t c = 0; c < cuts.size(); ++c) s.bounds[c + 2] = std::clamp(cuts[c], begin, end);
     return s;
 }
 // Where a staircase of blocks or iterations [begin, end) must be cut into runs whose loops' bounds each move
