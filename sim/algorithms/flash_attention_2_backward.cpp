@@ -78,11 +78,13 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         if (atomic) b.store(b.alloc(rows, d, Space::Registers, Fill::Zero, "0"), view(dQ_acc, bh).rows(q0, rows));
     });
 
+    // K/V tile j's loop: from the first Q tile that sees K_j.
+    auto q_tiles_of = [&](std::int64_t j) { return q_loop(0, 1, Tr, Br, j * Bc, std::min(Bc, Nk - j * Bc), N, Nk, p.causal); };
     const KernelDesc main = tile_grid({"fa2_backward",
                                        atomic ? "one block per K/V tile; loop over Q tiles; dK, dV written once, dQ added atomically"
                                               : "one block per K/V tile; loop over Q tiles; dK, dV written once (dQ: its own kernel)",
                                        Tc, BH, cfg.warps}, Tc, p.causal, [&](std::int64_t j) {
-                                           const QLoop q = q_loop(0, 1, Tr, Br, j * Bc, std::min(Bc, Nk - j * Bc), N, Nk, p.causal);
+                                           const QLoop q = q_tiles_of(j);
                                            return loop_shape(q.begin, Tr, q.cuts);
                                        });
     x.launch(main, [&](Block& b, std::int64_t bh, std::int64_t j) {
@@ -91,7 +93,7 @@ void program(Executor& x, const AttentionProblem& p, const TileConfig& cfg) {
         Tile Vj = b.load(view(V, p.kv_head_of(bh)).rows(k0, cols), Space::Shared, "V_j");
         Tile dKj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dK_j");
         Tile dVj = b.alloc(cols, d, Space::Registers, Fill::Zero, "dV_j");
-        const QLoop q = q_loop(0, 1, Tr, Br, k0, cols, N, Nk, p.causal);  // from the first Q tile that sees K_j
+        const QLoop q = q_tiles_of(j);
         for_each_run(b, q.begin, Tr, q.cuts, [&](std::int64_t i) {
             const std::int64_t q0 = i * Br, rows = std::min(Br, N - q0);
             Tile Qi = b.load(view(Q, bh).rows(q0, rows), Space::Shared, "Q_i");

@@ -273,13 +273,6 @@ public:
     // run wrote, such as the forward's O for the backward) is that tensor, with its first tile grid (or the
     // grid given by use_grids); declaring it with another shape is a program bug (std::logic_error).
     GlobalTensor declare(GlobalTensor tensor) {
-        for (const TensorGrid& g : grids_)
-            if (g.name == tensor.name && tensors_.end() == std::find_if(tensors_.begin(), tensors_.end(), [&](const GlobalTensor& t) {
-                    return t.name == tensor.name;
-                })) {
-                tensor.region_rows = g.rows;
-                tensor.region_cols = g.cols;
-            }
         for (const GlobalTensor& t : tensors_) {
             if (t.name != tensor.name) continue;
             if (t.heads != tensor.heads || t.rows != tensor.rows || t.cols != tensor.cols ||
@@ -287,6 +280,11 @@ public:
                 throw std::logic_error("tensor " + t.name + " declared again with another shape");
             return t;
         }
+        for (const TensorGrid& g : grids_)
+            if (g.name == tensor.name) {
+                tensor.region_rows = g.rows;
+                tensor.region_cols = g.cols;
+            }
         tensor.id = static_cast<TensorId>(tensors_.size());
         tensors_.push_back(tensor);
         on_declare(tensors_.back());
