@@ -84,12 +84,12 @@ int main(int argc, char** argv) {
     // Interior blocks and a ragged last one, from fa2 at N = 65536 - r (the same ragged tile as 2^24 - r).
     auto ragged = [&](std::int64_t short_rows, std::int64_t heads) {
         const KernelRecord k = fa2_forward(gpu, 65536 - short_rows, false);
-        return grown(k, heads, {{k.block_work.entries().at(0).first, blocks - 1}, {k.block_work.entries().at(1).first, 1}});
+        return grown(k, heads, {{k.block_work.expanded().at(0).first, blocks - 1}, {k.block_work.expanded().at(1).first, 1}});
     };
     // Causal: the block of Q tile i does the first one's work plus i tiles' (from fa2 causal at N = 8192).
     const KernelRecord causal = fa2_forward(gpu, 8192, true);
-    const BlockWork first = causal.block_work.entries().at(0).first;
-    const BlockWork tile = plus(causal.block_work.entries().at(1).first, first, -1);
+    const BlockWork first = causal.block_work.expanded().at(0).first;
+    const BlockWork tile = plus(causal.block_work.expanded().at(1).first, first, -1);
     std::vector<std::pair<BlockWork, std::int64_t>> growing, shrinking;
     for (std::int64_t i = 0; i < blocks; ++i) growing.push_back({plus(first, tile, i), 1});
     shrinking.assign(growing.rbegin(), growing.rend());
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
         {"2 entries, 64 rows ragged (repeats), 2^16 heads", ragged(64, many), 21, "< 10 ms"},
         {"2 entries, 28 rows ragged (no repeat), 2^16 heads", ragged(100, many), 11, "< 10 ms"},
         {"2 entries, 28 rows ragged, 16 heads", ragged(100, 16), 21, ""},
-        {"1 entry (all alike), 2^16 heads", grown(ragged(64, 1), many, {{ragged(64, 1).block_work.entries().at(0).first, blocks}}), 21, ""},
+        {"1 entry (all alike), 2^16 heads", grown(ragged(64, 1), many, {{ragged(64, 1).block_work.expanded().at(0).first, blocks}}), 21, ""},
         {"causal, 2^17 entries growing, 16 heads", grown(causal, 16, growing), 11, ""},
         {"causal, 2^17 entries growing, 2^16 heads", grown(causal, many, growing), 5, "< 100 ms"},
         {"causal, 2^17 entries shrinking, 16 heads", grown(causal, 16, shrinking), 5, "< 20 ms"},

@@ -2,12 +2,15 @@
 // stretches that repeat kept once with their count. Rows alike only a few at a time (a row kernel over
 // rows of an odd number of 2-byte elements meets the 128-byte lines at 64 places in turn) are counted a
 // unit of rows at a time; the unit's blocks do a few kinds of work in a fixed order, and a million rows
-// would otherwise be hundreds of thousands of entries for the schedule to walk and hold.
+// would otherwise be hundreds of thousands of entries for the schedule to walk and hold. A causal
+// staircase (KernelDesc::runs_grow), whose every block does a fixed increment more than the one before, is
+// kept as its first block and the increment: 2^17 blocks of 224 bytes each were 29 MB a kernel at N = 2^24.
 //
 // Two lists are equal when they stand for the same blocks: compared as the expanded sequence, alike
 // neighbours joined. The list keeps that sequence's entries, so that the runtime model times the same
 // entries whichever way the blocks were counted (by class, or block by block): where a repeated unit would
-// join the entry before or after it, one repetition is written out instead.
+// join the entry before or after it, one repetition is written out instead; a staircase's blocks are
+// entries of one block each, as adding them one by one would leave them.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +55,22 @@ struct BlockWork {
     bool operator==(const BlockWork&) const = default;
 };
 
+// `times` more of w's counts (not its prologue and epilogue: per block, alike blocks do not add them).
+inline void add(BlockWork& into, const BlockWork& w, std::int64_t times) {
+    into.matmul_flops += times * w.matmul_flops;
+    into.nonmatmul_flops += times * w.nonmatmul_flops;
+    into.sfu_ops += times * w.sfu_ops;
+    into.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
+    into.smem_bytes += times * w.smem_bytes;
+    into.smem_wavefronts += times * w.smem_wavefronts;
+    into.lane_matmul_flops += times * w.lane_matmul_flops;
+    into.l2_bytes += times * w.l2_bytes;
+    into.l2_requests += times * w.l2_requests;
+    into.barriers += times * w.barriers;
+    into.thread_instructions += times * w.thread_instructions;
+    into.shared_thread_instructions += times * w.shared_thread_instructions;
+}
+
 class BlockWorkList {
 public:
     using Entry = std::pair<BlockWork, std::int64_t>;  // `second` blocks in a row doing `first`
@@ -63,8 +82,33 @@ public:
     void add(const BlockWork& w, std::int64_t times) {
         if (times <= 0) return;
         if (ends_in_repeat() && entries_.back().first == w) unroll_last_repetition();
-        if (!entries_.empty() && !ends_in_repeat() && entries_.back().first == w) entries_.back().second += times;
-        else entries_.emplace_back(w, times);
+        if (ends_in_staircase() && last_of_staircase() == w) {
+            // Its last block joins w's, as block by block it would have.
+            --entries_.back().second;
+            if (entries_.back().second == 1) staircases_.pop_back();
+            plain_add(w, times + 1);
+            return;
+        }
+        plain_add(w, times);
+    }
+    // `blocks` more blocks, each doing `more` more than the one before, the first `first` (a causal
+    // staircase; `more` has no prologue or epilogue).
+    void add_staircase(const BlockWork& first, const BlockWork& more, std::int64_t blocks) {
+        if (blocks <= 0) return;
+        add(first, 1);
+        if (blocks == 1) return;
+        BlockWork second = first;
+        fasim::add(second, more, 1);
+        if (second == first) {  // it does not grow
+            add(first, blocks - 1);
+            return;
+        }
+        if (blocks == 2) {
+            add(second, 1);
+            return;
+        }
+        staircases_.push_back({entries_.size(), more});
+        entries_.emplace_back(second, blocks - 1);
     }
     // The blocks of `unit` (entries whose neighbours differ), `times` times in a row.
     void add_repeated(const std::vector<Entry>& unit, std::int64_t times) {
@@ -96,14 +140,46 @@ public:
         entries_.insert(entries_.end(), unit.begin(), unit.end());
     }
 
-    const std::vector<Entry>& entries() const { return entries_; }
-    const std::vector<RepeatedStretch>& repeats() const { return repeats_; }
+    // Calls visit(work, blocks) for each entry in order, a staircase's blocks one at a time; repeats()
+    // index the entries so visited.
+    template <class Visit>
+    void for_each_entry(Visit&& visit) const {
+        std::size_t next_staircase = 0;
+        for (std::size_t e = 0; e < entries_.size(); ++e) {
+            if (next_staircase < staircases_.size() && staircases_[next_staircase].entry == e) {
+                BlockWork w = entries_[e].first;
+                for (std::int64_t m = 0; m < entries_[e].second; ++m, fasim::add(w, staircases_[next_staircase].more, 1)) visit(w, std::int64_t{1});
+                ++next_staircase;
+                continue;
+            }
+            visit(entries_[e].first, entries_[e].second);
+        }
+    }
+    // Stretches of the entries for_each_entry visits that run several times in a row.
+    std::vector<RepeatedStretch> repeats() const {
+        std::vector<RepeatedStretch> out = repeats_;
+        for (RepeatedStretch& r : out)  // staircases come before or after a repeat, never inside
+            for (const Staircase& st : staircases_)
+                if (st.entry < r.first) r.first += static_cast<std::size_t>(entries_[st.entry].second - 1);
+        return out;
+    }
+    // The first entry's work (a staircase's first block).
+    const BlockWork& front() const { return entries_.front().first; }
+    // Entries as for_each_entry visits them.
+    std::size_t size() const {
+        std::size_t n = entries_.size();
+        for (const Staircase& st : staircases_) n += static_cast<std::size_t>(entries_[st.entry].second - 1);
+        return n;
+    }
     bool empty() const { return entries_.empty(); }
+    // Entries the list holds (a staircase one): what its memory grows with.
+    std::size_t entries_held() const { return entries_.size(); }
 
     // The sequence the list stands for, alike neighbours joined.
     std::vector<Entry> expanded() const {
-        std::vector<Entry> out;
-        for_each_repeated(entries_, repeats_, [&](const Entry& x) {
+        std::vector<Entry> visited, out;
+        for_each_entry([&](const BlockWork& w, std::int64_t n) { visited.emplace_back(w, n); });
+        for_each_repeated(visited, repeats(), [&](const Entry& x) {
             if (!out.empty() && out.back().first == x.first) out.back().second += x.second;
             else out.push_back(x);
         });
@@ -112,8 +188,24 @@ public:
     bool operator==(const BlockWorkList& o) const { return expanded() == o.expanded(); }
 
 private:
+    // entries_[entry] = (the first block's work, the blocks), each block `more` more than the one before.
+    struct Staircase {
+        std::size_t entry = 0;
+        BlockWork more;
+    };
+
+    void plain_add(const BlockWork& w, std::int64_t times) {
+        if (!entries_.empty() && !ends_in_repeat() && !ends_in_staircase() && entries_.back().first == w) entries_.back().second += times;
+        else entries_.emplace_back(w, times);
+    }
     bool ends_in_repeat() const {
         return !repeats_.empty() && repeats_.back().first + repeats_.back().length == entries_.size();
+    }
+    bool ends_in_staircase() const { return !staircases_.empty() && staircases_.back().entry + 1 == entries_.size(); }
+    BlockWork last_of_staircase() const {
+        BlockWork w = entries_.back().first;
+        fasim::add(w, staircases_.back().more, entries_.back().second - 1);
+        return w;
     }
     // The last repeat runs once less and that repetition follows it as plain entries.
     void unroll_last_repetition() {
@@ -128,6 +220,7 @@ private:
 
     std::vector<Entry> entries_;
     std::vector<RepeatedStretch> repeats_;
+    std::vector<Staircase> staircases_;
 };
 
 }  // namespace fasim

@@ -47,21 +47,6 @@ struct Counters {
     bool operator==(const Counters&) const = default;
 };
 
-void add(BlockWork& into, const BlockWork& w, std::int64_t times) {
-    into.matmul_flops += times * w.matmul_flops;
-    into.nonmatmul_flops += times * w.nonmatmul_flops;
-    into.sfu_ops += times * w.sfu_ops;
-    into.recomputed_matmul_flops += times * w.recomputed_matmul_flops;
-    into.smem_bytes += times * w.smem_bytes;
-    into.smem_wavefronts += times * w.smem_wavefronts;
-    into.lane_matmul_flops += times * w.lane_matmul_flops;
-    into.l2_bytes += times * w.l2_bytes;
-    into.l2_requests += times * w.l2_requests;
-    into.barriers += times * w.barriers;
-    into.thread_instructions += times * w.thread_instructions;
-    into.shared_thread_instructions += times * w.shared_thread_instructions;
-}
-
 // What `to` does more than `from`, of the work alike blocks and iterations add; none where their per-block
 // prologue or epilogue differ (then the work does not grow by a fixed increment).
 std::optional<BlockWork> work_increment(const BlockWork& from, const BlockWork& to) {
@@ -930,10 +915,10 @@ void CountingExecutor::launch(const KernelDesc& launched, const BlockBody& launc
                 block.add_counts(more, n * (n + 1) / 2, false);
                 count_blocks(last.work, n);
                 count_blocks(more_work, n * (n + 1) / 2);
-                BlockWork w = last.work;
+                BlockWork next = last.work;
+                add(next, more_work, 1);
+                rec.block_work.add_staircase(next, more_work, n);
                 for (std::int64_t m = 0; m < n; ++m, ++b) {
-                    add(w, more_work, 1);
-                    rec.block_work.add(w, 1);
                     grow(one[0].block, step, 1);
                     one[0].first = b;
                     play(one);

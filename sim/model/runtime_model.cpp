@@ -148,11 +148,11 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
 
     // Greedy list scheduling over the slots, in launch order (head-major).
     std::vector<TimedBlocks> head;
-    head.reserve(k.block_work.entries().size());
-    for (const auto& [work, count] : k.block_work.entries()) {
+    head.reserve(k.block_work.size());
+    k.block_work.for_each_entry([&](const BlockWork& work, std::int64_t count) {
         const BlockTerms bt = terms(work, r);
         head.push_back({bt, bt.duration(resident), count});
-    }
+    });
     BlockSchedule schedule = schedule_blocks(head, k.desc.heads / k.heads_simulated, gpu.sm_count, bps, timeline_blocks, k.block_work.repeats());
     const double makespan = schedule.makespan_s, busy = schedule.block_seconds / resident;
     const BlockTerms& busiest = schedule.busiest;  // the busiest SM's terms, summed over its blocks

@@ -216,8 +216,8 @@ TEST_CASE("two one-row blocks on an SM compute on two schedulers: the busiest ho
     REQUIRE(k.active_warps == 1);
     REQUIRE(k.desc.grid() == 256);
     REQUIRE(t.warps_per_scheduler == 2);  // 2 blocks x 4 warps over 4 schedulers
-    REQUIRE(k.block_work.entries().size() == 1);    // every block alike
-    const BlockWork& w = k.block_work.entries().front().first;
+    REQUIRE(k.block_work.size() == 1);    // every block alike
+    const BlockWork& w = k.block_work.front();
     const double shared = static_cast<double>(w.shared_thread_instructions) / 32;
     const double own = static_cast<double>(w.thread_instructions) / 32 - shared;
     const GpuSpec& gpu = h100();
@@ -252,7 +252,7 @@ TEST_CASE("FlashDecoding's split blocks with one or two bands of rows share each
     const AlgorithmResult mqa = simulate(flash_decoding(), decode(1, 131072, 32, 1), h100());
     const KernelTiming& t = mqa.timing.front();
     const KernelRecord& k = mqa.kernels.front();
-    CHECK(t.issue_s < 0.6 * static_cast<double>(k.block_work.entries().front().first.thread_instructions) / 32 /
+    CHECK(t.issue_s < 0.6 * static_cast<double>(k.block_work.front().thread_instructions) / 32 /
                           (2 * h100().clock_hz * t.issue_fraction));
 }
 

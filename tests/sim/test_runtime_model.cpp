@@ -64,7 +64,7 @@ TEST_CASE("CUDA-core runs: the fp32 rate, scaled by how often a scheduler finds 
     CHECK(fa2.tiles.scores == Space::Shared);
     CHECK(fa2.kernels.front().occupancy.blocks_per_sm == 1);
     CHECK(t.issue_fraction == Approx(0.37));
-    const double flops_on_busiest_sm = static_cast<double>(fa2.kernels.front().block_work.entries().front().first.matmul_flops) *
+    const double flops_on_busiest_sm = static_cast<double>(fa2.kernels.front().block_work.front().matmul_flops) *
                                        std::ceil(static_cast<double>(t.grid) / h200.sm_count);
     CHECK(matmul_seconds(fa2, "fa2_forward") ==
           Approx(flops_on_busiest_sm / (0.37 * h200.effective_fp32_flops() / h200.sm_count)).epsilon(1e-9));
@@ -99,9 +99,9 @@ TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the scheduler
     CHECK(t.issue_fraction == Approx(1 - std::pow(0.83, 3.0)));
     // Every block is alike: the busiest SM runs ceil(grid / SMs) of them, one after another per slot.
     const double per_sm = std::ceil(static_cast<double>(t.grid) / h200.sm_count);
-    const double block_warp_instructions = static_cast<double>(k.block_work.entries().front().first.thread_instructions) / 32;
+    const double block_warp_instructions = static_cast<double>(k.block_work.front().thread_instructions) / 32;
     CHECK(t.issue_s == Approx(per_sm * block_warp_instructions / (4 * h200.clock_hz * t.issue_fraction)).epsilon(1e-9));
-    CHECK(k.warp_instructions == k.block_work.entries().front().first.thread_instructions / 32 * t.grid);
+    CHECK(k.warp_instructions == k.block_work.front().thread_instructions / 32 * t.grid);
     // With 64-row tiles a warp has one mma block: the issue term is the bound (ncu: issue 46% of cycles,
     // the tensor pipe 39%).
     CHECK(t.issue_s > t.matmul_s + t.nonmatmul_s + t.sfu_s);
