@@ -15,10 +15,12 @@ TileState TileStates::advanced(TileState s, const Advance& step, std::int64_t ti
 
 TileState TileStates::Run::at(std::int64_t index) const {
     const std::int64_t offset = index - first;
+    if (period == 1) return advanced(base.front(), step, offset);
     return advanced(base[static_cast<std::size_t>(offset % period)], step, offset / period);
 }
 
 void TileStates::reset(std::int64_t tiles) {
+    forget_found();
     runs_.clear();
     size_ = tiles;
     pages_.clear();
@@ -32,11 +34,16 @@ TileState& TileStates::stored(std::int64_t index) {
 }
 
 TileState TileStates::get(std::int64_t index) const {
-    auto it = runs_.upper_bound(index);
-    if (it != runs_.begin()) {
-        const Run& run = std::prev(it)->second;
-        if (index < run.end) return run.at(index);
+    if (index < found_.first || index >= found_.end) {
+        const auto next = runs_.upper_bound(index);
+        found_.set(0, next == runs_.end() ? size_ : next->first, nullptr);
+        if (next != runs_.begin()) {
+            const Run& run = std::prev(next)->second;
+            if (index < run.end) found_.set(run.first, run.end, &run);
+            else found_.first = run.end;
+        }
     }
+    if (found_.run) return found_.run->at(index);
     const std::unique_ptr<Page>& page = pages_[static_cast<std::size_t>(index / kPageTiles)];
     return page ? (*page)[static_cast<std::size_t>(index % kPageTiles)] : TileState{};
 }
@@ -46,6 +53,7 @@ void TileStates::store(const Run& run, std::int64_t from, std::int64_t to) {
 }
 
 void TileStates::cut(std::int64_t index) {
+    forget_found();
     auto it = runs_.upper_bound(index);
     if (it == runs_.begin()) return;
     --it;
@@ -66,6 +74,7 @@ void TileStates::cut(std::int64_t index) {
 }
 
 TileState& TileStates::at(std::int64_t index) {
+    forget_found();
     cut(index);
     cut(index + 1);
     const auto it = runs_.find(index);  // a run of exactly this tile is left: store it
@@ -80,6 +89,7 @@ void TileStates::set_run(std::int64_t first, std::int64_t periods, std::vector<T
     const auto period = static_cast<std::int64_t>(base.size());
     const std::int64_t end = first + periods * period;
     if (periods <= 0 || period == 0) return;
+    forget_found();
     cut(first);
     cut(end);
     runs_.erase(runs_.lower_bound(first), runs_.lower_bound(end));

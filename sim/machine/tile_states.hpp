@@ -90,6 +90,23 @@ private:
     std::vector<std::unique_ptr<Page>> pages_;  // null: every tile of the page never touched
     std::map<std::int64_t, Run> runs_;          // by first tile
     TileState& stored(std::int64_t index);
+    // The stretch get() found last: tiles [first, end) of one run, or between runs (run == nullptr). Loops
+    // walk a tensor's tiles in order, and a look-up in runs_ costs more than the state it finds. Forgotten
+    // whenever runs_ changes, and not copied (it points into this object's runs_).
+    struct Found {
+        std::int64_t first = 0, end = 0;
+        const Run* run = nullptr;
+        Found() = default;
+        Found(const Found&) noexcept {}
+        Found& operator=(const Found&) noexcept {
+            *this = Found{};
+            return *this;
+        }
+        Found& operator=(Found&&) noexcept = default;
+        void set(std::int64_t f, std::int64_t e, const Run* r) { first = f, end = e, run = r; }
+    };
+    mutable Found found_;
+    void forget_found() { found_.set(0, 0, nullptr); }
 };
 
 }  // namespace fasim
