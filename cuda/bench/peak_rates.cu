@@ -5,6 +5,8 @@
 //   build/cuda/peak-rates                  prints the rates (JSON with --json)
 //   build/cuda/peak-rates --copy [--json]  the copy bandwidth alone
 //   build/cuda/peak-rates --warp-slots     which schedulers the first warps of co-resident blocks use
+//   build/cuda/peak-rates --attention-step cycles per FA2 step of a warp, 1 to 4 warps per scheduler, d 64 and
+//                                          128, 1 or 2 row blocks a warp (bench/attention_step.hpp)
 //   build/cuda/peak-rates --read-once 8,64 one read of 8 and of 64 MiB from DRAM, timed as fa-validate times a
 //                                          kernel: the least a decode step reading that much K and V takes
 #include <cuda_runtime.h>
@@ -14,14 +16,16 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "bench/attention_step.hpp"
 #include "bench/microbench.hpp"
 #include "common/check.hpp"
 
 int main(int argc, char** argv) {
     namespace bench = fasim::bench;
-    bool json = false, copy_only = false, warp_slots_only = false;
+    bool json = false, copy_only = false, warp_slots_only = false, attention_step_only = false;
     std::vector<long> read_once_mib;  // --read-once: buffer sizes, MiB
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
@@ -30,6 +34,8 @@ int main(int argc, char** argv) {
             copy_only = true;
         } else if (std::strcmp(argv[i], "--warp-slots") == 0) {
             warp_slots_only = true;
+        } else if (std::strcmp(argv[i], "--attention-step") == 0) {
+            attention_step_only = true;
         } else if (std::strcmp(argv[i], "--read-once") == 0 && i + 1 < argc) {
             for (const char* p = argv[++i]; *p != '\0';) {
                 char* end = nullptr;
@@ -43,7 +49,7 @@ int main(int argc, char** argv) {
                 p = *end == ',' ? end + 1 : end;
             }
         } else {
-            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots | --read-once MIB[,MIB...]] [--json]\n");
+            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots | --attention-step | --read-once MIB[,MIB...]] [--json]\n");
             return 2;
         }
     }
@@ -73,6 +79,35 @@ int main(int argc, char** argv) {
                     std::printf("  %6ld MiB: %8.2f us, %.2f TB/s = %3.0f%% of the copy\n", read_once_mib[k], s * 1e6,
                                 rate * 1e-12, 100 * rate / copy);
             }
+            if (json) std::printf("]}\n");
+            return 0;
+        }
+        if (attention_step_only) {
+            if (prop.major < 8) {
+                std::fprintf(stderr, "peak-rates: SKIPPED: --attention-step needs mma.sync with 16-bit operands (sm_80 and later); %s is sm_%d%d\n",
+                             prop.name, prop.major, prop.minor);
+                return 77;
+            }
+            // Each configuration's launch is its own (under Nsight Compute, one launch each after a warm-up).
+            std::printf(json ? "{\"gpu\": \"%s\", \"attention_step\": [" : "%s: one FA2 step (64 keys, fp16) per warp, one block per SM\n", prop.name);
+            bool first = true;
+            for (const auto [d, rb] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
+                    for (int w = 1; w <= 4; ++w) {
+                        const bench::AttentionStepIssue a = bench::attention_step_issue(prop.multiProcessorCount, d, rb, w);
+                        if (json)
+                            std::printf("%s{\"d\": %d, \"row_blocks\": %d, \"warps_per_scheduler\": %d, \"registers\": %d, \"ran\": %s, "
+                                        "\"steps\": %d, \"cycles_per_step\": %.2f, \"min_cycles_per_step\": %.2f, \"max_cycles_per_step\": %.2f}",
+                                        first ? "" : ", ", d, rb, w, a.registers, a.ran ? "true" : "false", a.steps, a.cycles_per_step,
+                                        a.min_cycles_per_step, a.max_cycles_per_step);
+                        else if (!a.ran)
+                            std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: not run (%d registers a thread)\n", d, rb,
+                                        w, a.registers);
+                        else
+                            std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: %8.1f cycles a step (%.1f..%.1f), "
+                                        "%d registers\n", d, rb, w, a.cycles_per_step, a.min_cycles_per_step, a.max_cycles_per_step,
+                                        a.registers);
+                        first = false;
+                    }
             if (json) std::printf("]}\n");
             return 0;
         }
