@@ -11,19 +11,22 @@ metrics="smsp__issue_active.avg.per_cycle_active,smsp__issue_active.max.per_cycl
 smsp__inst_executed.max,smsp__cycles_active.max,smsp__warps_active.avg.per_cycle_active,sm__cycles_elapsed.avg.per_second,\
 sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum"
 log "peak-rates --attention-step (text, then JSON)"
-step 120 attention_step "$build/cuda/peak-rates" --attention-step > "$out/attention_step.txt" 2>&1
-step 120 attention_step_json "$build/cuda/peak-rates" --attention-step --json > "$out/attention_step.json" 2>&1
+# "${into[@]}" FILE COMMAND...: the command's output into FILE, so that step's own log line stays out of it
+# (a command of its own, as timeout needs).
+into=(bash -c 'f=$1; shift; "$@" > "$f" 2>&1' into)
+step 120 attention_step "${into[@]}" "$out/attention_step.txt" "$build/cuda/peak-rates" --attention-step
+step 120 attention_step_json "${into[@]}" "$out/attention_step.json" "$build/cuda/peak-rates" --attention-step --json
 cat "$out/attention_step.txt"
 log "ncu on the step's launches (the warm-up and the timed launch of each configuration)"
-step 300 attention_step_ncu "$ncu" --clock-control none --kernel-name regex:attention_step_kernel \
-  --section SchedulerStats --section WarpStateStats --metrics "$metrics" --csv --page raw \
-  "$build/cuda/peak-rates" --attention-step > "$out/attention_step_ncu.csv" 2> "$out/attention_step_ncu.err"
+step 300 attention_step_ncu "${into[@]}" "$out/attention_step_ncu.csv" "$ncu" --clock-control none \
+  --kernel-name regex:attention_step_kernel --section SchedulerStats --section WarpStateStats --metrics "$metrics" \
+  --csv --page raw "$build/cuda/peak-rates" --attention-step
 log "ncu on fa2_tc at training length, d = 64 and 128 (3 blocks of 4 warps per SM)"
 for d in 64 128; do
-  step 120 "fa2_tc_d$d" "$ncu" --clock-control none --kernel-name regex:fa2_tc_forward --launch-count 1 \
-    --section SchedulerStats --section WarpStateStats --metrics "$metrics" \
+  step 120 "fa2_tc_d$d" "${into[@]}" "$out/fa2_tc_d$d.txt" "$ncu" --clock-control none --kernel-name regex:fa2_tc_forward \
+    --launch-count 1 --section SchedulerStats --section WarpStateStats --metrics "$metrics" \
     "$build/cuda/validate/fa-validate" --algo fa2_tc --N 4096 --d "$d" --dtype fp16 --causal off --batch 2 --heads 8 \
-    --runs 1 --warmup 0 > "$out/fa2_tc_d$d.txt" 2>&1
+    --runs 1 --warmup 0
   grep -E "issue_active|inst_executed|cycles_active|warps_active|Issued Warp|No Eligible|Active Warps" "$out/fa2_tc_d$d.txt" | head -20
 done
 log "done"

@@ -2525,25 +2525,75 @@ TEST_CASE("decode on the H200 with K/V through TMA: FlashDecoding at least as fa
     CHECK(fd_abs_error / fd == Approx(0.069).margin(0.002));
 }
 
+namespace {
+// A counter of Nsight Compute's text report: the value after the metric's name and unit, thousands separators
+// removed ("smsp__inst_executed.max  inst  140,001"; a ratio has no unit: pass unit = false).
+double ncu_text_counter(const std::string& text, const std::string& name, bool unit = true) {
+    const std::size_t at = text.find(name + " ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream line(text.substr(at + name.size(), 200));
+    std::string skipped, value;
+    if (unit) line >> skipped;
+    line >> value;
+    value.erase(std::remove(value.begin(), value.end(), ','), value.end());
+    return std::stod(value);
+}
+}  // namespace
+
 TEST_CASE("lone warps on the H200: fa2_tc's one warp with a row issues 0.23 instructions per cycle, 547 per K/V tile, "
           "above the model's mma.sync readiness of 0.17",
           "[hardware][decode][issue]") {
     // cuda/results/2026-11-30-h200-lone-warps: profile_lone_warps.sh, the busiest scheduler of each launch.
     const std::string run = kResults + "2026-11-30-h200-lone-warps/lone_warps/";
-    auto counter = [](const std::string& text, const std::string& name) {
-        const std::size_t at = text.find(name + " ");
-        REQUIRE(at != std::string::npos);
-        std::istringstream line(text.substr(at + name.size(), 200));
-        std::string unit, value;
-        line >> unit >> value;
-        value.erase(std::remove(value.begin(), value.end(), ','), value.end());
-        return std::stod(value);
-    };
     const std::string one_row = read_text(run + "fa2_tc_one_row.txt");
-    const double instructions = counter(one_row, "smsp__inst_executed.max"), cycles = counter(one_row, "smsp__cycles_active.max");
+    const double instructions = ncu_text_counter(one_row, "smsp__inst_executed.max"),
+                 cycles = ncu_text_counter(one_row, "smsp__cycles_active.max");
     CHECK(instructions / cycles == Approx(0.230).margin(0.001));
     CHECK(instructions / (16384 / 64) == Approx(547).margin(1));  // the busiest scheduler's warp: 256 K/V tiles of 64 keys
     CHECK(find_gpu_preset("H200").model.mma_sync_warp_ready == Approx(0.17));
+}
+
+TEST_CASE("the FA2 step alone on the H200 (peak-rates --attention-step): a lone warp issues in a third of cycles, more "
+          "warps add little (the pipes saturate), and whole kernels issue 11-16% less than the step",
+          "[hardware][issue]") {
+    // cuda/results/2026-11-30-h200-attention-step: the step's cycles (clock64) and Nsight Compute on the same launches.
+    const std::string run = kResults + "2026-11-30-h200-attention-step/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    std::map<std::tuple<int, int, int>, double> cycles;  // (d, row blocks, warps per scheduler) -> cycles a step
+    const json doc = load(run + "attention_step.json");
+    for (const json& a : doc.at("attention_step"))
+        if (a.at("ran").get<bool>())
+            cycles[{a.at("d").get<int>(), a.at("row_blocks").get<int>(), a.at("warps_per_scheduler").get<int>()}] = a.at("cycles_per_step");
+    REQUIRE(cycles.size() == 9);
+    // The scheduler's rate at W warps against one warp, from the cycles alone: W c(1) / c(W).
+    auto rate_vs_lone = [&](int d, int w) { return w * cycles.at({d, 1, 1}) / cycles.at({d, 1, w}); };
+    const double p = find_gpu_preset("H200").model.mma_sync_warp_ready;
+    REQUIRE(p == Approx(0.17));
+    auto law_vs_lone = [&](int n) { return (1 - std::pow(1 - p, n)) / p; };  // the model's independence law
+    CHECK(rate_vs_lone(128, 3) == Approx(1.17).margin(0.01));
+    CHECK(rate_vs_lone(64, 3) == Approx(1.30).margin(0.01));
+    CHECK(rate_vs_lone(64, 4) == Approx(1.34).margin(0.01));
+    CHECK(law_vs_lone(3) > 2 * rate_vs_lone(128, 3));  // the law: 2.5x the lone rate at three warps
+    CHECK(law_vs_lone(4) > 2 * rate_vs_lone(64, 4));
+    // Nsight Compute on the timed launches (each configuration's second): issue fraction per scheduler.
+    const auto launches = ncu_raw_kernels(run + "attention_step_ncu.csv");
+    REQUIRE(launches.size() == 18);
+    std::vector<double> issue;
+    for (std::size_t i = 1; i < launches.size(); i += 2) issue.push_back(ncu_number(launches[i], "smsp__issue_active.avg.per_cycle_active"));
+    // Order of the runs: d = 64 (W = 1..4), d = 64 with two row blocks (W = 1, 2), d = 128 (W = 1..3).
+    const double lone64 = issue[0], lone128 = issue[6], three64 = issue[2], three128 = issue[8];
+    CHECK(lone64 == Approx(0.35).margin(0.005));
+    CHECK(lone128 == Approx(0.32).margin(0.005));
+    CHECK(lone128 > 1.8 * p);  // a lone warp's step: about twice the model's readiness
+    CHECK(three128 < 1 - std::pow(1 - p, 3));  // three warps: below the model's law
+    // Two row blocks in one warp issue as two warps do (n = 2 and 4 row blocks per scheduler).
+    CHECK(issue[4] == Approx(issue[1]).margin(0.015));
+    CHECK(issue[5] == Approx(issue[3]).margin(0.025));
+    // fa2_tc at N = 4096, three blocks of 4 warps per SM: 11-16% below the step alone at three warps per scheduler.
+    const double kernel64 = ncu_text_counter(read_text(run + "fa2_tc_d64.txt"), "smsp__issue_active.avg.per_cycle_active", false);
+    const double kernel128 = ncu_text_counter(read_text(run + "fa2_tc_d128.txt"), "smsp__issue_active.avg.per_cycle_active", false);
+    CHECK(kernel64 / three64 == Approx(0.89).margin(0.01));
+    CHECK(kernel128 / three128 == Approx(0.84).margin(0.01));
 }
 
 TEST_CASE("the Hopper rung with the shared tensor-map encoder (kernels/tensor_maps.cu) passes cuda-check on the H200",
