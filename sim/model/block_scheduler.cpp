@@ -142,6 +142,9 @@ private:
     void flush_lapped();
     // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
     const TermSums& terms_of(std::size_t e) {
+        // Room for every entry once the list grows: doubling would hold the old and the new array at once
+        // (2^18 causal entries of 144 bytes, 38 MB, held twice while copied).
+        if (own_terms_.capacity() <= e) own_terms_.reserve(head_.size());
         while (own_terms_.size() <= e) {
             const auto v = term_values(head_[own_terms_.size()].terms);
             TermSums t;
