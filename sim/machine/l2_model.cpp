@@ -31,6 +31,15 @@ void L2Model::begin_block(std::int64_t index) {
     const std::int64_t chip = std::min(slots_, grid_ - w * slots_);
     const std::int64_t mine = std::min(slots_, blocks_per_head_ - w * slots_);
     scale_ = std::max<std::int64_t>(1, chip / std::max<std::int64_t>(1, mine));
+    forget_old_tiles();
+}
+
+void L2Model::forget_old_tiles() {
+    for (TensorState& s : tensors_) {
+        if (s.tiles.pages_held() < s.forget_at) continue;
+        s.tiles.forget_pages([&](const Entry& e) { return e.wave < wave_ && clock_ - e.clock > capacity_; });
+        s.forget_at = std::max(kForgetPages, 2 * s.tiles.pages_held());
+    }
 }
 
 L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {

@@ -113,7 +113,16 @@ private:
         bool initialised = false, tracked = false;
         std::int64_t grid_rows = 0, grid_cols = 0;
         TileStates tiles;
+        std::size_t forget_at = kForgetPages;  // pages held when forget_old_tiles next looks
     };
+    // A causal staircase's blocks are played one at a time and leave every tile they touch with a state
+    // of its own, 32 bytes each (tens of MB a tensor at N = 2^24 with small tiles). A tile last touched in
+    // an earlier wave, more than an L2's worth of bytes ago, is a miss and no concurrent block's for
+    // ever after, as a tile never touched is: read() and write() and every class L2Model::loop forms treat
+    // the two alike. Once a tensor holds this many pages (and each time it doubles), pages of such tiles
+    // are freed.
+    static constexpr std::size_t kForgetPages = 256;  // 8 MB of tile states
+    void forget_old_tiles();
 
     TensorState& state_for(const GlobalTensor& t);
     template <class Visit> void for_each_entry(const Region& r, Visit&& visit);

@@ -24,12 +24,16 @@ void TileStates::reset(std::int64_t tiles) {
     runs_.clear();
     size_ = tiles;
     pages_.clear();
+    pages_held_ = 0;
     pages_.resize(static_cast<std::size_t>((tiles + kPageTiles - 1) / kPageTiles));
 }
 
 TileState& TileStates::stored(std::int64_t index) {
     std::unique_ptr<Page>& page = pages_[static_cast<std::size_t>(index / kPageTiles)];
-    if (!page) page = std::make_unique<Page>();
+    if (!page) {
+        page = std::make_unique<Page>();
+        ++pages_held_;
+    }
     return (*page)[static_cast<std::size_t>(index % kPageTiles)];
 }
 

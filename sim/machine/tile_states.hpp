@@ -9,6 +9,7 @@
 // them one by one. Runs never overlap; a tile a run covers is the run's, whatever its own slot holds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <array>
 #include <map>
@@ -77,6 +78,22 @@ public:
     Piece piece_at(std::int64_t index) const;
 
     std::size_t runs() const { return runs_.size(); }
+    // Pages of tiles stored one by one (32 KiB each).
+    std::size_t pages_held() const { return pages_held_; }
+    // Frees every page whose tiles are each never touched or `forgettable` (a state no later use can tell
+    // from never touched): its tiles read TileState{} from then on. Returns the pages freed.
+    template <class Forgettable>
+    std::size_t forget_pages(Forgettable&& forgettable) {
+        std::size_t freed = 0;
+        for (std::unique_ptr<Page>& page : pages_) {
+            if (!page || !std::all_of(page->begin(), page->end(), [&](const TileState& s) { return s.clock < 0 || forgettable(s); }))
+                continue;
+            page.reset();
+            ++freed;
+        }
+        pages_held_ -= freed;
+        return freed;
+    }
 
 private:
     // Stores run `it`'s tiles [from, to) one by one.
@@ -88,6 +105,7 @@ private:
     using Page = std::array<TileState, kPageTiles>;
     std::int64_t size_ = 0;
     std::vector<std::unique_ptr<Page>> pages_;  // null: every tile of the page never touched
+    std::size_t pages_held_ = 0;
     std::map<std::int64_t, Run> runs_;          // by first tile
     TileState& stored(std::int64_t index);
     // The stretch get() found last: tiles [first, end) of one run, or between runs (run == nullptr). Loops

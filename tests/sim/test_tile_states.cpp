@@ -59,5 +59,28 @@ TEST_CASE("TileStates reads back what a plain array holds after single writes an
     CHECK(untouched_seen > 10000);
 }
 
+TEST_CASE("TileStates frees a page only when every tile of it may be forgotten (L2Model::forget_old_tiles)", "[l2][tile_states]") {
+    TileStates states;
+    states.reset(3 * 1024 + 10);
+    // Page 0: tiles touched at clocks 0..1023, all old. Page 1: old but one recent tile. Page 2: one old tile.
+    for (std::int64_t i = 0; i < 1024; ++i) states.at(i) = TileState{i, 1, i, i % 2 == 0};
+    for (std::int64_t i = 1024; i < 2048; ++i) states.at(i) = TileState{i, 1, i, false};
+    states.at(1500) = TileState{1'000'000, 7, 1500, true};
+    states.at(2100) = TileState{5, 2, 2100, false};
+    // A run over part of page 2 keeps its states whatever happens to the page's own slots.
+    states.set_run(3000, 10, {TileState{900'000, 6, 3000, false}}, {1, 0, 1});
+    REQUIRE(states.pages_held() == 3);
+    const std::size_t freed = states.forget_pages([](const TileState& s) { return s.clock < 100'000; });
+    CHECK(freed == 2);  // pages 0 and 2 (page 2's slots under the run hold never-touched states)
+    CHECK(states.pages_held() == 1);
+    CHECK(states.get(5) == TileState{});
+    CHECK(states.get(2100) == TileState{});
+    CHECK(states.get(1024) == TileState(1024, 1, 1024, false));  // page 1 kept whole
+    CHECK(states.get(1500) == TileState(1'000'000, 7, 1500, true));
+    CHECK(states.get(3004) == TileState(900'004, 6, 3004, false));  // the run's
+    // Freed pages read as never touched: piece_at says so.
+    CHECK(states.piece_at(10).untouched);
+}
+
 }  // namespace
 }  // namespace fasim
