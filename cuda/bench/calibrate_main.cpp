@@ -21,8 +21,10 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "bench/attention_step.hpp"
 #include "bench/cublas_rates.hpp"
 #include "bench/microbench.hpp"
 #include "common/check.hpp"
@@ -184,6 +186,16 @@ int main(int argc, char** argv) {
         raw["launch_overhead_s"] = launch;
         raw["sm_clock_under_mma_whole_gpu_hz"] = clock_loaded;
         raw["sm_clock_under_mma_one_block_hz"] = clock_one_block;
+        // The FA2 step's cycles per warp at 1 to 4 warps per scheduler (bench/attention_step.hpp): the shape of
+        // the mma.sync issue rate, kept for the model's readiness (not used by it yet).
+        if (has_mma)
+            for (const auto& [d, row_blocks] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
+                for (int w = 1; w <= 4; ++w) {
+                    const bench::AttentionStepIssue a = bench::attention_step_issue(sms, d, row_blocks, w);
+                    if (!a.ran) continue;
+                    raw["attention_step"].push_back({{"d", d}, {"row_blocks", row_blocks}, {"warps_per_scheduler", w},
+                                                     {"registers", a.registers}, {"cycles_per_step", a.cycles_per_step}});
+                }
 
         // The GPU file: the preset for this card where fa-sim has one (its datasheet numbers and
         // sources), else the device's properties and architecture facts.

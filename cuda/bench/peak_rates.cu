@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             // Each configuration's launch is its own (under Nsight Compute, one launch each after a warm-up).
             std::printf(json ? "{\"gpu\": \"%s\", \"attention_step\": [" : "%s: one FA2 step (64 keys, fp16) per warp, one block per SM\n", prop.name);
             bool first = true;
-            for (const auto [d, rb] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
+            for (const auto& [d, rb] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
                     for (int w = 1; w <= 4; ++w) {
                         const bench::AttentionStepIssue a = bench::attention_step_issue(prop.multiProcessorCount, d, rb, w);
                         if (json)
