@@ -11,9 +11,6 @@ metrics="smsp__issue_active.avg.per_cycle_active,smsp__issue_active.max.per_cycl
 smsp__inst_executed.max,smsp__cycles_active.max,smsp__warps_active.avg.per_cycle_active,sm__cycles_elapsed.avg.per_second,\
 sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum"
 log "peak-rates --attention-step (text, then JSON)"
-# "${into[@]}" FILE COMMAND...: the command's output into FILE, so that step's own log line stays out of it
-# (a command of its own, as timeout needs).
-into=(bash -c 'f=$1; shift; "$@" > "$f" 2>&1' into)
 step 120 attention_step "${into[@]}" "$out/attention_step.txt" "$build/cuda/peak-rates" --attention-step
 step 120 attention_step_json "${into[@]}" "$out/attention_step.json" "$build/cuda/peak-rates" --attention-step --json
 cat "$out/attention_step.txt"

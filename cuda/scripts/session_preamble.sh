@@ -7,6 +7,7 @@
 #   $out    the session folder      $build  the build folder      $arch  the CUDA architecture built
 #   log MESSAGE...                  prints "== HH:MM:SS MESSAGE" and appends it to $out/session.log
 #   step SECONDS NAME COMMAND...     runs the command with a time limit and logs its exit status (or that it was cut off)
+#   "${into[@]}" FILE COMMAND...     the command with its output into FILE (for step: its log line stays out of FILE)
 #   check_kernels SECONDS ALGO...    cuda-check of those kernels, the whole grid, into $out/check.txt
 #   sanitize_small ALGO...           compute-sanitizer memcheck, racecheck, synccheck (30 s each) on cuda-check
 #                                    --small --max-n 70 of those kernels; logs in $out/sanitizer/
@@ -54,6 +55,7 @@ build_commit() {
     exit 1
   }
 }
+into=(bash -c 'f=$1; shift; "$@" > "$f" 2>&1' into)
 step() {
   local limit=$1 name=$2
   shift 2
