@@ -2594,6 +2594,15 @@ TEST_CASE("the FA2 step alone on the H200 (peak-rates --attention-step): a lone 
     const double kernel128 = ncu_text_counter(read_text(run + "fa2_tc_d128.txt"), "smsp__issue_active.avg.per_cycle_active", false);
     CHECK(kernel64 / three64 == Approx(0.89).margin(0.01));
     CHECK(kernel128 / three128 == Approx(0.84).margin(0.01));
+    // fa-calibrate --raw runs the same probe (2026-12-01-h200-calibrate, the same machine 27 minutes later): it repeats.
+    const std::string calibrate = kResults + "2026-12-01-h200-calibrate/";
+    CHECK(read_text(calibrate + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const json raw = load(calibrate + "calibrate_raw.json");
+    REQUIRE(raw.at("attention_step").size() == cycles.size());
+    for (const json& a : raw.at("attention_step")) {
+        const std::tuple<int, int, int> key{a.at("d").get<int>(), a.at("row_blocks").get<int>(), a.at("warps_per_scheduler").get<int>()};
+        CHECK(a.at("cycles_per_step").get<double>() == Approx(cycles.at(key)).epsilon(0.001));
+    }
 }
 
 TEST_CASE("the Hopper rung with the shared tensor-map encoder (kernels/tensor_maps.cu) passes cuda-check on the H200",
