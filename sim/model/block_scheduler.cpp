@@ -140,18 +140,33 @@ private:
     void credit_singles(std::size_t first, const int* takers, std::size_t count);
     void flush_log();  // and the lapped classes: whatever is not yet in sm_terms_
     void flush_lapped();
-    // An entry's terms, fixed-point; kept from the first entry to the last one asked for.
+    // An entry's terms, fixed-point. Converted once and kept for the first kept_entries_ entries: every
+    // head credits its first few thousand blocks one by one (run_stretch), and the log's flush credits
+    // every entry, head batch after head batch. Kept for all of a head of up to 40 MB of them (a causal
+    // kernel at N = 2^24 with 64-row tiles, 2^18 entries: 38 MB); of a longer head only the first 2^14, the
+    // others converted when asked (a few ns; the last one kept, for the flush, which asks entry by entry):
+    // all of 2^19 entries (32-row tiles) would hold 75 MB beside the entries themselves.
+    // The reference is valid until the next call.
     const TermSums& terms_of(std::size_t e) {
-        // Room for every entry once the list grows: doubling would hold the old and the new array at once
-        // (2^18 causal entries of 144 bytes, 38 MB, held twice while copied).
-        if (own_terms_.capacity() <= e) own_terms_.reserve(head_.size());
-        while (own_terms_.size() <= e) {
-            const auto v = term_values(head_[own_terms_.size()].terms);
-            TermSums t;
-            for (std::size_t f = 0; f < kTerms; ++f) t[f] = term_scale_[f].from_seconds(v[f]);
-            own_terms_.push_back(t);
+        if (e < kept_terms_.size()) return kept_terms_[e];
+        return e == converted_entry_ ? converted_ : convert(e);
+    }
+    const TermSums& convert(std::size_t e);  // terms_of's slow path
+    // Blocks of entries first.., one each, to `takers`.
+    void credit_each(std::size_t first, const int* takers, std::size_t count) {
+        if (count == 0) return;
+        if (first + count <= kept_entries_) {
+            terms_of(first + count - 1);  // all kept from here
+            for (std::size_t i = 0; i < count; ++i) credit(takers[i], kept_terms_[first + i], 1);
+            return;
         }
-        return own_terms_[e];
+        for (std::size_t i = 0; i < count; ++i) credit(takers[i], terms_of(first + i), 1);
+    }
+    TermSums converted(std::size_t e) const {
+        const auto v = term_values(head_[e].terms);
+        TermSums t;
+        for (std::size_t f = 0; f < kTerms; ++f) t[f] = term_scale_[f].from_seconds(v[f]);
+        return t;
     }
     // The rest of a stretch from `from`, dealt in turn: per position p, the durations and the terms of
     // blocks from + p, from + p + slots, ... Heads reach that point at the same few entries, so a few are
@@ -183,7 +198,10 @@ private:
     // Per entry: the end of its stretch of single blocks whose durations do not decrease (the next entry,
     // outside one); for a single block outside a stretch of a round, the end of such blocks.
     std::vector<std::uint32_t> stretch_end_, singles_end_;
-    std::vector<TermSums> own_terms_;
+    std::size_t kept_entries_;
+    std::vector<TermSums> kept_terms_;  // of the first entries
+    TermSums converted_{};               // of entry converted_entry_
+    std::size_t converted_entry_ = static_cast<std::size_t>(-1);
     std::vector<InTurnSums> in_turn_sums_;  // the last few asked for, latest first
     std::vector<SlotTime> untouched_, queue_, rest_;  // run_stretch's
     std::vector<int> taker_;
@@ -208,8 +226,8 @@ private:
         const auto l = static_cast<std::size_t>(lapping_);
         if (l == e) return true;
         if (duration_[e] != duration_[l]) return false;
-        terms_of(std::max(e, l));  // both entries' terms known
-        return own_terms_[e] == own_terms_[l];
+        const TermSums of_e = terms_of(e);  // a copy: terms_of(l) replaces what the reference shows
+        return of_e == terms_of(l);
     }
     BlockSchedule out_;
     CycleDetector heads_cycle_;
@@ -225,6 +243,8 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std
     : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
       ring_(sm_count * slots_per_sm, sm_count), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
       sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
+    const std::size_t keep_all_up_to = (std::size_t{40} << 20) / sizeof(TermSums);  // 40 MB: 291,271 entries
+    kept_entries_ = head_.size() <= keep_all_up_to ? head_.size() : std::size_t{1} << 14;
     for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = sm_of_slot(s, sm_count_);
     // Quanta from the largest sums: all blocks' durations, and each term over all blocks (at least any
     // one value, when there are no blocks).
@@ -356,6 +376,17 @@ void GreedyScheduler::run_entries(std::size_t from, std::size_t to, std::int64_t
         }
         run_of(e, count);
     }
+}
+
+const TermSums& GreedyScheduler::convert(std::size_t e) {
+    if (e < kept_entries_) {
+        if (kept_terms_.capacity() < kept_entries_) kept_terms_.reserve(kept_entries_);  // no doubling: no copy held twice
+        while (kept_terms_.size() <= e) kept_terms_.push_back(converted(kept_terms_.size()));
+        return kept_terms_[e];
+    }
+    converted_ = converted(e);
+    converted_entry_ = e;
+    return converted_;
 }
 
 void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool record) {
@@ -509,8 +540,7 @@ void GreedyScheduler::run_stretch(std::size_t from) {
     }
     // Credited at once: the few thousand entries a head starts with keep their terms in cache, where the
     // log would only add its own pass.
-    if (!taker_.empty()) terms_of(from + taker_.size() - 1);
-    for (std::size_t i = 0; i < taker_.size(); ++i) credit(taker_[i], own_terms_[from + i], 1);
+    credit_each(from, taker_.data(), taker_.size());
     // Back into the ring, in order.
     rest_.assign(untouched_.begin() + static_cast<std::ptrdiff_t>(next), untouched_.end());
     for (std::size_t i = 0, r = 0, q = 0; i < n; ++i) {
@@ -581,13 +611,11 @@ void GreedyScheduler::credit_singles(std::size_t first, const int* takers, std::
         log_.record(first, takers, count);
         return;
     }
-    terms_of(first + count - 1);
-    for (std::size_t i = 0; i < count; ++i) credit(takers[i], own_terms_[first + i], 1);
+    credit_each(first, takers, count);
 }
 
 void GreedyScheduler::flush_log() {
-    if (log_.recorded_end() > 0) terms_of(log_.recorded_end() - 1);
-    log_.flush([this](int slot, std::size_t entry) { credit(slot, own_terms_[entry], 1); });
+    log_.flush([this](int slot, std::size_t entry) { credit(slot, terms_of(entry), 1); });
     flush_lapped();
 }
 

@@ -460,6 +460,35 @@ TEST_CASE("Block scheduler: shrinking, plateaued and mixed single blocks, as the
     }
 }
 
+// The scheduler keeps every entry's fixed-point terms only up to 40 MB of them (291,271 entries); a longer
+// head, a causal kernel of 2^19 blocks (32-row Q tiles at N = 2^24), keeps its first 2^14 and converts
+// the others when asked. Heads of 300,000 single blocks that grow, shrink or plateau cross that line in
+// every path that credits single blocks (one by one, in turn, by rounds, through the log).
+TEST_CASE("Block scheduler: heads longer than the terms it keeps converted, as the greedy list schedule", "[model][scheduler]") {
+    std::mt19937_64 rng(20261201);
+    auto dyadic = [&](int lo, int hi) { return std::ldexp(static_cast<double>(std::uniform_int_distribution<int>(lo, hi)(rng)), -12); };
+    const std::int64_t n = 300000;
+    for (const char* shape : {"growing", "shrinking", "plateaus"}) {
+        Case c;
+        c.sm_count = 132;
+        c.slots_per_sm = 2;
+        c.heads = 2;
+        c.what = shape;
+        const double first = dyadic(4096, 8192), step = dyadic(1, 4);
+        for (std::int64_t i = 0; i < n; ++i) {
+            BlockTerms t;
+            const std::string s = shape;
+            const double k = static_cast<double>(s == "growing" ? i : s == "shrinking" ? n - 1 - i : (i / 5000) % 7);
+            t.matmul = first + k * step;
+            t.smem = t.matmul * 0.5;
+            c.head.push_back({t, t.duration(2), 1});
+        }
+        INFO(describe(c));
+        check_same(schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, 0),
+                   reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, 0));
+    }
+}
+
 // A row kernel over rows that are no whole number of 128-byte lines: each row a long run of blocks whose
 // duration differs a little from the row before's (where the row meets the lines), then its ragged last
 // block. A run (of four rounds or more) after a longer one finds the slots out of turn by a band of them,
