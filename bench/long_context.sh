@@ -48,6 +48,13 @@ run() {  # label, then fa-sim's arguments
   for n in 4194304 16777216; do
     run "--algo fa2 --N $n --causal --pass fwd+bwd --gpu H200 --d 128" --algo fa2 --N "$n" --causal --pass fwd+bwd --gpu H200 --d 128
   done
+  # 32-row Q tiles at d = 256 on the cards with the least shared memory: 2^19 blocks a causal kernel
+  for gpu in T4 L4; do
+    run "--algo fa2 --N 16777216 --causal --pass fwd+bwd --gpu $gpu --d 256" --algo fa2 --N 16777216 --causal --pass fwd+bwd --gpu "$gpu" --d 256
+  done
+  # FA1's passes at d = 128 take K/V tiles that do not divide each other (163 and 83 keys on the A100), so
+  # they share no tile grid and the backward's loops, on the forward's grid, are played item by item
+  run "--algo fa1 --N 262144 --pass fwd+bwd --d 128" --algo fa1 --N 262144 --pass fwd+bwd --d 128
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128

@@ -1,6 +1,7 @@
 #include "exec/shared_grids.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace fasim {
 
@@ -12,8 +13,8 @@ public:
     void launch(const KernelDesc&, const BlockBody&) override {}
 };
 
-// `first`, made finer where `later` divides it.
-std::int64_t finer(std::int64_t first, std::int64_t later) { return later > 0 && first % later == 0 ? later : first; }
+// The finest grid that both `first` and `later` line up with.
+std::int64_t finer(std::int64_t first, std::int64_t later) { return later > 0 ? std::gcd(first, later) : first; }
 
 }  // namespace
 
