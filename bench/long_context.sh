@@ -52,9 +52,10 @@ run() {  # label, then fa-sim's arguments
   for gpu in T4 L4; do
     run "--algo fa2 --N 16777216 --causal --pass fwd+bwd --gpu $gpu --d 256" --algo fa2 --N 16777216 --causal --pass fwd+bwd --gpu "$gpu" --d 256
   done
-  # FA1's passes at d = 128 take K/V tiles that do not divide each other (163 and 83 keys on the A100), so
-  # they share no tile grid and the backward's loops, on the forward's grid, are played item by item
-  run "--algo fa1 --N 262144 --pass fwd+bwd --d 128" --algo fa1 --N 262144 --pass fwd+bwd --d 128
+  # FA1's passes at d = 128 take K/V tiles that do not divide each other (163 and 83 keys on the A100): the
+  # L2 model follows their tensors on one-row tiles, untracked past 2^22 of them (rule 1's record instead)
+  for n in 1048576 16777216; do run "--algo fa1 --N $n --pass fwd+bwd --d 128" --algo fa1 --N "$n" --pass fwd+bwd --d 128; done
+  run "--algo fa1 --N 1048576 --pass fwd+bwd --d 128 --causal" --algo fa1 --N 1048576 --pass fwd+bwd --d 128 --causal
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
