@@ -88,6 +88,7 @@ public:
     static constexpr int kMostMisses = 16;
 
     bool watching() const { return misses_ < kMostMisses; }
+    std::size_t seen() const { return last_.size(); }  // of the last four
     // The next one; true when the last four grow alike.
     bool grows_with(Described next) {
         last_.push_back(std::move(next));
@@ -224,6 +225,13 @@ public:
     // counts and work each by one increment); the rest of the whole units are made from the last of them
     // without running the body: counted by the increments and recorded grown. Loops that shrink are
     // followed while they run at least once.
+    // Where four units of `period` do not grow alike, twice as many iterations are taken as a unit, up to
+    // kMostDoublings times: the tiles' places in 128-byte lines recur only every few units (FA1's backward
+    // at d = 128 on the A100: 83-row Q tiles, whose 332 bytes of l and m start at a place in a line that
+    // recurs every 32 tiles, so the requests of one unit to the next differ, and those of 32 to the next
+    // 32 do not).
+    static constexpr int kMostDoublings = 6;
+    static constexpr int kMissesBeforeDoubling = 4;
     void repeat_growing(std::int64_t first, std::int64_t count, std::int64_t period,
                         const std::function<void(std::int64_t)>& body) override {
         if (!describe_ || period < 1 || count < 5 * period) {
@@ -232,25 +240,34 @@ public:
         }
         AccessList* outer = describe_;
         StaircaseWindow window;
-        std::int64_t i = first;
+        std::int64_t i = first, unit = period;
         const std::int64_t end = first + count;
         bool grows = false;
-        while (end - i >= period && !grows) {
+        int doublings = 0, misses = 0;
+        while (end - i >= unit && !grows) {
             AccessList made;
             describe_ = &made;
             const Counters before = counters();
-            for (std::int64_t q = 0; q < period; ++q) body(i++);
+            for (std::int64_t q = 0; q < unit; ++q) body(i++);
             const Counters after = counters();
             describe_ = outer;
             if (window.watching()) grows = window.grows_with({made, difference(after, before), {}});
             for (AccessNode& n : made) outer->push_back(std::move(n));
             described();
+            // Four units seen and still not alike: larger units, while enough iterations remain to see four.
+            if (!grows && window.seen() >= 4 && ++misses >= kMissesBeforeDoubling && doublings < kMostDoublings &&
+                end - i >= 5 * 2 * unit) {
+                unit *= 2;
+                ++doublings;
+                misses = 0;
+                window = StaircaseWindow{};
+            }
         }
         if (grows) {
             const std::vector<AccessGrowth> step = window.step();
             const Counters more = window.more();
             AccessList made = std::move(window.last().accesses);
-            const std::int64_t n = std::min((end - i) / period, growth_room(made, step));
+            const std::int64_t n = std::min((end - i) / unit, growth_room(made, step));
             // Unit m = 1 ... n after the last described counts the last one's plus m increments.
             add_counts(window.last().counts, n, true);
             add_counts(more, n * (n + 1) / 2, true);
@@ -259,7 +276,7 @@ public:
                 outer->insert(outer->end(), made.begin(), made.end());
                 described();
             }
-            i += n * period;
+            i += n * unit;
         }
         for (; i < end; ++i) body(i);
     }

@@ -164,6 +164,16 @@ TEST_CASE("FA1 with the mask, one block per head, plays its long record in parts
     check_same({&algorithm("fa1"), PassSelection::fwd, problem(30000, 30000, 64, DType::fp32, true, 1, 2), &gpu("T4"), splits, {}, " (q_splits 3)"});
 }
 
+TEST_CASE("FA1's causal backward with 83-row tiles grows in units of 32 K/V tiles and counts as the by-block path",
+          "[counting]") {
+    // fp16 at d = 128 on the A100: 83-row Q and K/V tiles, so each K/V tile meets one Q tile fewer than the
+    // one before, but l and m of a Q tile (83 x 4 bytes) start at a place in a 128-byte line that recurs only
+    // every 32 tiles: one K/V tile's requests to the next differ, 32 tiles' to the next 32 do not. The
+    // staircase doubles its unit until four units grow alike (at N = 60,000: 723 K/V tiles, units of 32).
+    for (const PassSelection pass : {PassSelection::bwd, PassSelection::fwd_bwd})
+        check_same({&algorithm("fa1"), pass, problem(60000, 60000, 128, DType::fp16, true, 1, 1), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+}
+
 TEST_CASE("change_points finds every index where a non-decreasing step function changes", "[counting]") {
     std::mt19937_64 rng(20261128);
     for (int trial = 0; trial < 200; ++trial) {
