@@ -56,6 +56,8 @@ run() {  # label, then fa-sim's arguments
   # L2 model follows their tensors on one-row tiles, untracked past 2^22 of them (rule 1's record instead)
   for n in 1048576 16777216; do run "--algo fa1 --N $n --pass fwd+bwd --d 128" --algo fa1 --N "$n" --pass fwd+bwd --d 128; done
   run "--algo fa1 --N 1048576 --pass fwd+bwd --d 128 --causal" --algo fa1 --N 1048576 --pass fwd+bwd --d 128 --causal
+  # its causal backward alone: 83-row tiles, whose l and m recur in 128-byte lines every 32 tiles
+  run "--algo fa1 --N 1048576 --pass bwd --d 128 --causal" --algo fa1 --N 1048576 --pass bwd --d 128 --causal
   run "--algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384" --algo fa2 --N 16777216 --d 256 --batch 4 --heads 16384
   run "--algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128" \
       --algo flash_decoding --N 1 --Nk 16777216 --heads 32 --kv-heads 8 --d 128
