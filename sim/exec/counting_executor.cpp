@@ -226,11 +226,13 @@ public:
     // without running the body: counted by the increments and recorded grown. Loops that shrink are
     // followed while they run at least once.
     // Where four units of `period` do not grow alike, twice as many iterations are taken as a unit, up to
-    // kMostDoublings times: the tiles' places in 128-byte lines recur only every few units (FA1's backward
+    // kMostUnitIterations: the tiles' places in 128-byte lines recur only every few units (FA1's backward
     // at d = 128 on the A100: 83-row Q tiles, whose 332 bytes of l and m start at a place in a line that
     // recurs every 32 tiles, so the requests of one unit to the next differ, and those of 32 to the next
-    // 32 do not).
-    static constexpr int kMostDoublings = 6;
+    // 32 do not). A 4-byte row statistic recurs within 32 rows' worth of tiles, a wider row sooner. Larger
+    // units are not tried: the window holds four units' accesses (FA1's backward on the H100 at d = 128,
+    // 115-row tiles in units of 115, would hold 588 MB at N = 2^20 in units of 1840).
+    static constexpr std::int64_t kMostUnitIterations = 64;
     static constexpr int kMissesBeforeDoubling = 4;
     void repeat_growing(std::int64_t first, std::int64_t count, std::int64_t period,
                         const std::function<void(std::int64_t)>& body) override {
@@ -243,7 +245,7 @@ public:
         std::int64_t i = first, unit = period;
         const std::int64_t end = first + count;
         bool grows = false;
-        int doublings = 0, misses = 0;
+        int misses = 0;
         while (end - i >= unit && !grows) {
             AccessList made;
             describe_ = &made;
@@ -255,10 +257,9 @@ public:
             for (AccessNode& n : made) outer->push_back(std::move(n));
             described();
             // Four units seen and still not alike: larger units, while enough iterations remain to see four.
-            if (!grows && window.seen() >= 4 && ++misses >= kMissesBeforeDoubling && doublings < kMostDoublings &&
+            if (!grows && window.seen() >= 4 && ++misses >= kMissesBeforeDoubling && 2 * unit <= kMostUnitIterations &&
                 end - i >= 5 * 2 * unit) {
                 unit *= 2;
-                ++doublings;
                 misses = 0;
                 window = StaircaseWindow{};
             }
