@@ -35,9 +35,12 @@ void L2Model::begin_block(std::int64_t index) {
 }
 
 void L2Model::forget_old_tiles() {
+    // A tile of an earlier wave is read by no block as a concurrent hit; nor, in a kernel of one block per
+    // head (FA1's), is a tile this block touched: no other block of the head shares its wave.
+    const bool lone_block = blocks_per_head_ == 1;
     for (TensorState& s : tensors_) {
         if (s.tiles.pages_held() < s.forget_at) continue;
-        s.tiles.forget_pages([&](const Entry& e) { return e.wave < wave_ && clock_ - e.clock > capacity_; });
+        s.tiles.forget_pages([&](const Entry& e) { return (e.wave < wave_ || lone_block) && clock_ - e.clock > capacity_; });
         s.forget_at = std::max(kForgetPages, 2 * s.tiles.pages_held());
     }
 }
@@ -105,6 +108,7 @@ std::int64_t L2Model::read(const Region& r) {
         if (e) touch(*e);
     });
     dram_of(*r.tensor).read += dram;
+    if (blocks_per_head_ == 1) forget_old_tiles();  // a lone block touches all of a head's tiles
     return dram;
 }
 
@@ -120,6 +124,7 @@ std::int64_t L2Model::write(const Region& r) {
         }
     });
     dram_of(*r.tensor).write += dram;
+    if (blocks_per_head_ == 1) forget_old_tiles();
     return dram;
 }
 

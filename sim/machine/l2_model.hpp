@@ -72,6 +72,12 @@ public:
         bool operator==(const Dram&) const = default;
     };
     const std::vector<Dram>& dram_by_tensor() const { return dram_; }
+    // Pages of tile states held, over all tensors (TileStates::pages_held).
+    std::size_t tile_pages_held() const {
+        std::size_t pages = 0;
+        for (const TensorState& s : tensors_) pages += s.tiles.pages_held();
+        return pages;
+    }
 
     // One access of a loop's item: `region` where it is in item 0, moving by `step` per item. A loop of
     // alike items: each makes the same accesses (nested loops unrolled into `accesses`, or not: see

@@ -3,8 +3,10 @@
 // of states given the same writes holds, and piece_at describes each tile truly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
+#include "machine/l2_model.hpp"
 #include "machine/tile_states.hpp"
 
 namespace fasim {
@@ -80,6 +82,40 @@ TEST_CASE("TileStates frees a page only when every tile of it may be forgotten (
     CHECK(states.get(3004) == TileState(900'004, 6, 3004, false));  // the run's
     // Freed pages read as never touched: piece_at says so.
     CHECK(states.piece_at(10).untouched);
+}
+
+// A kernel of one block per head (FA1's) runs its whole head in one block, in one wave: a tile that block
+// touched an L2's worth of bytes ago can be read by no other block as a concurrent hit, so it is as good
+// as never touched, and the L2 model frees its page (at N = 2^20 FA1's forward and backward at d = 128, on
+// one-row tiles, held 241 MB of them, 96 MB since). Two passes over 2^20 one-row tiles give the same
+// bytes as when the block shares its head with another (nothing freed), holding a few pages, not 1024.
+TEST_CASE("L2Model frees a lone block's tiles an L2's worth of bytes old, and counts the same bytes", "[l2][tile_states]") {
+    const GlobalTensor t{"T", 1, 1 << 20, 64, 2, 1, 64, false, 0};  // 128-byte rows, one per tile
+    auto run = [&](std::int64_t blocks_per_head, std::size_t& most_pages) {
+        L2Model l2(64 * 1024);
+        l2.begin_kernel(1, blocks_per_head, blocks_per_head);
+        l2.begin_block(0);
+        std::vector<std::int64_t> dram;
+        most_pages = 0;
+        for (int pass = 0; pass < 2; ++pass) {
+            std::int64_t bytes = 0;
+            for (std::int64_t r = 0; r < t.rows; ++r) {
+                bytes += l2.read({&t, 0, r, 1, 0, t.cols});
+                most_pages = std::max(most_pages, l2.tile_pages_held());
+            }
+            dram.push_back(bytes);
+        }
+        std::int64_t last_rows = 0;  // the last 256 rows (32 KiB) are still resident
+        for (std::int64_t r = t.rows - 256; r < t.rows; ++r) last_rows += l2.read({&t, 0, r, 1, 0, t.cols});
+        dram.push_back(last_rows);
+        return dram;
+    };
+    std::size_t lone_pages = 0, shared_pages = 0;
+    const std::vector<std::int64_t> lone = run(1, lone_pages), shared = run(2, shared_pages);
+    CHECK(lone == std::vector<std::int64_t>{std::int64_t{1} << 27, std::int64_t{1} << 27, 0});
+    CHECK(lone == shared);
+    CHECK(shared_pages == 1024);
+    CHECK(lone_pages <= 260);
 }
 
 }  // namespace
