@@ -11,7 +11,13 @@
 // fractions relative to one another (the step's instructions are the same at every W).
 #pragma once
 
+#include <utility>
+
 namespace fasim::bench {
+
+// The (d, row blocks a warp) the probe is built for; peak-rates and fa-calibrate run each at 1 to 4 warps
+// per scheduler.
+inline constexpr std::pair<int, int> kAttentionStepShapes[] = {{64, 1}, {64, 2}, {128, 1}};
 
 struct AttentionStepIssue {
     int d = 0, row_blocks = 0, warps_per_scheduler = 0;

@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
         // The FA2 step's cycles per warp at 1 to 4 warps per scheduler (bench/attention_step.hpp): the shape of
         // the mma.sync issue rate, kept for the model's readiness (not used by it yet).
         if (has_mma)
-            for (const auto& [d, row_blocks] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
+            for (const auto& [d, row_blocks] : bench::kAttentionStepShapes)
                 for (int w = 1; w <= 4; ++w) {
                     const bench::AttentionStepIssue a = bench::attention_step_issue(sms, d, row_blocks, w);
                     if (!a.ran) continue;

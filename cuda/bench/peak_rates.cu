@@ -16,7 +16,6 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bench/attention_step.hpp"
@@ -91,23 +90,23 @@ int main(int argc, char** argv) {
             // Each configuration's launch is its own (under Nsight Compute, one launch each after a warm-up).
             std::printf(json ? "{\"gpu\": \"%s\", \"attention_step\": [" : "%s: one FA2 step (64 keys, fp16) per warp, one block per SM\n", prop.name);
             bool first = true;
-            for (const auto& [d, rb] : {std::pair{64, 1}, std::pair{64, 2}, std::pair{128, 1}})
-                    for (int w = 1; w <= 4; ++w) {
-                        const bench::AttentionStepIssue a = bench::attention_step_issue(prop.multiProcessorCount, d, rb, w);
-                        if (json)
-                            std::printf("%s{\"d\": %d, \"row_blocks\": %d, \"warps_per_scheduler\": %d, \"registers\": %d, \"ran\": %s, "
-                                        "\"steps\": %d, \"cycles_per_step\": %.2f, \"min_cycles_per_step\": %.2f, \"max_cycles_per_step\": %.2f}",
-                                        first ? "" : ", ", d, rb, w, a.registers, a.ran ? "true" : "false", a.steps, a.cycles_per_step,
-                                        a.min_cycles_per_step, a.max_cycles_per_step);
-                        else if (!a.ran)
-                            std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: not run (%d registers a thread)\n", d, rb,
-                                        w, a.registers);
-                        else
-                            std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: %8.1f cycles a step (%.1f..%.1f), "
-                                        "%d registers\n", d, rb, w, a.cycles_per_step, a.min_cycles_per_step, a.max_cycles_per_step,
-                                        a.registers);
-                        first = false;
-                    }
+            for (const auto& [d, rb] : bench::kAttentionStepShapes)
+                for (int w = 1; w <= 4; ++w) {
+                    const bench::AttentionStepIssue a = bench::attention_step_issue(prop.multiProcessorCount, d, rb, w);
+                    if (json)
+                        std::printf("%s{\"d\": %d, \"row_blocks\": %d, \"warps_per_scheduler\": %d, \"registers\": %d, \"ran\": %s, "
+                                    "\"steps\": %d, \"cycles_per_step\": %.2f, \"min_cycles_per_step\": %.2f, \"max_cycles_per_step\": %.2f}",
+                                    first ? "" : ", ", d, rb, w, a.registers, a.ran ? "true" : "false", a.steps, a.cycles_per_step,
+                                    a.min_cycles_per_step, a.max_cycles_per_step);
+                    else if (!a.ran)
+                        std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: not run (%d registers a thread)\n", d, rb,
+                                    w, a.registers);
+                    else
+                        std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: %8.1f cycles a step (%.1f..%.1f), "
+                                    "%d registers\n", d, rb, w, a.cycles_per_step, a.min_cycles_per_step, a.max_cycles_per_step,
+                                    a.registers);
+                    first = false;
+                }
             if (json) std::printf("]}\n");
             return 0;
         }

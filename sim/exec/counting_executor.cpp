@@ -231,7 +231,7 @@ public:
     // recurs every 32 tiles, so the requests of one unit to the next differ, and those of 32 to the next
     // 32 do not). A 4-byte row statistic recurs within 32 rows' worth of tiles, a wider row sooner. Larger
     // units are not tried: the window holds four units' accesses (FA1's backward on the H100 at d = 128,
-    // 115-row tiles in units of 115, would hold 588 MB at N = 2^20 in units of 1840).
+    // 115-row tiles in units of 115, peaked at 588 MB at N = 2^20 when units of up to 64 x 115 were tried).
     // Nor where a unit's accesses, four of them kept in the window, would hold more than kMostUnitNodes
     // nodes (an access or a loop each). Larger units still hold more: FA1's causal backward on the T4 at
     // d = 256 grows in units of 32, 2.7x faster at N = 2^20, and peaks at 82 MB against 53 MB (the L2

@@ -125,8 +125,10 @@ private:
     // of its own, 32 bytes each (tens of MB a tensor at N = 2^24 with small tiles). A tile last touched in
     // an earlier wave, more than an L2's worth of bytes ago, is a miss and no concurrent block's for
     // ever after, as a tile never touched is: read() and write() and every class L2Model::loop forms treat
-    // the two alike. Once a tensor holds this many pages (and each time it doubles), pages of such tiles
-    // are freed.
+    // the two alike. So is, in a kernel of one block per head (FA1's, which runs a head in one block), a
+    // tile the block itself touched that long ago: no other block of its wave can read it as a concurrent
+    // hit. Once a tensor holds this many pages (and each time it doubles), pages of such tiles are freed:
+    // at each block, and after every access in a kernel of one block per head.
     static constexpr std::size_t kForgetPages = 256;  // 8 MB of tile states
     void forget_old_tiles();
 
