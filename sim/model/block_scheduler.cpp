@@ -95,11 +95,13 @@ BlockSchedule schedule_one_at_a_time(const std::vector<TimedBlocks>& head, std::
 //    a common step not too small) or each head fills whole rounds; with generic durations the slots'
 //    free times keep drifting against one another and never repeat, and every head is scheduled;
 //  - a stretch of entries repeated within a head (RepeatedStretch) runs repetition after repetition with
-//    the same cycle detection over its repetitions: whole cycles are added at once.
+//    the same cycle detection over its repetitions: whole cycles are added at once;
+//  - past a budget of slot operations, in a kernel whose longest block is a tiny part of its work, the
+//    blocks left are spread evenly over the slots (schedule_blocks says how far from exact that is).
 class GreedyScheduler {
 public:
     GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats, std::int64_t heads,
-                    int sm_count, int slots_per_sm, std::size_t timeline_blocks);
+                    int sm_count, int slots_per_sm, std::size_t timeline_blocks, std::int64_t exact_operations);
     BlockSchedule run();
 
 private:
@@ -136,6 +138,15 @@ private:
     void run_singles(std::size_t from, std::size_t to);
     void deal_stretch(std::size_t from);
     void settle();
+    // Whether the blocks from here on are spread evenly (once the budget is spent, where that may be).
+    bool spreading() {
+        spread_ = spread_ || (may_spread_ && operations_ > exact_operations_ && out_.timeline.size() >= timeline_blocks_);
+        return spread_;
+    }
+    // Entries from.. to..'s blocks, `times` over, spread: their durations and terms summed.
+    void spread(std::size_t from, std::size_t to, Fixed times);
+    void spread_heads(Fixed heads);  // whole heads, repeats included
+    void finish_spread();            // the makespan and each SM's share, from the slots' free times
     // Single blocks of entries first.. went to `takers`: logged, or credited at once.
     void credit_singles(std::size_t first, const int* takers, std::size_t count);
     void flush_log();  // and the lapped classes: whatever is not yet in sm_terms_
@@ -236,13 +247,26 @@ private:
     // it comes back every repetition with the same class (only one, or each would settle the other's).
     std::ptrdiff_t repeat_lapper_ = -1;
     std::vector<Fixed> scratch_;
+    // The budget: one_block's and settle's calls so far, against exact_operations_.
+    std::int64_t operations_ = 0;
+    const std::int64_t exact_operations_;
+    bool may_spread_ = false;  // the longest block times the slots is at most kSpreadShare of the work
+    bool spread_ = false;
+    Fixed longest_ = 0;        // the longest block's duration
+    Fixed spread_work_ = 0;    // the spread blocks' durations and terms, summed
+    TermSums spread_terms_{};
 };
 
+// Spread blocks may move the makespan by up to the longest block: allowed where that is at most this share of
+// all blocks' durations over the slots.
+constexpr double kSpreadShare = 1e-4;
+
 GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std::vector<RepeatedStretch>& repeats,
-                                 std::int64_t heads, int sm_count, int slots_per_sm, std::size_t timeline_blocks)
+                                 std::int64_t heads, int sm_count, int slots_per_sm, std::size_t timeline_blocks,
+                                 std::int64_t exact_operations)
     : head_(head), repeats_(repeats), heads_(heads), sm_count_(sm_count), slots_(sm_count * slots_per_sm), timeline_blocks_(timeline_blocks),
       ring_(sm_count * slots_per_sm, sm_count), log_(head.size(), heads, sm_count * slots_per_sm), sm_of_slot_(static_cast<std::size_t>(slots_)),
-      sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}) {
+      sm_terms_(static_cast<std::size_t>(sm_count), TermSums{}), exact_operations_(exact_operations) {
     const std::size_t keep_all_up_to = (std::size_t{40} << 20) / sizeof(TermSums);  // 40 MB: 291,271 entries
     kept_entries_ = head_.size() <= keep_all_up_to ? head_.size() : std::size_t{1} << 14;
     for (int s = 0; s < slots_; ++s) sm_of_slot_[static_cast<std::size_t>(s)] = sm_of_slot(s, sm_count_);
@@ -264,6 +288,11 @@ GreedyScheduler::GreedyScheduler(const std::vector<TimedBlocks>& head, const std
     time_ = FixedPoint(total_time);
     for (std::size_t f = 0; f < kTerms; ++f) term_scale_[f] = FixedPoint(total_terms[f]);
     const std::size_t n = head_.size(), round = static_cast<std::size_t>(slots_);
+    double longest = 0;
+    for (const TimedBlocks& b : head_)
+        if (b.count > 0) longest = std::max(longest, b.duration);
+    may_spread_ = heads_ > 0 && longest * static_cast<double>(slots_) <= kSpreadShare * total_time;
+    longest_ = time_.from_seconds(longest);
     duration_.resize(n);
     stretch_end_.resize(n);
     singles_end_.resize(n);
@@ -295,10 +324,15 @@ BlockSchedule GreedyScheduler::run() {
         }
         run_head(position);
         ++h;
+        if (spread_) {
+            spread_heads(heads_ - h);
+            break;
+        }
     }
     settle();
     flush_log();
     out_.makespan_s = time_.to_seconds(ring_.back_time());
+    if (spread_) finish_spread();
     Fixed all = 0;
     for (std::size_t e = 0; e < head_.size(); ++e) all += duration_[e] * head_[e].count;
     for (const RepeatedStretch& r : repeats_)
@@ -332,6 +366,10 @@ void GreedyScheduler::run_head(std::int64_t& position) {
 // The repetitions of a repeated stretch, skipping whole cycles of them once the slots' state repeats (as
 // heads do).
 void GreedyScheduler::run_repeated(const RepeatedStretch& r, std::int64_t& position) {
+    if (spreading()) {
+        spread(r.first, r.first + r.length, r.times);
+        return;
+    }
     in_repeat_ = true;
     CycleDetector cycle;
     std::int64_t blocks = 0;
@@ -349,6 +387,10 @@ void GreedyScheduler::run_repeated(const RepeatedStretch& r, std::int64_t& posit
         }
         run_entries(r.first, r.first + r.length, position);
         ++t;
+        if (spread_) {
+            spread(r.first, r.first + r.length, r.times - t);
+            break;
+        }
     }
     in_repeat_ = false;
     repeat_lapper_ = -1;
@@ -358,6 +400,10 @@ void GreedyScheduler::run_repeated(const RepeatedStretch& r, std::int64_t& posit
 void GreedyScheduler::run_entries(std::size_t from, std::size_t to, std::int64_t& position) {
     const std::size_t round = static_cast<std::size_t>(slots_);
     for (std::size_t e = from; e < to; ++e) {
+        if (spreading()) {
+            spread(e, to, 1);
+            return;
+        }
         std::int64_t count = head_[e].count;
         for (; count > 0 && out_.timeline.size() < timeline_blocks_; --count) one_block(e, position++, true);
         if (count == 0) continue;
@@ -390,6 +436,7 @@ const TermSums& GreedyScheduler::convert(std::size_t e) {
 }
 
 void GreedyScheduler::one_block(std::size_t e, std::int64_t position, bool record) {
+    ++operations_;
     const int s = ring_.front_slot();
     const Fixed start = ring_.front_time(), end = start + duration_[e];
     credit(s, terms_of(e), 1);
@@ -620,6 +667,7 @@ void GreedyScheduler::flush_log() {
 }
 
 void GreedyScheduler::settle() {
+    ++operations_;
     ring_.settle();
     if (lapping_ >= 0) {
         // Counted by class (the lapping entry's duration and terms): a row kernel's rows alternate between a
@@ -636,6 +684,45 @@ void GreedyScheduler::settle() {
         for (std::size_t sm = 0; sm < it->by_sm.size(); ++sm) it->by_sm[sm] += ring_.lapped_by_sm()[sm];
     }
     ring_.clear_lapped();
+}
+
+void GreedyScheduler::spread(std::size_t from, std::size_t to, Fixed times) {
+    for (std::size_t e = from; e < to; ++e) {
+        const Fixed blocks = times * head_[e].count;
+        if (blocks == 0) continue;
+        spread_work_ += duration_[e] * blocks;
+        const TermSums& t = terms_of(e);
+        for (std::size_t f = 0; f < kTerms; ++f) spread_terms_[f] += t[f] * blocks;
+    }
+}
+
+void GreedyScheduler::spread_heads(Fixed heads) {
+    std::size_t e = 0;
+    for (const RepeatedStretch& r : repeats_) {
+        spread(e, r.first, heads);
+        spread(r.first, r.first + r.length, heads * r.times);
+        e = r.first + r.length;
+    }
+    spread(e, head_.size(), heads);
+}
+
+// List scheduling from free times f_s with work W left, blocks at most `longest_`: the last block starts
+// when every slot is busy, so no later than (sum f + W - its duration) / slots, and the makespan is at most
+// (sum f + W) / slots + longest (1 - 1 / slots); at least that average, and at least max f.
+void GreedyScheduler::finish_spread() {
+    ring_.times(scratch_);
+    Fixed free_sum = 0;
+    for (const Fixed f : scratch_) free_sum += f;
+    const Fixed slots = slots_, latest = ring_.back_time();
+    const Fixed average = (free_sum + spread_work_) / slots;
+    const Fixed low = std::max(latest, average), high = std::max(latest, average + longest_ - longest_ / slots);
+    out_.makespan_s = time_.to_seconds(low + (high - low) / 2);
+    out_.makespan_bound_s = time_.to_seconds((high - low + 1) / 2);
+    // Each SM its slots' share of the spread terms (divided first: the sums may use 125 bits).
+    const Fixed per_sm = slots_ / sm_count_;
+    for (TermSums& sm : sm_terms_)
+        for (std::size_t f = 0; f < kTerms; ++f)
+            sm[f] += spread_terms_[f] / slots * per_sm + spread_terms_[f] % slots * per_sm / slots;
 }
 
 void GreedyScheduler::flush_lapped() {
@@ -694,13 +781,13 @@ std::int64_t GreedyScheduler::skip_cycles(CycleDetector& c, std::int64_t done, s
 }  // namespace
 
 BlockSchedule schedule_blocks(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
-                              std::size_t timeline_blocks, const std::vector<RepeatedStretch>& repeats) {
+                              std::size_t timeline_blocks, const std::vector<RepeatedStretch>& repeats, std::int64_t exact_operations) {
     for (const TimedBlocks& b : head) {
         bool finite = finite_non_negative(b.duration);
         for (double v : term_values(b.terms)) finite = finite && finite_non_negative(v);
         if (!finite) return schedule_one_at_a_time(expanded(head, repeats), heads, sm_count, slots_per_sm, timeline_blocks);
     }
-    return GreedyScheduler(head, repeats, heads, sm_count, slots_per_sm, timeline_blocks).run();
+    return GreedyScheduler(head, repeats, heads, sm_count, slots_per_sm, timeline_blocks, exact_operations).run();
 }
 
 }  // namespace fasim

@@ -168,6 +168,7 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     t.warp_chain_s = busiest.chain / resident;        // and run their computing warps side by side
     t.fill_s = resident == 1 ? busiest.fill : 0;
     t.schedule_s = makespan;
+    t.schedule_bound_s = schedule.makespan_bound_s;
     t.sm_busy_fraction = makespan > 0 ? busy / (sms * makespan) : 0;
 
     t.dram_s = static_cast<double>(k.dram.total()) / gpu.effective_hbm_bandwidth();

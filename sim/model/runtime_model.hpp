@@ -70,6 +70,9 @@ struct KernelTiming {
     // library GEMMs (their measured rate holds it).
     double fill_s = 0;
     double schedule_s = 0;     // makespan of the greedy schedule
+    // How far the greedy's makespan may be from schedule_s: 0 where every block was placed, else at most half
+    // the longest block (a long kernel's blocks past the scheduler's budget spread evenly: schedule_blocks).
+    double schedule_bound_s = 0;
     double dram_s = 0, l2_s = 0;  // chip-wide bandwidth bounds (l2_s: sectors or requests, the longer)
     double l2_requests_s = 0;     // the L2 slices' lookups alone: requests / l2_request_rate
     double launch_s = 0;

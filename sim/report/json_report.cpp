@@ -60,6 +60,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
               {"smem_s", t.smem_s},
               {"l2_per_sm_s", t.l2_per_sm_s},
               {"schedule_s", t.schedule_s},
+              {"schedule_bound_s", t.schedule_bound_s},
               {"dram_s", t.dram_s},
               {"l2_s", t.l2_s},
               {"l2_requests_s", t.l2_requests_s},

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <random>
 #include <string>
@@ -16,6 +17,12 @@
 using namespace fasim;
 
 namespace {
+
+// The scheduler with no budget: every block placed as the greedy places it (the checks below are to the bit).
+BlockSchedule exact_schedule(const std::vector<TimedBlocks>& head, std::int64_t heads, int sm_count, int slots_per_sm,
+                             std::size_t timeline_blocks, const std::vector<RepeatedStretch>& repeats = {}) {
+    return schedule_blocks(head, heads, sm_count, slots_per_sm, timeline_blocks, repeats, std::numeric_limits<std::int64_t>::max());
+}
 
 // The runtime model's scheduler before model/block_scheduler.cpp: a priority queue of slot free times,
 // one block at a time. `Sums` gives its arithmetic: doubles, as it was, or exact fixed-point sums.
@@ -294,7 +301,7 @@ TEST_CASE("Block scheduler: the greedy list schedule, to the bit where the refer
     for (int i = 0; i < 400; ++i) {
         const Case c = make.make(i % CaseMaker::kShapes);
         INFO("case " << i << ", " << describe(c));
-        check_same(schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks),
+        check_same(exact_schedule(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks),
                    reference_schedule<DoubleSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
     }
 }
@@ -308,7 +315,7 @@ TEST_CASE("Block scheduler: the exact greedy list schedule of any durations, and
     for (int i = 0; i < 400; ++i) {
         const Case c = make.make(i % CaseMaker::kShapes);
         INFO("case " << i << ", " << describe(c));
-        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
+        const BlockSchedule got = exact_schedule(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
         check_same(got, reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
         // The double reference's free times carry a rounding error of at most one unit in 2^53 per block
         // summed: below 1e-11 here (at most 60000 blocks per slot).
@@ -336,7 +343,7 @@ TEST_CASE("Block scheduler: blocks all alike give the whole-wave results to the 
         INFO("case " << i << ", " << describe(c));
         const TimedBlocks& b = c.head.front();
         const std::int64_t slots = static_cast<std::int64_t>(c.sm_count) * c.slots_per_sm, grid = c.grid();
-        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, 64);
+        const BlockSchedule got = exact_schedule(c.head, c.heads, c.sm_count, c.slots_per_sm, 64);
         CHECK(got.makespan_s == static_cast<double>((grid + slots - 1) / slots) * b.duration);
         CHECK(got.block_seconds == static_cast<double>(grid) * b.duration);
         check_terms_equal(got.busiest, b.terms.scaled(static_cast<double>((grid + c.sm_count - 1) / c.sm_count)));
@@ -453,7 +460,7 @@ TEST_CASE("Block scheduler: shrinking, plateaued and mixed single blocks, as the
         const int kind = i % ShrinkingCases::kKinds;
         const Case c = make.make(kind);
         INFO("case " << i << ", " << describe(c));
-        const BlockSchedule got = schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
+        const BlockSchedule got = exact_schedule(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks);
         check_same(got, reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
         if (ShrinkingCases::dyadic(kind))
             check_same(got, reference_schedule<DoubleSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, c.timeline_blocks));
@@ -484,7 +491,7 @@ TEST_CASE("Block scheduler: heads longer than the terms it keeps converted, as t
             c.head.push_back({t, t.duration(2), 1});
         }
         INFO(describe(c));
-        check_same(schedule_blocks(c.head, c.heads, c.sm_count, c.slots_per_sm, 0),
+        check_same(exact_schedule(c.head, c.heads, c.sm_count, c.slots_per_sm, 0),
                    reference_schedule<ExactSums>(c.head, c.heads, c.sm_count, c.slots_per_sm, 0));
     }
 }
@@ -514,7 +521,7 @@ TEST_CASE("Block scheduler: rows of long runs a little shorter or longer than th
         const std::int64_t heads = uniform(1, 3);
         const std::size_t timeline = static_cast<std::size_t>(uniform(0, 1) ? 0 : uniform(1, 2 * slots));
         INFO("case " << i << ": " << rows << " rows, " << sms << " SMs x " << slots_per_sm << " slots, " << heads << " heads");
-        check_same(schedule_blocks(head, heads, sms, slots_per_sm, timeline),
+        check_same(exact_schedule(head, heads, sms, slots_per_sm, timeline),
                    reference_schedule<ExactSums>(head, heads, sms, slots_per_sm, timeline));
     }
 }
@@ -532,7 +539,7 @@ TEST_CASE("Block scheduler: rounds of equal single blocks tie every slot and go 
                 head.push_back({t, t.duration(slots_per_sm), 1});
             }
             INFO(sms << " SMs, " << heads << " heads");
-            check_same(schedule_blocks(head, heads, sms, slots_per_sm, 2 * slots),
+            check_same(exact_schedule(head, heads, sms, slots_per_sm, 2 * slots),
                        reference_schedule<DoubleSums>(head, heads, sms, slots_per_sm, 2 * slots));
         }
 }
@@ -585,10 +592,51 @@ TEST_CASE("Block scheduler: stretches repeated in a head schedule as the head wr
         INFO("case " << i << ": " << head.size() << " entries, " << repeats.size() << " repeated (first " << repeats.front().length
                      << " entries x " << repeats.front().times << "), " << heads << " heads, " << base.sm_count << " SMs x "
                      << base.slots_per_sm << " slots, " << per_head << " blocks a head");
-        const BlockSchedule got = schedule_blocks(head, heads, base.sm_count, base.slots_per_sm, timeline, repeats);
-        check_same(got, schedule_blocks(written_out, heads, base.sm_count, base.slots_per_sm, timeline));
+        const BlockSchedule got = exact_schedule(head, heads, base.sm_count, base.slots_per_sm, timeline, repeats);
+        check_same(got, exact_schedule(written_out, heads, base.sm_count, base.slots_per_sm, timeline));
         if (per_head * heads <= 200000)
             check_same(got, reference_schedule<DoubleSums>(written_out, heads, base.sm_count, base.slots_per_sm, timeline));
     }
     CHECK(cycles_possible > 100);
+}
+
+TEST_CASE("Block scheduler: past its budget, a long kernel's blocks spread evenly, within list scheduling's bound of the greedy",
+          "[model][scheduler]") {
+    // A row kernel whose rows end in a ragged block and meet the lines two ways (two classes of equal
+    // duration, other terms): the slots' free times never repeat, so the exact greedy steps through every
+    // row. Past the budget the rest is spread: the makespan lies within makespan_bound_s of the greedy's,
+    // which is at most half the longest block; every SM gets its share of the terms.
+    auto block = [](double duration, double l2, std::int64_t count) {
+        TimedBlocks b;
+        b.duration = duration;
+        b.count = count;
+        b.terms.l2 = l2;
+        b.terms.nonmatmul = duration / 7;
+        return b;
+    };
+    std::vector<TimedBlocks> head;
+    for (int row = 0; row < 32; ++row) {
+        head.push_back(block(7.5255e-7, row % 4 == 0 ? 6.17e-8 : 6.27e-8, 101));
+        head.push_back(block(row % 3 == 0 ? 1.2064e-7 : 1.0915e-7, 9.1e-9, 1));
+    }
+    const std::vector<RepeatedStretch> rows{{0, head.size(), 3000}};  // 96,000 rows a head
+    const int sms = 16, slots_per_sm = 2;
+    const std::int64_t heads = 2;
+    const BlockSchedule exact = exact_schedule(head, heads, sms, slots_per_sm, 100, rows);
+    CHECK(exact.makespan_bound_s == 0);
+    for (const std::int64_t budget : {std::int64_t{1} << 10, kExactSlotOperations}) {
+        INFO("budget " << budget);
+        const BlockSchedule spread = schedule_blocks(head, heads, sms, slots_per_sm, 100, rows, budget);
+        if (budget < kExactSlotOperations) CHECK(spread.makespan_bound_s > 0);  // (the model's budget may be enough)
+        CHECK(spread.makespan_bound_s <= 7.5255e-7 / 2 * (1 + 1e-9));
+        CHECK(std::abs(spread.makespan_s - exact.makespan_s) <= spread.makespan_bound_s);
+        CHECK(spread.block_seconds == exact.block_seconds);
+        CHECK(spread.busiest.l2 == Approx(exact.busiest.l2).epsilon(1e-4));
+        CHECK(spread.busiest.nonmatmul == Approx(exact.busiest.nonmatmul).epsilon(1e-4));
+        CHECK(first_difference(spread.timeline, exact.timeline) == exact.timeline.size());
+    }
+    // Where the longest block is more than 10^-4 of the work over the slots, it stays exact past the budget.
+    const std::vector<RepeatedStretch> few_rows{{0, head.size(), 3}};
+    check_same(schedule_blocks(head, heads, sms, slots_per_sm, 0, few_rows, 16), exact_schedule(head, heads, sms, slots_per_sm, 0, few_rows));
+    CHECK(schedule_blocks(head, heads, sms, slots_per_sm, 0, few_rows, 16).makespan_bound_s == 0);
 }
