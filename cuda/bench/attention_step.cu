@@ -1,7 +1,7 @@
 // The attention step's issue rate: how many cycles one FlashAttention-2 step takes a warp when W warps
 // share each scheduler, with nothing but the step to do (bench/attention_step.hpp says why).
 //
-// The step is fa2_tensor_core.cu's, built from the same products (warp_tile_products.cuh): S = Q K^T for
+// The step is fa2_tensor_core.cu's, built from the same functions (warp_tile_products.cuh): S = Q K^T for
 // one 16-row block against a 64-key K tile, the online softmax (row max over the quad, m, alpha, P =
 // exp2, row sum, O rescaled), P rounded into A fragments, O += P V. K and V sit in shared memory, loaded
 // once; Q's fragments and O stay in registers. No copies, no barriers, no masks: what is left is the
@@ -80,31 +80,7 @@ __global__ void __launch_bounds__(kMaxThreads<D, R>, 1) attention_step_kernel(in
 #pragma unroll
                 for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
             qk_scores<T>(s, qf[r], krow, LD);
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m[r][h], mx * scale_log2);
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float alpha = fast_exp2(m[r][h] - m_use);
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < NT_S; ++nt) {
-                    s[nt][2 * h] = fast_exp2(fmaf(s[nt][2 * h], scale_log2, -m_use));
-                    s[nt][2 * h + 1] = fast_exp2(fmaf(s[nt][2 * h + 1], scale_log2, -m_use));
-                    sum += s[nt][2 * h] + s[nt][2 * h + 1];
-                }
-                l[r][h] = l[r][h] * alpha + sum;
-                m[r][h] = m_new;
-#pragma unroll
-                for (int nt = 0; nt < NT_O; ++nt) {
-                    o[r][nt][2 * h] *= alpha;
-                    o[r][nt][2 * h + 1] *= alpha;
-                }
-            }
+            online_softmax_step(s, m[r], l[r], o[r], scale_log2);
             unsigned pf[KS_KV][4];
             p_fragments<T>(pf, s);
             pv_accumulate<T>(o[r], pf, vrow, LD);

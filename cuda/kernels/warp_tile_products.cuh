@@ -4,6 +4,9 @@
 //
 //   qk_scores<T, KS_D, NT_S>(s, qf, krow, LD)     s += Q K^T: 16 rows x 8*NT_S keys, over 16*KS_D dims
 //   p_fragments<T, KS_KV>(pf, s)                  P (the exponentiated s) rounded to T, as A fragments
+//   online_softmax_step<NT_S, NT_O>(s, m, l, o, scale_log2)
+//                                                 FlashAttention-2's softmax between them: s becomes P, m, l
+//                                                 and o rescaled
 //   pv_accumulate<T, KS_KV, NT_O>(o, pf, vrow, LD) o += P V: 16 rows x 8*NT_O dims, over 16*KS_KV keys
 //   swizzled_chunk<ROWS>(tile, row, chunk)         an address in a tile the copy engine wrote 128-byte-swizzled
 //
@@ -11,6 +14,8 @@
 // function of the step that gives the address, for tiles in other layouts. Call only from code
 // compiled for __CUDA_ARCH__ >= 800.
 #pragma once
+
+#include <cmath>
 
 #include "kernels/mma_fragments.cuh"
 
@@ -39,6 +44,42 @@ __device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&
 template <typename T, int KS_D, int NT_S>
 __device__ __forceinline__ void qk_scores(float (&s)[NT_S][4], const unsigned (&qf)[KS_D][4], const T* krow, int ld) {
     qk_scores<T>(s, qf, [&](int np, int ks) { return krow + 16 * np * ld + 16 * ks; });
+}
+
+// One step's online softmax (FlashAttention-2's), rows h = 0 (g) and h = 1 (g + 8) of the 16-row block. Row
+// g + 8h is held by the quad of lanes 4g .. 4g+3, elements s[.][2h], s[.][2h+1]; xor-shuffles 1 and 2 stay
+// inside the quad. m is in log2 units (scale * log2 e applied); the max is taken on raw scores (scale > 0),
+// and P = 2^(s * scale_log2 - m) is one FFMA and one ex2 per element. s becomes the unrounded P, l (this
+// lane's columns' running sum) and o (the running output, C fragments of rows g, g + 8) are rescaled by
+// exp(m_old - m_new) and l gains P's sum.
+template <int NT_S, int NT_O>
+__device__ __forceinline__ void online_softmax_step(float (&s)[NT_S][4], float (&m)[2], float (&l)[2], float (&o)[NT_O][4],
+                                                    float scale_log2) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m[h], mx * scale_log2);
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
+        const float alpha = fast_exp2(m[h] - m_use);          // exp(m_old - m_new); 0 when m_old = -inf
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NT_S; ++nt) {
+            s[nt][2 * h] = fast_exp2(fmaf(s[nt][2 * h], scale_log2, -m_use));
+            s[nt][2 * h + 1] = fast_exp2(fmaf(s[nt][2 * h + 1], scale_log2, -m_use));
+            sum += s[nt][2 * h] + s[nt][2 * h + 1];  // the unrounded P, as fa2.cu sums it
+        }
+        l[h] = l[h] * alpha + sum;
+        m[h] = m_new;
+#pragma unroll
+        for (int nt = 0; nt < NT_O; ++nt) {
+            o[nt][2 * h] *= alpha;
+            o[nt][2 * h + 1] *= alpha;
+        }
+    }
 }
 
 // P as A fragments, straight from the score accumulators (no shared memory): the C fragments of
