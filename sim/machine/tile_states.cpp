@@ -25,6 +25,7 @@ void TileStates::reset(std::int64_t tiles) {
     size_ = tiles;
     pages_.clear();
     pages_held_ = 0;
+    forget_unallocated();
     pages_.resize(static_cast<std::size_t>((tiles + kPageTiles - 1) / kPageTiles));
 }
 
@@ -33,6 +34,7 @@ TileState& TileStates::stored(std::int64_t index) {
     if (!page) {
         page = std::make_unique<Page>();
         ++pages_held_;
+        forget_unallocated();
     }
     return (*page)[static_cast<std::size_t>(index % kPageTiles)];
 }
@@ -109,15 +111,20 @@ TileStates::Piece TileStates::piece_at(std::int64_t index) const {
         first = run.end;
     }
     std::int64_t end = next == runs_.end() ? size() : next->first;
-    // Within the gap, the pages never allocated hold tiles never touched (looked for up to a few pages
-    // either way: a caller walking the tiles asks again further on).
-    constexpr std::int64_t kPagesLookedAt = 16;
+    // Within the gap, the pages never allocated hold tiles never touched: looked for up to 1024 pages either
+    // way (a caller walking the tiles asks again further on), and kept until a page is allocated or freed. A
+    // loop's check of its items' tiles asks for each of them in turn, and the stretch it finds is how many
+    // items it may carry over at once (a wave of 1296 blocks' tiles, 16 pages: 13 waves).
+    constexpr std::int64_t kPagesLookedAt = 1024;
     auto page_of = [&](std::int64_t i) { return pages_[static_cast<std::size_t>(i / kPageTiles)].get(); };
     if (page_of(index) != nullptr) return {first, end, nullptr};
-    std::int64_t lo = index / kPageTiles * kPageTiles, hi = lo + kPageTiles;
-    for (int p = 0; p < kPagesLookedAt && lo > first && page_of(lo - 1) == nullptr; ++p) lo -= kPageTiles;
-    for (int p = 0; p < kPagesLookedAt && hi < end && page_of(hi) == nullptr; ++p) hi += kPageTiles;
-    return {std::max(first, lo), std::min(end, hi), nullptr, true};
+    if (index < unallocated_.first || index >= unallocated_.second) {
+        std::int64_t lo = index / kPageTiles * kPageTiles, hi = lo + kPageTiles;
+        for (int p = 0; p < kPagesLookedAt && lo > 0 && page_of(lo - 1) == nullptr; ++p) lo -= kPageTiles;
+        for (int p = 0; p < kPagesLookedAt && hi < size_ && page_of(hi) == nullptr; ++p) hi += kPageTiles;
+        unallocated_ = {lo, std::min(hi, size_)};
+    }
+    return {std::max(first, unallocated_.first), std::min(end, unallocated_.second), nullptr, true};
 }
 
 }  // namespace fasim

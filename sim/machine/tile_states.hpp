@@ -14,6 +14,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace fasim {
@@ -92,6 +93,7 @@ public:
             ++freed;
         }
         pages_held_ -= freed;
+        if (freed > 0) forget_unallocated();
         return freed;
     }
 
@@ -125,6 +127,9 @@ private:
     };
     mutable Found found_;
     void forget_found() { found_.set(0, 0, nullptr); }
+    // The stretch of pages never allocated that piece_at found last, in tiles: [first, second).
+    mutable std::pair<std::int64_t, std::int64_t> unallocated_{0, 0};
+    void forget_unallocated() { unallocated_ = {0, 0}; }
 };
 
 }  // namespace fasim

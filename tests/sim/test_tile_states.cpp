@@ -84,6 +84,46 @@ TEST_CASE("TileStates frees a page only when every tile of it may be forgotten (
     CHECK(states.piece_at(10).untouched);
 }
 
+TEST_CASE("TileStates::piece_at finds never-touched tiles up to 1024 pages either way, and no further than a page "
+          "written since", "[l2][tile_states]") {
+    // A loop checks its items' tiles one by one and carries over as many items as the stretch around each
+    // tile allows (machine/l2_loops.cpp): a wave of 1296 blocks' tiles, untouched, needs more than the few
+    // pages piece_at once looked at. The stretch it found is kept until a page is allocated or freed.
+    constexpr std::int64_t page = 1024;
+    TileStates states;
+    states.reset(3000 * page + 7);
+    TileStates::Piece p = states.piece_at(1500 * page + 3);
+    CHECK(p.untouched);
+    CHECK(p.first == (1500 - 1024) * page);
+    CHECK(p.end == (1500 + 1 + 1024) * page);
+    CHECK(states.piece_at(5).first == 0);
+    CHECK(states.piece_at(3000 * page + 6).end == 3000 * page + 7);
+    states.at(1600 * page + 5) = TileState{10, 1, 2, false};  // page 1600 allocated: the stretch ends before it
+    p = states.piece_at(1500 * page + 3);
+    CHECK(p.end == 1600 * page);
+    CHECK_FALSE(states.piece_at(1600 * page + 5).untouched);
+    CHECK(states.piece_at(1601 * page).first == 1601 * page);
+    CHECK(states.forget_pages([](const TileState&) { return true; }) == 1);  // freed: the stretch goes on again
+    CHECK(states.piece_at(1500 * page + 3).end == (1500 + 1 + 1024) * page);
+    // Writes and look-ups interleaved at random: an untouched piece never holds a tile written since.
+    std::mt19937_64 rng(20261201);
+    auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+    std::vector<std::int64_t> written;
+    for (int op = 0; op < 2000; ++op) {
+        if (pick(0, 3) == 0) {
+            written.push_back(pick(0, states.size() - 1));
+            states.at(written.back()) = TileState{op, 1, op, false};
+            continue;
+        }
+        const std::int64_t i = pick(0, states.size() - 1);
+        p = states.piece_at(i);
+        REQUIRE(p.first <= i);
+        REQUIRE(i < p.end);
+        if (p.untouched)
+            for (const std::int64_t w : written) REQUIRE((w < p.first || w >= p.end));
+    }
+}
+
 // A kernel of one block per head (FA1's) runs its whole head in one block, in one wave: a tile that block
 // touched an L2's worth of bytes ago can be read by no other block as a concurrent hit, so it is as good
 // as never touched, and the L2 model frees its page (at N = 2^20 FA1's forward and backward at d = 128, on
