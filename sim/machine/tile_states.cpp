@@ -80,6 +80,9 @@ void TileStates::cut(std::int64_t index) {
 }
 
 TileState& TileStates::at(std::int64_t index) {
+    // Most tiles written lie outside every run: nothing to cut, and the stretch get() found (runs only) holds.
+    const auto next = runs_.upper_bound(index);
+    if (next == runs_.begin() || std::prev(next)->second.end <= index) return stored(index);
     forget_found();
     cut(index);
     cut(index + 1);
