@@ -807,7 +807,7 @@ void L2Model::loop(const LoopShape& shape, const RunItem& run_item) {
                     carry_moving_tiles(tiles, ti, cur.moving_post[ti], cur.k, m, {advance, shape.wave_step, shape.block_step});
                 }
                 // (A loop of whole waves leaves the record to the wave it runs last: carried waves are over.)
-                if (!tiles.streamed.empty() && shape.wave_step == 0) {
+                if (!tiles.streamed.empty() && shape.wave_step == 0 && blocks_per_head_ != 1) {
                     // Within the wave, rule 1's record gets what the carried items read: the recurring
                     // regions' reader as the last item left it (a kept one stays), and each moving read's
                     // regions of the carried items as a family read by their items' blocks (a read another
