@@ -231,32 +231,8 @@ __device__ __forceinline__ void split_kernel_body(const SplitParams& p, const CU
                 }
             }
         }
-        // Row g + 8h is held by the quad of lanes 4g .. 4g+3: xor-shuffles 1 and 2 stay inside it.
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float mx = -INFINITY;
-#pragma unroll
-            for (int nt = 0; nt < NT_S; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-            const float m_new = fmaxf(m[h], mx * p.scale_log2);
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: P = 0, no NaN
-            const float alpha = fast_exp2(m[h] - m_use);
-            float sum = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < NT_S; ++nt) {
-                s[nt][2 * h] = fast_exp2(fmaf(s[nt][2 * h], p.scale_log2, -m_use));
-                s[nt][2 * h + 1] = fast_exp2(fmaf(s[nt][2 * h + 1], p.scale_log2, -m_use));
-                sum += s[nt][2 * h] + s[nt][2 * h + 1];
-            }
-            l[h] = l[h] * alpha + sum;
-            m[h] = m_new;
-#pragma unroll
-            for (int nt = 0; nt < NT_O; ++nt) {
-                o[nt][2 * h] *= alpha;
-                o[nt][2 * h + 1] *= alpha;
-            }
-        }
+        // The online softmax (warp_tile_products.cuh): s becomes P, m, l and o rescaled.
+        online_softmax_step(s, m, l, o, p.scale_log2);
         unsigned pf[KS_KV][4];
         p_fragments<T>(pf, s);
         if constexpr (kTensor) {
