@@ -1,6 +1,9 @@
 // The two products of a tensor-core attention step, for one warp and one 16-row block of queries,
 // with operands in shared memory (rows padded to stride LD) and fragments as mma_fragments.cuh lays
-// them out. fa1_tensor_core.cu and fa2_tensor_core.cu both build their steps from these.
+// them out, and FlashAttention-2's online softmax between them. The mma.sync kernels (fa1_tensor_core.cu,
+// fa2_tensor_core.cu, fa2_backward_tensor_core.cu, flash_decoding.cu) and the attention-step probe
+// (bench/attention_step.cu) build their steps from these; FA1's softmax, with its per-tile statistics, is
+// its own.
 //
 //   qk_scores<T, KS_D, NT_S>(s, qf, krow, LD)     s += Q K^T: 16 rows x 8*NT_S keys, over 16*KS_D dims
 //   p_fragments<T, KS_KV>(pf, s)                  P (the exponentiated s) rounded to T, as A fragments
