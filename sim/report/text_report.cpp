@@ -1,5 +1,6 @@
 // The terminal report: what a student reads after `fa-sim --algo fa2 --N 4096`.
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <optional>
 #include <ostream>
@@ -130,14 +131,24 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
 void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& st) {
     std::size_t name_w = 15;  // wider for long kernel names
     for (const auto& t : r.timing) name_w = std::max(name_w, t.name.size() + 1);
-    out << "  " << pad("kernel (ms)", name_w) << rpad("matmul", 7) << rpad("non-mm", 7) << rpad("exp", 7) << rpad("smem", 7)
-        << rpad("L2/SM", 7) << rpad("issue", 7) << rpad("sched", 7) << rpad("DRAM", 7) << rpad("L2", 7) << rpad("total", 8) << '\n';
     auto ms = [](double s) { return units::fixed(s * 1e3, s * 1e3 >= 10 ? 1 : 3); };
+    auto cells = [&](const KernelTiming& t) {
+        return std::array<std::string, 10>{ms(t.matmul_s), ms(t.nonmatmul_s), ms(t.sfu_s), ms(t.smem_s), ms(t.l2_per_sm_s),
+                                           ms(t.issue_s),  ms(t.schedule_s),  ms(t.dram_s), ms(t.l2_s),   ms(t.total_s)};
+    };
+    // Columns of 7 (the total 8), wider where a time needs it (seconds of a long context): a space always apart.
+    std::size_t w = 7;
+    for (const auto& t : r.timing)
+        for (const std::string& c : cells(t)) w = std::max(w, c.size() + 1);
+    out << "  " << pad("kernel (ms)", name_w);
+    for (const char* h : {"matmul", "non-mm", "exp", "smem", "L2/SM", "issue", "sched", "DRAM", "L2"}) out << rpad(h, w);
+    out << rpad("total", w + 1) << '\n';
     const std::string indent = "  " + std::string(name_w, ' ');
     for (const auto& t : r.timing) {
-        out << "  " << pad(t.name, name_w) << rpad(ms(t.matmul_s), 7) << rpad(ms(t.nonmatmul_s), 7) << rpad(ms(t.sfu_s), 7)
-            << rpad(ms(t.smem_s), 7) << rpad(ms(t.l2_per_sm_s), 7) << rpad(ms(t.issue_s), 7) << rpad(ms(t.schedule_s), 7) << rpad(ms(t.dram_s), 7)
-            << rpad(ms(t.l2_s), 7) << rpad(ms(t.total_s), 8) << '\n';
+        const auto c = cells(t);
+        out << "  " << pad(t.name, name_w);
+        for (std::size_t i = 0; i + 1 < c.size(); ++i) out << rpad(c[i], w);
+        out << rpad(c.back(), w + 1) << '\n';
         out << indent << "bound: " << t.bound << '\n';
         // How the total is composed, with this kernel's numbers (the legend below says why).
         const double arith = t.overlapped_products ? std::max(t.matmul_s, t.nonmatmul_s + t.sfu_s)
@@ -163,6 +174,9 @@ void time_table(std::ostream& out, const AlgorithmResult& r, const ReportStyle& 
             line += " + fill and drain " + ms(t.fill_s) + " (one block per SM: each waits for its first tiles and stores its output alone)";
         line += " = " + ms(per_sm);
         if (per_sm > 0) line += ", x " + units::fixed(t.schedule_s / per_sm, 2) + " for whole waves (" + units::fixed(t.waves, 2) + " waves)";
+        if (t.schedule_bound_s > 0)
+            line += "; sched is within " + units::fixed(t.schedule_bound_s * 1e6, 2) +
+                    " us of the greedy schedule's (the blocks past the scheduler's budget spread evenly over the slots)";
         wrapped(out, indent, line, st.width);
     }
     wrapped(out, "  ",
