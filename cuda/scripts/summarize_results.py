@@ -58,6 +58,8 @@ def predict(fa_sim, gpu, r):
         args += ["--q-splits", str(main["q_splits"])]
     if main.get("registers_per_thread"):
         args += ["--registers", str(main["registers_per_thread"])]
+    if main:  # how the run's tile copies took their addresses; before 2026-11-30 fa-validate did not say: per chunk
+        args += ["--tile-addresses", main.get("tile_addresses", "per_chunk")]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip()

@@ -95,8 +95,10 @@ namespace {
 // --kernel NAME: the catalog row's algorithm, tiles, products and registers (model/kernel_setup.hpp).
 // --Br/--Bc, --q-splits, --kv-splits and --registers given as well are what a run recorded (cuda/scripts pass a
 // measured run's launch this way): they win, and with tiles of one's own the catalog's register count
-// (measured with the kernel's tiles) no longer applies.
-void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul) {
+// (measured with the kernel's tiles) no longer applies. --tile-addresses says how a run's tile copies took their
+// addresses (fa-validate's "tile_addresses"; runs before 2026-11-30 copied per chunk); without it, the catalog's.
+void apply_kernel(CliOptions& o, const std::string& name, const std::string* algo, bool cuda_cores, bool matmul,
+                  const std::string& tile_addresses) {
     const KernelVariant* k = find_kernel(lower(trim(name)));
     if (!k)
         throw usage_error("--kernel '" + name + "' is not in the kernel catalog", "choose " + kernel_names(),
@@ -116,16 +118,27 @@ void apply_kernel(CliOptions& o, const std::string& name, const std::string* alg
                           o.gpu.name + " is " + std::to_string(o.gpu.compute_capability / 10) + "." +
                               std::to_string(o.gpu.compute_capability % 10),
                           "pick a newer --gpu, or --kernel " + std::string(k->algorithm) + " (its CUDA-core kernel)");
+    bool one_address_per_tile = k->one_address_per_tile;
+    if (!tile_addresses.empty()) {
+        const std::string a = lower(trim(tile_addresses));
+        if (a != "one_per_tile" && a != "per_chunk")
+            throw usage_error("--tile-addresses '" + tile_addresses + "' is not a way to copy tiles",
+                              "one_per_tile (one address per whole tile) or per_chunk (one per 16-byte chunk)",
+                              "pass what fa-validate recorded as \"tile_addresses\" (per_chunk where a run has none)");
+        one_address_per_tile = a == "one_per_tile";
+    }
     const MeasuredLaunch given{.Br = o.tiles.Br.value_or(0),
                                .Bc = o.tiles.Bc.value_or(0),
                                .q_splits = o.tiles.q_splits,
                                .registers_per_thread = o.tiles.registers_per_thread,
-                               .kv_splits = o.tiles.kv_splits};
+                               .kv_splits = o.tiles.kv_splits,
+                               .one_address_per_tile = one_address_per_tile};
     const KernelSetup s = kernel_setup(*k, o.problem, o.gpu, given);
     o.kernel = k;
     o.algos = {s.algorithm};
     o.model = s.options;
     TileRequest t = s.tiles;
+    t.one_address_per_tile = one_address_per_tile;  // also where no other launch figure was given
     if (o.tiles.Br || o.tiles.Bc) {  // the user's tiles, even one of the two
         if (o.tiles.Br) t.Br = o.tiles.Br;
         if (o.tiles.Bc) t.Bc = o.tiles.Bc;
@@ -224,6 +237,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
                    "model one kernel of the catalog as it runs (its algorithm, tiles, products and registers), e.g. "
                    "fa2_tc; --list-kernels shows them")
         ->type_name("NAME");
+    std::string tile_addresses;
+    app.add_option("--tile-addresses", tile_addresses,
+                   "with --kernel: how its tile copies take their addresses, one_per_tile or per_chunk (what fa-validate "
+                   "records as tile_addresses; default: the catalog's, how the kernel copies today)")
+        ->type_name("HOW");
     app.add_flag("--list-kernels", o.list_kernels, "list the kernel catalog (with --json: as JSON, for scripts)");
     app.add_option("--sweep", sweep, "sweep N (or Nk) over powers of two, e.g. N=512:65536")->type_name("N=FROM:TO");
     app.add_option("--plot", plot_dir, "write the figures (SVG, and PNG where rsvg-convert exists) into DIR, which must "
@@ -358,7 +376,11 @@ CliOptions parse_cli(int argc, const char* const* argv) {
         else throw usage_error("--dq '" + dq + "' is not a dQ mode", "choose atomic or separate", "e.g. --dq separate");
     }
 
-    if (!kernel.empty()) apply_kernel(o, kernel, app.count("--algo") ? &algo : nullptr, cuda_cores, app.count("--matmul") > 0);
+    if (!tile_addresses.empty() && kernel.empty())
+        throw usage_error("--tile-addresses " + tile_addresses + " was given without --kernel",
+                          "it says how one catalog kernel copied its tiles", "add --kernel NAME, or drop --tile-addresses");
+    if (!kernel.empty())
+        apply_kernel(o, kernel, app.count("--algo") ? &algo : nullptr, cuda_cores, app.count("--matmul") > 0, tile_addresses);
 
     if (!sweep.empty()) {
         const Sweep s = parse_sweep(sweep);

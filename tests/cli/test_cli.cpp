@@ -243,6 +243,28 @@ TEST_CASE("fa-sim --kernel models a catalog kernel as it runs, and refuses what 
     expect_usage_error("--kernel fa2 --cuda-cores", "combined with --cuda-cores");
 }
 
+TEST_CASE("fa-sim --kernel --tile-addresses: a run's copies as it recorded them, the catalog's by default, whatever tiles "
+          "are given",
+          "[cli][catalog]") {
+    // fa2_tc copies a whole tile from one address since 2026-11-30; runs before copied per 16-byte chunk, with
+    // 12 instructions each (sim/kernels/issue_costs.hpp). Scripts pass a run's record (--Br, --Bc, --registers)
+    // and how it copied; the tiles alone no longer switch the copies to per chunk.
+    auto instructions = [](const std::string& extra) {
+        const auto r = run_command(fa_sim("--kernel fa2_tc --gpu H200 --d 128 --N 2048 --batch 8 --json " + extra));
+        REQUIRE(r.exit_code == 0);
+        return nlohmann::json::parse(r.out).at("algorithms").at(0).at("kernels").at(0).at("warp_instructions").get<double>();
+    };
+    const double catalog = instructions(""), with_tiles = instructions("--Br 64 --Bc 64 --registers 168");
+    const double per_tile = instructions("--Br 64 --Bc 64 --registers 168 --tile-addresses one_per_tile");
+    const double per_chunk = instructions("--Br 64 --Bc 64 --registers 168 --tile-addresses per_chunk");
+    CHECK(with_tiles == catalog);
+    CHECK(per_tile == catalog);
+    CHECK(instructions("--tile-addresses per_chunk") == per_chunk);
+    CHECK(per_chunk > 1.2 * per_tile);  // d = 128: 16 LDGSTS per thread per K/V tile pair, 12 instructions each, not 2
+    expect_usage_error("--kernel fa2_tc --tile-addresses sideways", "--tile-addresses 'sideways' is not a way to copy tiles");
+    expect_usage_error("--algo fa2 --tile-addresses per_chunk", "--tile-addresses per_chunk was given without --kernel");
+}
+
 TEST_CASE("fa-sim --pass bwd and fwd+bwd report the backward, and bad passes are refused", "[cli][backward]") {
     const auto r = run_command(fa_sim("--algo all --pass fwd+bwd --N 1024 --json"));
     REQUIRE(r.exit_code == 0);
