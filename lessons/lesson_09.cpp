@@ -858,8 +858,9 @@ else:
                 R"(fa-sim models every rung from ceilings that microbenchmarks measured, never
 from the rung's own timings (fa-sim --kernel NAME; fasim.simulate(kernel=NAME)):
 fa2 by its FFMAs, its shared-memory wavefronts and a lone warp's issue rate;
-the mma.sync rungs by the instructions their warps issue, a warp being ready
-in a fixed share of cycles; fa2_wgmma by its products at the dense rate a
+the mma.sync rungs by the instructions their warps issue, at the rate FA2's
+step reaches when timed alone on the card (a probe; it saturates at a few
+warps per scheduler); fa2_wgmma by its products at the dense rate a
 library GEMM reaches on the card, with each consumer warpgroup's softmax
 hidden behind the other's products (the time is the larger of the two, not
 their sum).
@@ -880,12 +881,14 @@ hold the measurements behind each cause):
 - fa2 at d = 64 in fp16 is predicted slow: the share of cycles in which its
   lone warp issues was read from the fp32 kernel, and the fp16 kernel issues
   more often (8-byte operand loads, fewer shared-memory wavefronts).
-- fa2_tc at d = 128 is predicted fast: its instruction costs were read from
-  the d = 64 kernel, and at d = 128 the kernel of this run spilled at its
-  register cap. It no longer does (since 2026-11-30 it copies each tile from
-  one address: 9-12% faster), the model counts its step as the machine code
-  has it at both head dims, and still predicts it about 20% fast: the rest
-  of the gap lies elsewhere, perhaps in the clock the tensor cores run at.)",
+- fa2_tc at d = 128 was predicted about 20% fast while the model took each
+  warp to be ready in a fixed share of cycles, independently of the others:
+  three warps per scheduler then issue in 43% of cycles, where the step alone
+  issues in 37% (the tensor pipe and the exponentials' unit saturate). With
+  the step's measured rate it is 5-8% fast on this run. The kernel as it is
+  today (since 2026-11-30 it copies each tile from one address, 9-12% faster)
+  is still predicted 15-19% fast: it issues 16% less than its step alone,
+  waiting at its three barriers per K/V tile, which the model leaves out.)",
                 [&](Ctx& c) {
                     const Ladder lad = read_ladder(results_dir);
                     c.results["found"] = lad.missing.empty();

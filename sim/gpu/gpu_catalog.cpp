@@ -187,7 +187,9 @@ const std::array<MeasuredField, 9>& measured_fields() {
 //   library GEMM tiles 16..1024 rows or columns, 256..2^20 outputs, k-step 16..1024 bytes, 1..32 warps
 //   mma.sync peak fraction 0.1..1  a share of the dense tensor peak (Hopper: 0.65)
 //   DRAM latency 1e-7..1e-5 s      GPUs take 0.3-1 us from an L2 miss to its data; 100 ns to 10 us
-using ModelMember = std::variant<int GpuSpec::Model::*, double GpuSpec::Model::*>;
+//   FA2 step issue tables          0 to 8 shares of cycles, each 0.01..1 (n = 1 to 8 mma blocks per scheduler)
+using ModelMember = std::variant<int GpuSpec::Model::*, double GpuSpec::Model::*, std::vector<double> GpuSpec::Model::*>;
+constexpr std::size_t kMaxStepIssueEntries = 8;
 struct ModelField {
     const char* key;
     bool integer;
@@ -197,8 +199,8 @@ struct ModelField {
     ModelMember member;
 };
 
-const std::array<ModelField, 12>& model_fields() {
-    static const std::array<ModelField, 12> fields = {{
+const std::array<ModelField, 14>& model_fields() {
+    static const std::array<ModelField, 14> fields = {{
         {"schedulers_per_sm", true, 1, 16, "schedulers", "the warp schedulers per SM (4 on sm_50 and later)",
          &GpuSpec::Model::schedulers_per_sm},
         {"cuda_core_warp_ready_fraction", false, 0.01, 1, "of cycles",
@@ -230,6 +232,14 @@ const std::array<ModelField, 12>& model_fields() {
         {"dram_latency_s", false, 1e-7, 1e-5, "s",
          "the latency of a load that misses L2 in seconds, e.g. 5e-7 (fa-calibrate --raw: dram_latency_s)",
          &GpuSpec::Model::dram_latency_s},
+        {"fa2_step_issue_d64", false, 0.01, 1, "of cycles",
+         "a list of the shares of cycles a scheduler issues FA2's step with 1, 2, ... warps on it at d = 64, e.g. "
+         "[0.355, 0.419, 0.459, 0.474] (fa-calibrate writes it), or [] where not measured",
+         &GpuSpec::Model::fa2_step_issue_d64},
+        {"fa2_step_issue_d128", false, 0.01, 1, "of cycles",
+         "a list of the shares of cycles a scheduler issues FA2's step with 1, 2, ... warps on it at d = 128, e.g. "
+         "[0.318, 0.365, 0.372] (fa-calibrate writes it), or [] where not measured",
+         &GpuSpec::Model::fa2_step_issue_d128},
     }};
     return fields;
 }
@@ -604,7 +614,13 @@ void read_measured(const json& doc, const std::string& origin, GpuSpec& spec) {
 // ---------------------------------------------------------------------------------------
 // The "model" object and its architecture defaults (sim/gpu/model_defaults.json).
 
+bool is_list(const ModelField& f) { return std::holds_alternative<std::vector<double> GpuSpec::Model::*>(f.member); }
+
 std::string model_range_text(const ModelField& f) {
+    if (is_list(f)) {
+        return std::string("model.") + f.key + " must be a list of at most " + std::to_string(kMaxStepIssueEntries) +
+               " numbers, each in " + format_number(f.lo) + ".." + format_number(f.hi) + " " + f.unit;
+    }
     const std::string lo = f.integer ? std::to_string(static_cast<std::int64_t>(f.lo)) : format_number(f.lo);
     const std::string hi = f.integer ? std::to_string(static_cast<std::int64_t>(f.hi)) : format_number(f.hi);
     return std::string("model.") + f.key + " must be " + (f.integer ? "an integer" : "a number") + " in " + lo + ".." + hi +
@@ -627,6 +643,19 @@ std::vector<std::string> read_model_object(const json& m, const std::string& ori
         const std::string key = std::string("model.") + f.key;
         const json& v = m.at(f.key);
         const std::string fix = "set " + in_quotes(key) + " to " + f.hint + ", or remove it to take the architecture's default";
+        if (is_list(f)) {
+            if (!v.is_array() || v.size() > kMaxStepIssueEntries) throw wrong_type(origin, key, v, model_range_text(f), fix);
+            std::vector<double> values;
+            for (const json& e : v) {
+                if (!e.is_number() || !std::isfinite(e.get<double>()) || e.get<double>() < f.lo || e.get<double>() > f.hi) {
+                    throw field_error(origin, in_quotes(key) + " holds " + show_value(e) + ", which is not allowed", model_range_text(f), fix);
+                }
+                values.push_back(e.get<double>());
+            }
+            model.*std::get<std::vector<double> GpuSpec::Model::*>(f.member) = std::move(values);
+            given.emplace_back(f.key);
+            continue;
+        }
         if (!v.is_number()) throw wrong_type(origin, key, v, model_range_text(f), "write it as a JSON number; " + fix);
         double value = v.get<double>();
         if (f.integer) {
@@ -637,8 +666,12 @@ std::vector<std::string> read_model_object(const json& m, const std::string& ori
         if (!std::isfinite(value) || value < f.lo || value > f.hi) {
             throw field_error(origin, in_quotes(key) + " = " + show_value(v) + " is out of range", model_range_text(f), fix);
         }
-        std::visit([&](auto member) { model.*member = static_cast<std::remove_cvref_t<decltype(model.*member)>>(value); },
-                   f.member);
+        std::visit(
+            [&](auto member) {
+                using T = std::remove_cvref_t<decltype(model.*member)>;
+                if constexpr (std::is_arithmetic_v<T>) model.*member = static_cast<T>(value);
+            },
+            f.member);
         given.emplace_back(f.key);
     }
     return given;
@@ -927,8 +960,20 @@ std::string gpu_spec_to_json(const GpuSpec& spec) {
     }
     std::vector<std::string> model;
     for (const ModelField& f : model_fields()) {
-        std::visit([&](auto member) { model.push_back("    " + in_quotes(f.key) + ": " + format_number(static_cast<double>(spec.model.*member))); },
-                   f.member);
+        std::visit(
+            [&](auto member) {
+                using T = std::remove_cvref_t<decltype(spec.model.*member)>;
+                std::string value;
+                if constexpr (std::is_arithmetic_v<T>) {
+                    value = format_number(static_cast<double>(spec.model.*member));
+                } else {
+                    std::vector<std::string> entries;
+                    for (double e : spec.model.*member) entries.push_back(format_number(e));
+                    value = "[" + join(entries, ", ") + "]";
+                }
+                model.push_back("    " + in_quotes(f.key) + ": " + value);
+            },
+            f.member);
     }
     items.push_back("  \"model\": {\n" + join(model, ",\n") + "\n  }");
     std::vector<std::string> measured;

@@ -31,6 +31,20 @@ double GpuSpec::l2_request_rate() const {
     return prefer_measured(measured.l2_requests, l2_bandwidth / model.l2_bytes_per_request);
 }
 
+const std::vector<double>& GpuSpec::Model::fa2_step_issue(int d) const {
+    if (fa2_step_issue_d64.empty()) return fa2_step_issue_d128;
+    if (fa2_step_issue_d128.empty()) return fa2_step_issue_d64;
+    return d <= 64 + (128 - 64) / 2 ? fa2_step_issue_d64 : fa2_step_issue_d128;
+}
+
+double GpuSpec::step_issue_fraction(const std::vector<double>& table, double n) {
+    if (table.empty() || !(n > 0)) return 0;
+    if (n >= static_cast<double>(table.size())) return table.back();
+    const auto below = static_cast<std::size_t>(n);  // entries hold n = 1, 2, ...: entry i is n = i + 1
+    const double lo = below == 0 ? 0.0 : table[below - 1];
+    return lo + (n - static_cast<double>(below)) * (table[below] - lo);
+}
+
 std::string GpuSpec::measured_ceilings_text() const {
     std::string out;
     auto add = [&](double v, const char* what, double scale, const char* unit) {

@@ -87,6 +87,17 @@ struct GpuSpec {
         // The same for one 16-row mma block of an mma.sync flash kernel (docs/model.md, "Issue on the
         // tensor cores").
         double mma_sync_warp_ready = 0;
+        // The issue rate of FlashAttention-2's forward step on the tensor cores (S = Q K^T over a 64-key
+        // tile, the online softmax, O += P V), measured on the step alone by the attention-step probe
+        // (cuda/bench/attention_step.hpp): warp instructions a scheduler issues per cycle with n = 1, 2, ...
+        // 16-row mma blocks on it (entry n - 1; past the last entry, the last), at d = 64 and d = 128.
+        // Kernels whose loop is that step (KernelExecution::fa2_step_d) issue at it where an SM holds two or
+        // more of their blocks; empty: not measured for this architecture, and they take the readiness law
+        // above (docs/model.md, "FA2's step, measured alone").
+        std::vector<double> fa2_step_issue_d64, fa2_step_issue_d128;
+        // The table for head dimension d: the measured d nearest to it (d <= 96: d = 64's), or the other
+        // where only one was measured; empty where neither was.
+        const std::vector<double>& fa2_step_issue(int d) const;
         // Bytes of L2 bandwidth per L2 request, where the request rate is not measured:
         // l2_request_rate() = l2_bandwidth / this.
         double l2_bytes_per_request = 0;
@@ -104,6 +115,11 @@ struct GpuSpec {
         // DRAM at most F / this (Little's law; docs/model.md, "Memory latency").
         double dram_latency_s = 0;
     } model;
+
+    // The share of cycles a scheduler issues with n 16-row mma blocks of FA2's step on it, from a
+    // Model::fa2_step_issue table (not empty): linear between its entries and from 0 at n = 0, its last
+    // entry past its end (more warps than the probe ran add nothing: the tensor pipe is saturated).
+    static double step_issue_fraction(const std::vector<double>& table, double n);
 
     // Rates the runtime model uses: the measured ceiling where known, else the datasheet.
     // fp32 storage runs on the CUDA cores (no TF32), as the fp32 kernels in cuda/ do.

@@ -96,6 +96,12 @@ struct KernelExecution {
     // async_copy_one_address_per_tile), not one per 16-byte chunk: the kernel catalog's
     // one_address_per_tile, through TileConfig.
     bool one_address_per_tile = false;
+    // Its loop body is FlashAttention-2's forward step on the tensor cores, per warp: S = Q K^T over a K
+    // tile, the online softmax, O += P V, S and P in registers (fa2_tc, its tuned rung, flash-attention's
+    // forward, FlashDecoding's split kernel): the step the attention-step probe times alone, so the model
+    // issues it at the GPU's measured rate for that step at this head dimension (GpuSpec::Model::
+    // fa2_step_issue). 0: another loop body.
+    int fa2_step_d = 0;
 };
 
 // A kernel's model, by the kernel the program launches.

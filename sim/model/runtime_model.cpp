@@ -25,6 +25,18 @@ namespace {
 // kernels, read from the counters, not fitted to the measured times), a scheduler issues in
 // 1 - (1 - p)^(W R) of cycles, and such a kernel's blocks take at least their warp instructions
 // (kernels/issue_costs.hpp) over that rate. The GPU file gives both (docs/gpu-file.md, "model").
+//
+// That law's shape is wrong for FA2's forward step (cuda/results/2026-11-30-h200-attention-step/): the
+// step alone issues in a third of cycles with one block of it per scheduler, and more warps add little,
+// because they queue for the same tensor pipe and MUFU/shuffle units. Where the GPU file holds the step's
+// issue rate by blocks per scheduler, measured on the step alone (gpu.model.fa2_step_issue_d64/_d128:
+// the attention-step probe, fa-calibrate), kernels whose loop is that step (KernelExecution::fa2_step_d)
+// take it instead, where an SM holds two or more of their blocks at once. The probe's step has no copies
+// to wait for and no barriers; a kernel's block waits at three barriers per K/V tile, for the copy of V_j
+// among others, and only another block's warps issue meanwhile. A block alone on its SM (a decoding step,
+// a grid smaller than the SMs) leaves those waits exposed: it keeps the readiness p, read from whole
+// kernels' counters, which hold such waits, and so does a computing warp alone in its block for its own
+// chain (2026-11-30-h200-lone-warps/: fa2_tc's lone decode warp issues 0.23 per cycle, its step alone 0.32).
 
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
@@ -77,6 +89,15 @@ BlockTerms terms(const BlockWork& w, const SmRates& r) {
 
 }  // namespace
 
+const char* issue_law_name(IssueLaw law) {
+    switch (law) {
+        case IssueLaw::readiness: return "readiness";
+        case IssueLaw::fa2_step: return "fa2_step";
+        case IssueLaw::none: break;
+    }
+    return "none";
+}
+
 KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype, const ModelOptions& options,
                          std::size_t timeline_blocks) {
     KernelTiming t;
@@ -113,8 +134,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
     // operations of flash kernels only.
     const bool mma_latency = options.tensor_cores && mma_sync && dtype != DType::fp32 && k.matmul_flops > 0;
     if (!options.tensor_cores) t.issue_fraction = 1.0 - std::pow(1.0 - gpu.model.cuda_core_warp_ready, warps_per_scheduler);
-    else if (mma_latency)
-        t.issue_fraction = 1.0 - std::pow(1.0 - gpu.model.mma_sync_warp_ready, warps_per_scheduler * k.row_blocks_per_warp);
+    else if (mma_latency) {
+        const double row_blocks_per_scheduler = warps_per_scheduler * k.row_blocks_per_warp;
+        const std::vector<double>& step = gpu.model.fa2_step_issue(k.execution.fa2_step_d);
+        t.issue_law = k.execution.fa2_step_d > 0 && !step.empty() && resident >= 2 ? IssueLaw::fa2_step : IssueLaw::readiness;
+        t.issue_fraction = t.issue_law == IssueLaw::fa2_step ? GpuSpec::step_issue_fraction(step, row_blocks_per_scheduler)
+                                                             : 1.0 - std::pow(1.0 - gpu.model.mma_sync_warp_ready, row_blocks_per_scheduler);
+    }
     const double issue = options.tensor_cores ? 1.0 : t.issue_fraction;  // CUDA cores: scales their rates
     // A library GEMM on the tensor cores moves its operands through shared memory its own way
     // (large wgmma tiles); the measured library rate already includes that, so the tile program's

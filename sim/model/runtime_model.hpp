@@ -42,6 +42,11 @@ struct ModelOptions {
     bool count_every_block = false;
 };
 
+// How the model takes an mma.sync kernel's issue rate (model/runtime_model.cpp): the readiness law
+// 1 - (1 - p)^n, or FA2's step measured alone (GpuSpec::Model::fa2_step_issue); none for other runs.
+enum class IssueLaw : std::uint8_t { none, readiness, fa2_step };
+const char* issue_law_name(IssueLaw law);
+
 struct KernelTiming {
     std::string name;
     std::int64_t grid = 0;
@@ -51,6 +56,7 @@ struct KernelTiming {
     double sm_busy_fraction = 0;         // SM-time spent on blocks / (SMs x makespan)
     double issue_fraction = 1;           // share of cycles a scheduler issues (latency hiding): CUDA-core and
                                          // mma.sync runs; 1 for library GEMMs
+    IssueLaw issue_law = IssueLaw::none; // where issue_fraction of an mma.sync run comes from
     double warps_per_scheduler = 0;      // the warps of the blocks an SM runs at once, per scheduler
 
     // Block-level terms, summed over the busiest SM's blocks (seconds).

@@ -36,6 +36,7 @@ json kernel_json(const KernelRecord& k, const KernelTiming& t) {
             {"idle_sms", t.idle_sms},
             {"sm_busy_fraction", t.sm_busy_fraction},
             {"issue_fraction", t.issue_fraction},
+            {"issue_law", issue_law_name(t.issue_law)},
             {"hbm", level_json(k.hbm)},
             {"l2", level_json(k.l2)},
             {"dram", level_json(k.dram)},

@@ -136,6 +136,8 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.model.library_gemm_warps == b.model.library_gemm_warps);
     CHECK(a.model.mma_sync_peak_fraction == b.model.mma_sync_peak_fraction);
     CHECK(a.model.dram_latency_s == b.model.dram_latency_s);
+    CHECK(a.model.fa2_step_issue_d64 == b.model.fa2_step_issue_d64);
+    CHECK(a.model.fa2_step_issue_d128 == b.model.fa2_step_issue_d128);
     CHECK(a.sources == b.sources);
 }
 
@@ -393,7 +395,7 @@ TEST_CASE("a user GPU file round-trips through a temporary file", "[gpu]") {
     CHECK(mine.measured.source.empty());
     CHECK(mine.effective_hbm_bandwidth() == 1.008e12);
     CHECK(mine.matmul_flops(DType::bf16) == 165.2e12);
-    REQUIRE(mine.sources.size() == kNumericKeys.size() + 12);  // and the 12 model constants, defaulted
+    REQUIRE(mine.sources.size() == kNumericKeys.size() + 14);  // and the 14 model constants, defaulted
     for (const auto& [key, text] : mine.sources) {
         INFO(key);
         if (key.rfind("model.", 0) == 0) {
@@ -760,7 +762,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
                     {"library_gemm_s_tile_rows", 128},  {"library_gemm_s_tile_cols", 64},
                     {"library_gemm_o_tile_outputs", 8192}, {"library_gemm_o_tile_max_rows", 256},
                     {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8},
-                    {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7}};
+                    {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7},
+                    {"fa2_step_issue_d64", {0.3, 0.4}}, {"fa2_step_issue_d128", json::array()}};
     doc["sources"] = {{"model.schedulers_per_sm", "a test"}};
     const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
     CHECK(g.model.schedulers_per_sm == 2);
@@ -776,6 +779,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
     CHECK(g.model.library_gemm_warps == 8);
     CHECK(g.model.mma_sync_peak_fraction == 0.5);
     CHECK(g.model.dram_latency_s == 7e-7);
+    CHECK(g.model.fa2_step_issue_d64 == std::vector<double>{0.3, 0.4});
+    CHECK(g.model.fa2_step_issue_d128.empty());
     for (const auto& [key, text] : g.sources) {
         if (key == "model.schedulers_per_sm") CHECK(text == "a test");
         if (key == "model.l2_bytes_per_request") CHECK(contains(text, "no source stated"));
@@ -789,7 +794,9 @@ TEST_CASE("model constants out of range are usage errors naming key and range", 
         {"mma_sync_warp_ready_fraction", 17},     {"cuda_core_warp_ready_fraction", 0},
         {"schedulers_per_sm", 2.5},               {"l2_bytes_per_request", 4096},
         {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1},
-        {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500}};
+        {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500},
+        {"fa2_step_issue_d64", 0.35},             {"fa2_step_issue_d128", {0.3, 1.5}},
+        {"fa2_step_issue_d64", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}}, {"fa2_step_issue_d128", {"0.3"}}};
     for (const auto& [key, value] : bad) {
         json doc = user_json();
         doc["model"] = {{key, value}};
@@ -812,6 +819,38 @@ TEST_CASE("the H200 preset states its own model constants, all but the unmeasure
     }
     const GpuSpec h100 = fasim::find_gpu_preset("H100-SXM");
     CHECK(h100.model.mma_sync_warp_ready == h200.model.mma_sync_warp_ready);  // the default is the H200's reading
+}
+
+TEST_CASE("FA2's step issue table: Hopper's from the H200's probe, none before Hopper, read between its entries",
+          "[gpu][model]") {
+    // The probe ran on an H200 only (cuda/results/2026-11-30-h200-attention-step/): Hopper takes its table (the
+    // H100 has the same SM), older architectures have none and keep the readiness law.
+    const GpuSpec h200 = fasim::find_gpu_preset("H200");
+    CHECK(h200.model.fa2_step_issue_d64 == std::vector<double>{0.355, 0.419, 0.459, 0.474});
+    CHECK(h200.model.fa2_step_issue_d128 == std::vector<double>{0.318, 0.365, 0.372});
+    for (const GpuSpec& g : fasim::gpu_presets()) {
+        INFO(g.name);
+        const bool hopper = g.compute_capability >= 90;
+        CHECK(g.model.fa2_step_issue_d64.empty() == !hopper);
+        CHECK(g.model.fa2_step_issue_d128.empty() == !hopper);
+        if (hopper) CHECK(g.model.fa2_step_issue_d128 == h200.model.fa2_step_issue_d128);
+    }
+    // The table for a head dimension: the nearer of d = 64 and 128 (either, where only one is measured).
+    CHECK(&h200.model.fa2_step_issue(32) == &h200.model.fa2_step_issue_d64);
+    CHECK(&h200.model.fa2_step_issue(96) == &h200.model.fa2_step_issue_d64);
+    CHECK(&h200.model.fa2_step_issue(97) == &h200.model.fa2_step_issue_d128);
+    CHECK(&h200.model.fa2_step_issue(256) == &h200.model.fa2_step_issue_d128);
+    GpuSpec only64 = h200;
+    only64.model.fa2_step_issue_d128.clear();
+    CHECK(&only64.model.fa2_step_issue(128) == &only64.model.fa2_step_issue_d64);
+    // Entry n - 1 is n blocks per scheduler; linear between entries and from 0 at n = 0; the last past the end.
+    const std::vector<double>& t = h200.model.fa2_step_issue_d128;
+    CHECK(GpuSpec::step_issue_fraction(t, 1) == Approx(0.318));
+    CHECK(GpuSpec::step_issue_fraction(t, 0.5) == Approx(0.159));
+    CHECK(GpuSpec::step_issue_fraction(t, 1.5) == Approx((0.318 + 0.365) / 2));
+    CHECK(GpuSpec::step_issue_fraction(t, 3) == Approx(0.372));
+    CHECK(GpuSpec::step_issue_fraction(t, 6) == Approx(0.372));
+    CHECK(GpuSpec::step_issue_fraction({}, 2) == 0);
 }
 
 TEST_CASE("a preset without measured mma.sync gets its architecture's share of the tensor peak, with its source",

@@ -433,7 +433,8 @@ TEST_CASE("lesson 09: the kernel ladder - each rung faster than the one below, t
             CHECK(ec < e);  // and faster still with the card's higher calibrated GEMM rate
         }
         if (algo == "fa2" && d == 64) CHECK(e > 15);       // predicted slow (fp32's lone-warp readiness)
-        if (algo == "fa2_tc" && d == 128) CHECK(e < -15);  // predicted fast (instruction costs read at d = 64)
+        // predicted fast, within 10% with FA2's step measured alone (20% fast at the readiness law)
+        if (algo == "fa2_tc" && d == 128) CHECK((e < -3 && e > -10));
     }
     CHECK(num(m["rates"]["calibrated_dense_flops"]) > num(m["rates"]["preset_dense_flops"]));
     CHECK(num(m["rates"]["preset_mma_sync_flops"]) < num(m["rates"]["preset_dense_flops"]));

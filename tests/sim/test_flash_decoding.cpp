@@ -221,8 +221,11 @@ TEST_CASE("two one-row blocks on an SM compute on two schedulers: the busiest ho
     const double shared = static_cast<double>(w.shared_thread_instructions) / 32;
     const double own = static_cast<double>(w.thread_instructions) / 32 - shared;
     const GpuSpec& gpu = h100();
-    // 2 warps per scheduler, each with its independent 16-row mma blocks (2 in a 32-row band)
-    const double per_cycle = 1 - std::pow(1 - gpu.model.mma_sync_warp_ready, 2.0 * k.row_blocks_per_warp);
+    // 2 warps per scheduler, each with its independent 16-row mma blocks (2 in a 32-row band), at the rate of
+    // FA2's step measured alone for that many blocks per scheduler
+    REQUIRE(t.issue_law == IssueLaw::fa2_step);
+    const double per_cycle = GpuSpec::step_issue_fraction(gpu.model.fa2_step_issue(static_cast<int>(r.problem.d)), 2.0 * k.row_blocks_per_warp);
+    CHECK(t.issue_fraction == Approx(per_cycle));
     CHECK(t.issue_s == Approx((own + 2 * shared / 4) / (gpu.clock_hz * per_cycle)).epsilon(1e-9));
     // Both computing warps on one scheduler (the model until 2026-11-28) would take this much longer:
     CHECK(t.issue_s < (2 * own + 2 * shared / 4) / (gpu.clock_hz * per_cycle) * 0.8);

@@ -79,7 +79,8 @@ TEST_CASE("CUDA-core runs: the fp32 rate, scaled by how often a scheduler finds 
     CHECK(1 - (1 - 0.37) * (1 - 0.37) == Approx(0.6031));
 }
 
-TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the schedulers' issue rate bounds the kernel",
+TEST_CASE("mma.sync runs: FA2's step issues at its measured rate, other kernels at the readiness law, and the "
+          "schedulers' issue rate bounds the kernel",
           "[model][issue]") {
     const GpuSpec h200 = find_gpu_preset("H200");
     // fa2_tc as compiled: 64x64 tiles, 158 registers per thread, three 4-warp blocks per SM (ncu: 2.72 active
@@ -96,7 +97,10 @@ TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the scheduler
     CHECK(k.registers_per_thread == 158);
     REQUIRE(k.occupancy.blocks_per_sm == 3);
     CHECK(k.row_blocks_per_warp == 1);
-    CHECK(t.issue_fraction == Approx(1 - std::pow(0.83, 3.0)));
+    // fa2_tc's loop is FA2's step: 3 warps per scheduler issue at the H200 probe's rate for 3 (0.459 at d = 64,
+    // cuda/results/2026-11-30-h200-attention-step/), not at 1 - 0.83^3 = 0.43.
+    CHECK(t.issue_law == IssueLaw::fa2_step);
+    CHECK(t.issue_fraction == Approx(0.459));
     // Every block is alike: the busiest SM runs ceil(grid / SMs) of them, one after another per slot.
     const double per_sm = std::ceil(static_cast<double>(t.grid) / h200.sm_count);
     const double block_warp_instructions = static_cast<double>(k.block_work.front().thread_instructions) / 32;
@@ -115,7 +119,23 @@ TEST_CASE("mma.sync runs: each warp is ready in 17% of cycles, and the scheduler
     const AlgorithmResult w = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), h200, wide, {});
     REQUIRE(w.kernels.front().occupancy.blocks_per_sm == 2);
     CHECK(w.kernels.front().row_blocks_per_warp == 2);
-    CHECK(w.timing.front().issue_fraction == Approx(1 - std::pow(0.83, 2.0 * 2)));
+    CHECK(w.timing.front().issue_fraction == Approx(0.474));  // the probe's 4 row blocks per scheduler
+
+    // A GPU whose file has no table for the step (every preset before Hopper) takes the readiness law: each
+    // 16-row block ready in 17% of cycles, independently.
+    GpuSpec unmeasured = h200;
+    unmeasured.model.fa2_step_issue_d64.clear();
+    unmeasured.model.fa2_step_issue_d128.clear();
+    const KernelTiming& law = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), unmeasured, fa2_tc, {}).timing.front();
+    CHECK(law.issue_law == IssueLaw::readiness);
+    CHECK(law.issue_fraction == Approx(1 - std::pow(0.83, 3.0)));
+    CHECK(law.issue_s == Approx(t.issue_s * 0.459 / (1 - std::pow(0.83, 3.0))).epsilon(1e-9));
+    CHECK(simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), find_gpu_preset("A100-SXM4-40GB"), fa2_tc, {})
+              .timing.front().issue_law == IssueLaw::readiness);
+    // FA1's loop is not that step (split-K warps exchanging through shared memory): the readiness law on the
+    // H200 too.
+    for (const KernelTiming& f : simulate(algorithm("fa1"), problem(4096, 64, 16, DType::fp16), h200, {}, {}).timing)
+        if (f.issue_s > 0) CHECK(f.issue_law == IssueLaw::readiness);
 
     // Not for fp32 inputs (no 16-bit mma.sync) nor for a library GEMM (measured rate, wgmma): no issue term.
     const AlgorithmResult fp32 = simulate(algorithm("fa2"), problem(2048, 64, 16, DType::fp32), h200, {}, {});
