@@ -19,6 +19,14 @@ namespace fasim::bench {
 // per scheduler.
 inline constexpr std::pair<int, int> kAttentionStepShapes[] = {{64, 1}, {64, 2}, {128, 1}};
 
+// Warp instructions one warp issues per step with one row block, as this probe compiles for sm_90a with
+// nvcc 13.0: Nsight Compute's smsp__inst_executed over warps and steps on an H200
+// (cuda/results/2026-11-30-h200-attention-step/: 300.2-300.6 at d = 64, 429.4-430.2 at d = 128, at every
+// warps per scheduler). clock64 gives the cycles a step takes without a profiler; times these it gives the
+// issue rate fa-calibrate writes (model.fa2_step_issue_d64/_d128). Another compiler or architecture may
+// emit a few percent more or fewer: run the probe under Nsight Compute to check.
+inline constexpr double kAttentionStepWarpInstructions(int d) { return d == 64 ? 300.0 : d == 128 ? 430.0 : 0.0; }
+
 struct AttentionStepIssue {
     int d = 0, row_blocks = 0, warps_per_scheduler = 0;
     int registers = 0;          // per thread, as compiled

@@ -15,11 +15,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -186,8 +188,12 @@ int main(int argc, char** argv) {
         raw["launch_overhead_s"] = launch;
         raw["sm_clock_under_mma_whole_gpu_hz"] = clock_loaded;
         raw["sm_clock_under_mma_one_block_hz"] = clock_one_block;
-        // The FA2 step's cycles per warp at 1 to 4 warps per scheduler (bench/attention_step.hpp): the shape of
-        // the mma.sync issue rate, kept for the model's readiness (not used by it yet).
+        // The FA2 step's cycles per warp at 1 to 4 warps per scheduler (bench/attention_step.hpp), and from those
+        // with one row block a warp the step's issue rate by warps per scheduler: W x its warp instructions per
+        // step over its cycles per step (model.fa2_step_issue_d64/_d128, below). The table stops at the first W
+        // the register file does not hold.
+        std::map<int, std::vector<double>> step_issue;  // d -> share of cycles at W = 1, 2, ...
+        std::map<int, std::vector<double>> step_cycles;
         if (has_mma)
             for (const auto& [d, row_blocks] : bench::kAttentionStepShapes)
                 for (int w = 1; w <= 4; ++w) {
@@ -195,6 +201,10 @@ int main(int argc, char** argv) {
                     if (!a.ran) continue;
                     raw["attention_step"].push_back({{"d", d}, {"row_blocks", row_blocks}, {"warps_per_scheduler", w},
                                                      {"registers", a.registers}, {"cycles_per_step", a.cycles_per_step}});
+                    if (row_blocks == 1 && a.cycles_per_step > 0 && step_issue[d].size() == static_cast<std::size_t>(w - 1)) {
+                        step_issue[d].push_back(std::min(1.0, w * bench::kAttentionStepWarpInstructions(d) / a.cycles_per_step));
+                        step_cycles[d].push_back(a.cycles_per_step);
+                    }
                 }
 
         // The GPU file: the preset for this card where fa-sim has one (its datasheet numbers and
@@ -299,6 +309,20 @@ int main(int argc, char** argv) {
                 shape_rates.push_back({{"dtype", sp.dtype}, {"m", sp.m}, {"n", sp.n}, {"k", sp.k}, {"efficiency", sp.flops / square}});
         }
         raw["cublas_batched_shape_efficiency"] = shape_rates;  // recorded; the model does not take them yet
+        // FA2's step measured alone: the model's issue rate for the kernels built on it (docs/model.md).
+        for (const auto& [d, rates] : step_issue) {
+            if (rates.empty()) continue;
+            const std::string key = "fa2_step_issue_d" + std::to_string(d);
+            std::string cycles;
+            for (double c : step_cycles[d]) cycles += (cycles.empty() ? "" : ", ") + fmt("%.0f", c);
+            doc["model"][key] = rates;
+            sources["model." + key] = "measured by fa-calibrate " + where + ": FA2's step alone (S = QK^T over 64 keys, the "
+                                      "online softmax, O += PV; bench/attention_step.hpp) at d = " + std::to_string(d) + ", 1 to " +
+                                      std::to_string(rates.size()) + " warps per scheduler: W x " +
+                                      fmt("%.0f", bench::kAttentionStepWarpInstructions(d)) +
+                                      " warp instructions per step (Nsight Compute on sm_90a) over clock64 cycles per step (" +
+                                      cycles + ")";
+        }
         measured["source"] = "fa-calibrate " + where + " (each number's method: sources.measured.*)";
         doc["measured"] = measured;
         doc["sources"] = sources;

@@ -2667,6 +2667,35 @@ TEST_CASE("the H200's FA2 step issue table is the probe's measurement: Nsight Co
     CHECK(find_gpu_preset("H100-SXM").model.fa2_step_issue_d128 == h200.model.fa2_step_issue_d128);
 }
 
+TEST_CASE("fa-calibrate writes FA2's step issue table on the H200: the preset's within 0.001, from the probe's cycles",
+          "[hardware][issue][calibrate]") {
+    // cuda/results/2026-12-01-h200-calibrate-b: calibrate_session.sh with fa-calibrate writing model.fa2_step_issue_*.
+    const std::string run = kResults + "2026-12-01-h200-calibrate-b/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const GpuSpec calibrated = load_gpu_file(run + "calibrated-gpu.json");
+    const GpuSpec preset = find_gpu_preset("H200");
+    REQUIRE(calibrated.model.fa2_step_issue_d64.size() == 4);
+    REQUIRE(calibrated.model.fa2_step_issue_d128.size() == 3);  // 4 warps per scheduler of the d = 128 step do not fit
+    for (std::size_t i = 0; i < 4; ++i) {
+        CHECK(calibrated.model.fa2_step_issue_d64[i] == Approx(preset.model.fa2_step_issue_d64[i]).margin(0.001));
+        if (i < 3) CHECK(calibrated.model.fa2_step_issue_d128[i] == Approx(preset.model.fa2_step_issue_d128[i]).margin(0.001));
+    }
+    // Each entry is W x the step's warp instructions (300 at d = 64, 430 at d = 128) over the cycles --raw recorded.
+    const json raw = load(run + "calibrate_raw.json");
+    int entries = 0;
+    for (const json& a : raw.at("attention_step")) {
+        if (a.at("row_blocks").get<int>() != 1) continue;
+        const int d = a.at("d").get<int>(), w = a.at("warps_per_scheduler").get<int>();
+        const std::vector<double>& table = d == 64 ? calibrated.model.fa2_step_issue_d64 : calibrated.model.fa2_step_issue_d128;
+        CAPTURE(d, w);
+        CHECK(table.at(static_cast<std::size_t>(w - 1)) == Approx(w * (d == 64 ? 300.0 : 430.0) / a.at("cycles_per_step").get<double>()));
+        ++entries;
+    }
+    CHECK(entries == 7);
+    for (const auto& [key, text] : calibrated.sources)
+        if (key.rfind("model.fa2_step_issue_d", 0) == 0) CHECK(text.rfind("measured by fa-calibrate on this NVIDIA H200", 0) == 0);
+}
+
 TEST_CASE("one online-softmax step for fa2_tc, FlashDecoding and the step probe on the H200: exact, sanitizer-clean, "
           "timed as the build before it",
           "[hardware][accuracy][time]") {
