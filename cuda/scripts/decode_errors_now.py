@@ -35,6 +35,8 @@ def main():
                 "--heads", str(r["heads"]), "--kv-heads", str(r["kv_heads"]), "--d", str(r["d"]), "--dtype", r["dtype"]] + gpu_args
         if r["algo"] == "flash_decoding":
             args += ["--kv-splits", str(r["launches"][0].get("kv_splits", 1))]
+        if r.get("launches"):  # how the run's tile copies took their addresses; runs before 2026-11-30 do not say: per chunk
+            args += ["--tile-addresses", r["launches"][0].get("tile_addresses", "per_chunk")]
         out = subprocess.run(args, capture_output=True, text=True)
         if out.returncode != 0:
             print(f"{r['algo']} B={r['batch']} KV={r['kv_heads']} Nk={r['Nk']}: fa-sim failed: {out.stderr.strip()}")

@@ -65,8 +65,10 @@ ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConf
         e.one_address_per_tile = one_address_per_tile;
         if (k.name == "fa2_forward" || k.name == "flash_decoding_split") {
             e.bytes_in_flight = kv_tiles_in_flight(p, Bc);
-            if (scores == Space::Registers) e.warp_rows = warp_row_band(Br, k.warps);
-            if (scores == Space::Registers) e.fa2_step_d = static_cast<int>(p.d);
+            if (scores == Space::Registers) {  // the tensor-core kernels: split-Q warps, FA2's step in registers
+                e.warp_rows = warp_row_band(Br, k.warps);
+                e.fa2_step_d = static_cast<int>(p.d);
+            }
         }
         if (k.name == "flash_decoding_split" && e.warp_rows > 0)  // rows per row head: a packed group, or N
             e.key_groups = tile_rules::flash_decoding_key_groups(p.N == 1 && p.grouped() ? p.group_size() : p.N);
