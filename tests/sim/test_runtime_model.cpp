@@ -126,7 +126,8 @@ TEST_CASE("mma.sync runs: FA2's step issues at its measured rate, other kernels 
     GpuSpec unmeasured = h200;
     unmeasured.model.fa2_step_issue_d64.clear();
     unmeasured.model.fa2_step_issue_d128.clear();
-    const KernelTiming& law = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), unmeasured, fa2_tc, {}).timing.front();
+    const AlgorithmResult at_law = simulate(algorithm("fa2"), problem(4096, 64, 16, DType::fp16), unmeasured, fa2_tc, {});
+    const KernelTiming& law = at_law.timing.front();  // held: a reference into a temporary's member would dangle
     CHECK(law.issue_law == IssueLaw::readiness);
     CHECK(law.issue_fraction == Approx(1 - std::pow(0.83, 3.0)));
     CHECK(law.issue_s == Approx(t.issue_s * 0.459 / (1 - std::pow(0.83, 3.0))).epsilon(1e-9));
@@ -134,7 +135,8 @@ TEST_CASE("mma.sync runs: FA2's step issues at its measured rate, other kernels 
               .timing.front().issue_law == IssueLaw::readiness);
     // FA1's loop is not that step (split-K warps exchanging through shared memory): the readiness law on the
     // H200 too.
-    for (const KernelTiming& f : simulate(algorithm("fa1"), problem(4096, 64, 16, DType::fp16), h200, {}, {}).timing)
+    const AlgorithmResult fa1 = simulate(algorithm("fa1"), problem(4096, 64, 16, DType::fp16), h200, {}, {});
+    for (const KernelTiming& f : fa1.timing)
         if (f.issue_s > 0) CHECK(f.issue_law == IssueLaw::readiness);
 
     // Not for fp32 inputs (no 16-bit mma.sync) nor for a library GEMM (measured rate, wgmma): no issue term.
