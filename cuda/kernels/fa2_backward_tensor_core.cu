@@ -92,25 +92,15 @@
 #include <type_traits>
 
 #include "common/launch.cuh"
+#include "kernels/fa2_backward_step.cuh"
 #include "kernels/flash_common.cuh"
 #include "kernels/launchers.hpp"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/tile_rules.hpp"
-#include "kernels/warp_tile_products.cuh"
 
 namespace fasim::cuda_detail {
 
 namespace {
-
-constexpr int kBwdBr = tile_rules::kFa2BwdTcBr;  // query rows per step
-constexpr int kBwdBc = tile_rules::kFa2BwdTcBc;  // keys per block
-constexpr int kBwdWarps = 8;
-constexpr int kBwdThreads = 32 * kBwdWarps;
-constexpr int kBwdPad = tile_rules::kFa2BwdTcPad;  // padding per shared-memory row, elements (16 bytes)
-constexpr int kLdDs = kBwdBr + kBwdPad;     // row stride of the dS^T tile [key][query row], elements
-static_assert(kBwdBc == 16 * kBwdWarps, "one m16 block of keys per warp");
-static_assert(kBwdBr == 64, "dQ: 2 x 4 warps of 32 rows; LSE and D: one 4-byte copy per thread");
-static_assert((kLdDs * 2 / 16) % 2 == 1, "dS^T rows: an odd number of 16-byte units");
 
 // One block per SM at d = 128 (128 fp32 accumulators per thread: ptxas takes all 255 registers) and, at
 // d = 64, too: two would need <= 128 registers, which ptxas reaches only with smaller phase-1 chunks
@@ -152,55 +142,6 @@ __device__ __forceinline__ void cp_async_4(void* smem_dst, const void* gmem_src,
                  : "memory");
 }
 
-// The inverse of pack2: one register of two T -> two floats (lo = bits 0..15), exact.
-template <typename T>
-__device__ __forceinline__ float2 unpack2(unsigned u);
-template <>
-__device__ __forceinline__ float2 unpack2<__half>(unsigned u) {
-    return __half22float2(*reinterpret_cast<const __half2*>(&u));
-}
-template <>
-__device__ __forceinline__ float2 unpack2<__nv_bfloat16>(unsigned u) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
-}
-
-// dq_acc[0..1] += (a, b): one red.global.add.v2.f32 on sm_90 (the address is 8-byte aligned: an even
-// column of an fp32 row of even length), two red.global.add.f32 before.
-__device__ __forceinline__ void red_add2(float* addr, float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float2*>(addr), make_float2(a, b));
-#else
-    atomicAdd(addr, a);
-    atomicAdd(addr + 1, b);
-#endif
-}
-
-// c[nt] += A B for one warp, A = 16 rows of X (row-major [m][k] in shared memory), B = Y^T (Y row-major
-// [n][k]): 16 x 8NT, over k = 16 KS. Both ldmatrix without .trans.
-//   arow: the lane's A address: X row (lane & 7) + 8 ((lane >> 3) & 1), column 8 (lane >> 4), so that
-//         matrix i of the x4 is the quarter (rows + 8 (i & 1), columns + 8 (i >> 1)): a[0..3] order.
-//   brow: the lane's B address: Y row (lane & 7) + 8 (lane >> 4), column 8 ((lane >> 3) & 1); one x4 is
-//         Y rows 16np..16np+15 x k 16ks..16ks+15: matrix 0 = b0 of n-tile 2np (rows +0..7, k +0..7),
-//         1 = b1 of 2np (rows +0..7, k +8..15), 2 = b0 of 2np+1 (rows +8..15), 3 = b1 of 2np+1
-//         (b0 = B[2t, 2t+1][g] = Y[g][2t, 2t+1]: ldmatrix gives lane 4g+t  M[g][2t, 2t+1]).
-// k-steps outermost: each A fragment is loaded once and used for all NT n-tiles (NT independent
-// accumulation chains).
-template <typename T, int KS, int NT>
-__device__ __forceinline__ void mma_a_bt(float (&c)[NT][4], const T* arow, const T* brow, int ld) {
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-        unsigned a[4];
-        ldmatrix_x4(a, arow + 16 * ks);
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-            unsigned b[4];
-            ldmatrix_x4(b, brow + 16 * np * ld + 16 * ks);
-            mma_16816<T>(c[2 * np], a, b[0], b[1]);
-            mma_16816<T>(c[2 * np + 1], a, b[2], b[3]);
-        }
-    }
-}
-
 #endif  // !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 
 template <typename T, int D>
@@ -214,21 +155,14 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
     constexpr int LD = D + kBwdPad;  // row stride of K, V, Q, dO tiles, elements
     constexpr int KS_D = D / 16;     // k-steps over the head dim (S^T, dP^T)
     constexpr int NT_D = D / 8;      // n-tiles over the head dim (dV, dK)
-    // Query rows per phase-1 chunk: S^T and dP^T of CH rows live at once (CH/2 fp32 registers each).
-    // The whole tile: each K_w / V_w fragment is used for 8 n-tiles (8 independent mma chains). CH = 32
-    // saves registers (d = 128: 248 instead of 255) for 16 more ldmatrix per warp and Q tile.
-    constexpr int CH = kBwdBr;
-    constexpr int NT_C = CH / 8;     // n-tiles of S^T, dP^T per chunk
-    constexpr int KS_C = CH / 16;    // k-steps of dV, dK per chunk
     constexpr int DQ_COLS = D / 4;   // head-dim columns of a warp's dQ tile
-    constexpr int NT_Q = DQ_COLS / 8;
-    static_assert(kBwdBr % CH == 0 && NT_Q % 2 == 0, "chunking");
 
     const int tid = static_cast<int>(threadIdx.x);
     const int warp = tid >> 5;
     const int lane = tid & 31;
-    const int g = lane >> 2;  // groupID: C-fragment rows g and g + 8
-    const int t = lane & 3;   // threadID_in_group: C-fragment columns 2t and 2t + 1 (of each 8)
+    const BwdTcLane frag = bwd_tc_lane(lane);  // the lane's place in the fragments, its ldmatrix offsets
+    const int g = frag.g;  // groupID: C-fragment rows g and g + 8
+    const int t = frag.t;  // threadID_in_group: C-fragment columns 2t and 2t + 1 (of each 8)
     const int bh = static_cast<int>(blockIdx.y);
     const int k0 = static_cast<int>(blockIdx.x) * kBwdBc;  // first key of the block
     const int kw = k0 + 16 * warp;                         // first key of the warp (phase 1)
@@ -303,14 +237,11 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
         if (n_iter > 1) load_q_tile(i_begin + 1, 1);
         cp_async_commit();
 
-        // Lane address offsets (elements) of the two ldmatrix patterns (see mma_a_bt):
-        //   off_a: row (lane & 7) + 8 ((lane >> 3) & 1), column 8 (lane >> 4)  -- A operands (x4 = the
-        //          four quarters in a[0..3] order) and row-major B operands read with .trans (x4 =
-        //          rows 0-7 / 8-15 of columns 0-7, then of columns 8-15: b0, b1 of n-tile 2dp, then of 2dp+1)
-        //   off_b: row (lane & 7) + 8 (lane >> 4), column 8 ((lane >> 3) & 1)  -- B = Y^T operands, and the
-        //          dS A operand read with .trans from dS^T (below)
-        const int lrow_a = (lane & 7) + 8 * ((lane >> 3) & 1), lcol_a = 8 * (lane >> 4);
-        const int lrow_b = (lane & 7) + 8 * (lane >> 4), lcol_b = 8 * ((lane >> 3) & 1);
+        // Lane address offsets (elements) of the two ldmatrix patterns (BwdTcLane, fa2_backward_step.cuh): the
+        // _a pattern for A operands and row-major B operands read with .trans (x4 = rows 0-7 / 8-15 of columns
+        // 0-7, then of columns 8-15: b0, b1 of n-tile 2dp, then of 2dp+1), the _b pattern for B = Y^T operands
+        // and the dS A operand read with .trans from dS^T (below).
+        const int lrow_a = frag.lrow_a, lcol_a = frag.lcol_a, lrow_b = frag.lrow_b, lcol_b = frag.lcol_b;
         const T* k_arow = Ks + (16 * warp + lrow_a) * LD + lcol_a;  // K_w as the A operand of S^T
         const T* v_arow = Vs + (16 * warp + lrow_a) * LD + lcol_a;  // V_w as the A operand of dP^T
         // d = 64: K_w, V_w A fragments of the KS_D k-steps, loaded once (step 0, after K_j, V_j landed).
@@ -326,9 +257,9 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
         // A = dS (16 query rows x 16 keys) from dS^T [key][row] by ldmatrix .trans: matrix i must be the
         // quarter (rows + 8 (i & 1), keys + 8 (i >> 1)) of A, i.e. the dS^T block of keys + 8 (i >> 1),
         // rows + 8 (i & 1); .trans gives lane 4g+t  M_i[2t][g], M_i[2t+1][g] = dS^T[key 2t, 2t+1][row g]
-        // = A[g][2t, 2t+1]: the off_b pattern with keys as rows.
+        // = A[g][2t, 2t+1]: the _b pattern with keys as rows.
         const T* ds_arow = dsT + lrow_b * kLdDs + 32 * wr + lcol_b;
-        // B = K_j rows (row-major [key][dim] = [k][n]) by ldmatrix .trans: the off_a pattern, as V in
+        // B = K_j rows (row-major [key][dim] = [k][n]) by ldmatrix .trans: the _a pattern, as V in
         // pv_accumulate.
         const T* k_btrow = Ks + lrow_a * LD + wc * DQ_COLS + lcol_a;
 
@@ -357,110 +288,16 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
             const bool idle = kw >= p.Nk || (causal && kw > imin(q0 + kBwdBr, p.N) - 1 + diag);
             const bool need_mask = kw + 16 > p.Nk || q0 + kBwdBr > p.N || (causal && kw + 15 > q0 + diag);
 
-            auto phase1 = [&](auto masked) {
-                constexpr bool kMasked = decltype(masked)::value;
-                // The mask, per C-fragment row h (key kw + g + 8h): query q sees that key iff q < N and
-                // q >= q_min[h] (causal: key - diag; else 0; a key past Nk: never).
-                int q_min[2] = {0, 0};
-                if constexpr (kMasked) {
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int k = kw + g + 8 * h;
-                        q_min[h] = k >= p.Nk ? INT_MAX : (causal ? k - diag : 0);
-                    }
-                }
-#pragma unroll
-                for (int c = 0; c < kBwdBr / CH; ++c) {
-                    const int r0 = c * CH;  // first tile row of the chunk
-                    // ---- S^T = K_w Q^T: s[nt][i] = key kw + g + 8 (i >> 1), tile row r0 + 8nt + 2t + (i & 1).
-                    float s[NT_C][4];
-#pragma unroll
-                    for (int nt = 0; nt < NT_C; ++nt) {
-#pragma unroll
-                        for (int i = 0; i < 4; ++i) s[nt][i] = 0.f;
-                    }
-                    if constexpr (kKvRegs) qk_scores<T, KS_D, NT_C>(s, kf, Qb + (r0 + lrow_b) * LD + lcol_b, LD);
-                    else mma_a_bt<T, KS_D, NT_C>(s, k_arow, Qb + (r0 + lrow_b) * LD + lcol_b, LD);
-
-                    // ---- P^T = exp2(scale_log2 S^T - LSE log2 e); the LSE of a column (query row) is read
-                    // as a float2 (rows 2t, 2t+1 of the n-tile; 4 addresses per warp, broadcast).
-                    // Masked elements are set to 0 (not exp of -inf: a row that sees no key has LSE = -inf).
-#pragma unroll
-                    for (int nt = 0; nt < NT_C; ++nt) {
-                        const int r = r0 + 8 * nt + 2 * t;
-                        const float2 l = *reinterpret_cast<const float2*>(lse_b + r);
-                        const float nl[2] = {-l.x * kLog2e, -l.y * kLog2e};
-#pragma unroll
-                        for (int i = 0; i < 4; ++i) {
-                            float pv = fast_exp2(fmaf(s[nt][i], p.scale_log2, nl[i & 1]));
-                            if constexpr (kMasked) {
-                                const int q = q0 + r + (i & 1);
-                                if (q < q_min[i >> 1] || q >= p.N) pv = 0.f;
-                            }
-                            s[nt][i] = pv;
-                        }
-                    }
-                    // round(P^T) as A fragments of k-steps over the chunk's rows: pf[ks] = rows 16ks..16ks+15
-                    // = n-tiles 2ks, 2ks+1 (p_fragments: a[0] = C_2ks[0,1] = A[g][2t, 2t+1], ...).
-                    unsigned pf[KS_C][4];
-                    p_fragments<T, KS_C>(pf, s);
-
-                    // ---- dV_w += P^T dO (B = dO rows of the chunk, row-major [row][dim]: ldmatrix .trans).
-                    pv_accumulate<T, KS_C, NT_D>(dv, pf, dOb + (r0 + lrow_a) * LD + lcol_a, LD);
-
-                    // ---- dP^T = V_w dO^T, the same layout as s.
-                    float dp[NT_C][4];
-#pragma unroll
-                    for (int nt = 0; nt < NT_C; ++nt) {
-#pragma unroll
-                        for (int i = 0; i < 4; ++i) dp[nt][i] = 0.f;
-                    }
-                    if constexpr (kKvRegs) qk_scores<T, KS_D, NT_C>(dp, vf, dOb + (r0 + lrow_b) * LD + lcol_b, LD);
-                    else mma_a_bt<T, KS_D, NT_C>(dp, v_arow, dOb + (r0 + lrow_b) * LD + lcol_b, LD);
-
-                    // ---- dS^T = round(P^T) o (dP^T - D): the rounded P of n-tile nt, elements 0, 1 (key g) are
-                    // pf[nt / 2][2 (nt & 1)], elements 2, 3 (key g + 8) pf[nt / 2][2 (nt & 1) + 1]. Masked
-                    // elements have P = 0, hence dS = 0 (dP and D are finite; D = 0 past N).
-#pragma unroll
-                    for (int nt = 0; nt < NT_C; ++nt) {
-                        const int r = r0 + 8 * nt + 2 * t;
-                        const float2 dd = *reinterpret_cast<const float2*>(dd_b + r);
-                        const float2 p01 = unpack2<T>(pf[nt >> 1][2 * (nt & 1)]);
-                        const float2 p23 = unpack2<T>(pf[nt >> 1][2 * (nt & 1) + 1]);
-                        dp[nt][0] = p01.x * (dp[nt][0] - dd.x);
-                        dp[nt][1] = p01.y * (dp[nt][1] - dd.y);
-                        dp[nt][2] = p23.x * (dp[nt][2] - dd.x);
-                        dp[nt][3] = p23.y * (dp[nt][3] - dd.y);
-                    }
-                    unsigned dsf[KS_C][4];
-                    p_fragments<T, KS_C>(dsf, dp);
-
-                    // ---- dK_w += dS^T Q (B = Q rows of the chunk: ldmatrix .trans).
-                    pv_accumulate<T, KS_C, NT_D>(dk, dsf, Qb + (r0 + lrow_a) * LD + lcol_a, LD);
-
-                    // ---- dS^T to shared memory, [key][row]: dsf[ks][0] = dS^T[key g][rows r0 + 16ks + 2t, +1],
-                    // [1] = key g + 8, same rows; [2], [3] = rows + 8. Word address (g * 36 + t + const) mod 32
-                    // = 4g + t + const: the 32 lanes hit 32 different banks.
-#pragma unroll
-                    for (int ks = 0; ks < KS_C; ++ks) {
-                        T* dst = ds_row + r0 + 16 * ks;
-                        *reinterpret_cast<unsigned*>(dst) = dsf[ks][0];
-                        *reinterpret_cast<unsigned*>(dst + 8 * kLdDs) = dsf[ks][1];
-                        *reinterpret_cast<unsigned*>(dst + 8) = dsf[ks][2];
-                        *reinterpret_cast<unsigned*>(dst + 8 * kLdDs + 8) = dsf[ks][3];
-                    }
-                }
-            };
             if (idle) {
                 // dS^T = 0 for the warp's 16 keys x 64 rows: lane -> key row lane / 2, 32 columns from
                 // 32 (lane & 1), four 16-byte stores.
                 T* dst = dsT + (16 * warp + (lane >> 1)) * kLdDs + 32 * (lane & 1);
 #pragma unroll
                 for (int v = 0; v < 4; ++v) *reinterpret_cast<uint4*>(dst + 8 * v) = make_uint4(0u, 0u, 0u, 0u);
-            } else if (need_mask) {
-                phase1(std::true_type{});
             } else {
-                phase1(std::false_type{});
+                const BwdTcMask mask{kw, q0, p.N, p.Nk, diag, causal};
+                if (need_mask) bwd_tc_phase1<T, D, true>(dv, dk, kf, vf, k_arow, v_arow, Qb, dOb, lse_b, dd_b, ds_row, frag, mask, p.scale_log2);
+                else bwd_tc_phase1<T, D, false>(dv, dk, kf, vf, k_arow, v_arow, Qb, dOb, lse_b, dd_b, ds_row, frag, mask, p.scale_log2);
             }
 
             __syncthreads();  // every warp's dS^T in place; every warp done with Q, dO, LSE, D buffer `buf`
@@ -469,48 +306,10 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
             if (it + 2 < n_iter) load_q_tile(i_begin + it + 2, buf);
             cp_async_commit();
 
-            // ---------------- phase 2: dQ(part) = scale dS K_j for rows 32 wr .. + 31, dims wc DQ_COLS .. .
-            // dq[mb][nt] = C fragment of tile rows 32 wr + 16 mb + g (+8), dims wc DQ_COLS + 8nt + 2t (+1).
-            float dq[2][NT_Q][4];
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb) {
-#pragma unroll
-                for (int nt = 0; nt < NT_Q; ++nt) {
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) dq[mb][nt][i] = 0.f;
-                }
-            }
-#pragma unroll
-            for (int ks = 0; ks < kBwdBc / 16; ++ks) {  // keys 16ks .. 16ks + 15
-                unsigned a[2][4];
-#pragma unroll
-                for (int mb = 0; mb < 2; ++mb) ldmatrix_x4_trans(a[mb], ds_arow + 16 * ks * kLdDs + 16 * mb);
-#pragma unroll
-                for (int dp2 = 0; dp2 < NT_Q / 2; ++dp2) {
-                    unsigned b[4];
-                    ldmatrix_x4_trans(b, k_btrow + 16 * ks * LD + 16 * dp2);
-#pragma unroll
-                    for (int mb = 0; mb < 2; ++mb) {
-                        mma_16816<T>(dq[mb][2 * dp2], a[mb], b[0], b[1]);
-                        mma_16816<T>(dq[mb][2 * dp2 + 1], a[mb], b[2], b[3]);
-                    }
-                }
-            }
-            // Rows past N are not added (dq_acc has N rows per head).
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int q = q0 + 32 * wr + 16 * mb + g + 8 * h;
-                    if (q < p.N) {
-                        float* dst = p.dq_acc + (q_head + q) * D + wc * DQ_COLS + 2 * t;
-#pragma unroll
-                        for (int nt = 0; nt < NT_Q; ++nt) {
-                            red_add2(dst + 8 * nt, p.scale * dq[mb][nt][2 * h], p.scale * dq[mb][nt][2 * h + 1]);
-                        }
-                    }
-                }
-            }
+            // ---------------- phase 2: dQ(part) = scale dS K_j for rows 32 wr .. + 31, dims wc d/4 .., added to dq_acc.
+            float dq[2][D / 32][4];
+            bwd_tc_dq_part<T, D>(dq, ds_arow, k_btrow);
+            bwd_tc_add_dq<D>(dq, p.dq_acc, q_head, q0, p.N, wr, wc, frag, p.scale);
         }
         cp_async_wait<0>();  // nothing left in flight (only empty groups can be, but say so)
     }
