@@ -7,6 +7,8 @@
 //   build/cuda/peak-rates --warp-slots     which schedulers the first warps of co-resident blocks use
 //   build/cuda/peak-rates --attention-step cycles per FA2 step of a warp, 1 to 4 warps per scheduler, d 64 and
 //                                          128, 1 or 2 row blocks a warp (bench/attention_step.hpp)
+//   build/cuda/peak-rates --backward-step  cycles per FA2 backward step (fa2_bwd_tc's) of a warp, one block of 8
+//                                          warps per SM, d 64 and 128 (bench/backward_step.hpp)
 //   build/cuda/peak-rates --read-once 8,64 one read of 8 and of 64 MiB from DRAM, timed as fa-validate times a
 //                                          kernel: the least a decode step reading that much K and V takes
 #include <cuda_runtime.h>
@@ -19,12 +21,13 @@
 #include <vector>
 
 #include "bench/attention_step.hpp"
+#include "bench/backward_step.hpp"
 #include "bench/microbench.hpp"
 #include "common/check.hpp"
 
 int main(int argc, char** argv) {
     namespace bench = fasim::bench;
-    bool json = false, copy_only = false, warp_slots_only = false, attention_step_only = false;
+    bool json = false, copy_only = false, warp_slots_only = false, attention_step_only = false, backward_step_only = false;
     std::vector<long> read_once_mib;  // --read-once: buffer sizes, MiB
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
             warp_slots_only = true;
         } else if (std::strcmp(argv[i], "--attention-step") == 0) {
             attention_step_only = true;
+        } else if (std::strcmp(argv[i], "--backward-step") == 0) {
+            backward_step_only = true;
         } else if (std::strcmp(argv[i], "--read-once") == 0 && i + 1 < argc) {
             for (const char* p = argv[++i]; *p != '\0';) {
                 char* end = nullptr;
@@ -48,7 +53,7 @@ int main(int argc, char** argv) {
                 p = *end == ',' ? end + 1 : end;
             }
         } else {
-            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots | --attention-step | --read-once MIB[,MIB...]] [--json]\n");
+            std::fprintf(stderr, "usage: peak-rates [--copy | --warp-slots | --attention-step | --backward-step | --read-once MIB[,MIB...]] [--json]\n");
             return 2;
         }
     }
@@ -105,6 +110,36 @@ int main(int argc, char** argv) {
                         std::printf("  d=%3d, %d row block(s) a warp, %d warp(s) per scheduler: %8.1f cycles a step (%.1f..%.1f), "
                                     "%d registers\n", d, rb, w, a.cycles_per_step, a.min_cycles_per_step, a.max_cycles_per_step,
                                     a.registers);
+                    first = false;
+                }
+            if (json) std::printf("]}\n");
+            return 0;
+        }
+        if (backward_step_only) {
+            if (prop.major < 8) {
+                std::fprintf(stderr, "peak-rates: SKIPPED: --backward-step needs mma.sync with 16-bit operands (sm_80 and later); %s is sm_%d%d\n",
+                             prop.name, prop.major, prop.minor);
+                return 77;
+            }
+            // Each configuration's launch is its own (under Nsight Compute, one launch each after a warm-up).
+            std::printf(json ? "{\"gpu\": \"%s\", \"backward_step\": ["
+                             : "%s: one FA2 backward step (fa2_bwd_tc's: 128 keys x 64 query rows, fp16), one block of 8 warps per SM\n",
+                        prop.name);
+            bool first = true;
+            for (const int d : bench::kBackwardStepDims)
+                for (const bool shared_dq : {false, true}) {
+                    const bench::BackwardStepIssue b = bench::backward_step_issue(prop.multiProcessorCount, d, shared_dq);
+                    const char* dq = shared_dq ? "every block's dQ into the same rows" : "each block's dQ into rows of its own";
+                    if (json)
+                        std::printf("%s{\"d\": %d, \"shared_dq\": %s, \"registers\": %d, \"ran\": %s, \"steps\": %d, "
+                                    "\"cycles_per_step\": %.2f, \"min_cycles_per_step\": %.2f, \"max_cycles_per_step\": %.2f}",
+                                    first ? "" : ", ", d, shared_dq ? "true" : "false", b.registers, b.ran ? "true" : "false", b.steps,
+                                    b.cycles_per_step, b.min_cycles_per_step, b.max_cycles_per_step);
+                    else if (!b.ran)
+                        std::printf("  d=%3d, %s: not run (the block does not fit)\n", d, dq);
+                    else
+                        std::printf("  d=%3d, %s: %8.1f cycles a step (%.1f..%.1f), %d registers\n", d, dq, b.cycles_per_step,
+                                    b.min_cycles_per_step, b.max_cycles_per_step, b.registers);
                     first = false;
                 }
             if (json) std::printf("]}\n");

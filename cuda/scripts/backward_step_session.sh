@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One device call: the FA2 backward step's issue rate (peak-rates --backward-step, bench/backward_step.hpp), timed
+# by clock64 and read by Nsight Compute, beside fa2_bwd_tc's own counters at training length; and fa2_bwd_tc as
+# its step now comes from kernels/fa2_backward_step.cuh, checked against fp64 (cuda-check) and timed beside the
+# build of commit OLD (the kernel before its step moved into that header), old, new, old, new.
+#   OLD=1d8de9e bash cuda/scripts/backward_step_session.sh     (from the repository root, on the GPU machine)
+set -uo pipefail
+old=${OLD:?the commit to compare with}
+source "$(dirname "$0")/session_preamble.sh" peak-rates cuda-check fa-validate
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+metrics="smsp__issue_active.avg.per_cycle_active,smsp__inst_executed.sum,smsp__cycles_active.max,\
+smsp__warps_active.avg.per_cycle_active,sm__cycles_elapsed.avg.per_second,\
+sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,\
+sm__cycles_elapsed.max,gpu__time_duration.sum"
+log "cuda-check fa2_bwd_tc (while $old builds)"
+(timeout 240 "$build/cuda/cuda-check" --quiet --algo fa2_bwd_tc >"$out/check.txt" 2>&1
+echo "exit $?" >>"$out/check.txt") &
+check_pid=$!
+BUILD_JOBS=12 build_commit "$old" fa-validate
+log "built $old"
+wait "$check_pid"
+log "cuda-check done"
+tail -3 "$out/check.txt"
+log "peak-rates --backward-step (text, then JSON)"
+step 120 backward_step "${into[@]}" "$out/backward_step.txt" "$build/cuda/peak-rates" --backward-step
+step 120 backward_step_json "${into[@]}" "$out/backward_step.json" "$build/cuda/peak-rates" --backward-step --json
+cat "$out/backward_step.txt"
+log "ncu on the step's launches (the warm-up and the timed launch of each configuration)"
+step 240 backward_step_ncu "${into[@]}" "$out/backward_step_ncu.csv" "$ncu" --clock-control none \
+  --kernel-name regex:backward_step_kernel --section SchedulerStats --section WarpStateStats --metrics "$metrics" \
+  --csv --page raw "$build/cuda/peak-rates" --backward-step
+log "ncu on fa2_bwd_tc at training length, d = 64 and 128 (N = 4096, batch 2, 8 heads, fp16)"
+for d in 64 128; do
+  step 120 "fa2_bwd_tc_d$d" "${into[@]}" "$out/fa2_bwd_tc_d$d.txt" "$ncu" --clock-control none --kernel-name regex:fa2_bwd_tc_kernel \
+    --launch-count 1 --section SchedulerStats --section WarpStateStats --metrics "$metrics" \
+    "$build/cuda/validate/fa-validate" --pass bwd --algo fa2_bwd_tc --N 4096 --d "$d" --dtype fp16 --causal off --batch 2 \
+    --heads 8 --runs 1 --warmup 0
+  grep -E "issue_active|inst_executed|cycles_active|warps_active|Issued Warp|No Eligible|Active Warps|Stall" "$out/fa2_bwd_tc_d$d.txt" | head -24
+done
+pass() {  # NAME BUILD_DIR: fa2_bwd_tc in the FA2 paper's setting (fp16, batch x N = 16k tokens, hidden 2048)
+  local name=$1 dir=$2
+  for d in 64 128; do
+    for N in 2048 8192; do
+      log "bwd $name d=$d N=$N"
+      timeout 100 "$dir/cuda/validate/fa-validate" --pass bwd --algo fa2_bwd_tc --dtype fp16 --d "$d" --N "$N" \
+        --batch $((16384 / N)) --heads $((2048 / d)) --runs 5 --warmup 1 --sample-rows 4 --causal both \
+        --out "$out/bwd_${name}_d${d}_N${N}.json" >>"$out/bwd_$name.txt" 2>&1
+    done
+  done
+}
+pass old /tmp/old_tree/build-gpu
+pass new "$build"
+pass old2 /tmp/old_tree/build-gpu
+pass new2 "$build"
+log "done"
