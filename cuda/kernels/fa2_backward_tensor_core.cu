@@ -160,9 +160,8 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
     const int tid = static_cast<int>(threadIdx.x);
     const int warp = tid >> 5;
     const int lane = tid & 31;
-    const BwdTcLane frag = bwd_tc_lane(lane);  // the lane's place in the fragments, its ldmatrix offsets
-    const int g = frag.g;  // groupID: C-fragment rows g and g + 8
-    const int t = frag.t;  // threadID_in_group: C-fragment columns 2t and 2t + 1 (of each 8)
+    const int g = lane >> 2;  // groupID: C-fragment rows g and g + 8
+    const int t = lane & 3;   // threadID_in_group: C-fragment columns 2t and 2t + 1 (of each 8)
     const int bh = static_cast<int>(blockIdx.y);
     const int k0 = static_cast<int>(blockIdx.x) * kBwdBc;  // first key of the block
     const int kw = k0 + 16 * warp;                         // first key of the warp (phase 1)
@@ -241,6 +240,7 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
         // _a pattern for A operands and row-major B operands read with .trans (x4 = rows 0-7 / 8-15 of columns
         // 0-7, then of columns 8-15: b0, b1 of n-tile 2dp, then of 2dp+1), the _b pattern for B = Y^T operands
         // and the dS A operand read with .trans from dS^T (below).
+        const BwdTcLane frag = bwd_tc_lane(lane);
         const int lrow_a = frag.lrow_a, lcol_a = frag.lcol_a, lrow_b = frag.lrow_b, lcol_b = frag.lcol_b;
         const T* k_arow = Ks + (16 * warp + lrow_a) * LD + lcol_a;  // K_w as the A operand of S^T
         const T* v_arow = Vs + (16 * warp + lrow_a) * LD + lcol_a;  // V_w as the A operand of dP^T
@@ -288,16 +288,20 @@ __global__ void __launch_bounds__(kBwdThreads, bwd_min_blocks_per_sm(D)) fa2_bwd
             const bool idle = kw >= p.Nk || (causal && kw > imin(q0 + kBwdBr, p.N) - 1 + diag);
             const bool need_mask = kw + 16 > p.Nk || q0 + kBwdBr > p.N || (causal && kw + 15 > q0 + diag);
 
+            auto phase1 = [&](auto masked) {
+                bwd_tc_phase1<T, D, decltype(masked)::value>(dv, dk, kf, vf, k_arow, v_arow, Qb, dOb, lse_b, dd_b, ds_row, frag,
+                                                             BwdTcMask{kw, q0, p.N, p.Nk, diag, causal}, p.scale_log2);
+            };
             if (idle) {
                 // dS^T = 0 for the warp's 16 keys x 64 rows: lane -> key row lane / 2, 32 columns from
                 // 32 (lane & 1), four 16-byte stores.
                 T* dst = dsT + (16 * warp + (lane >> 1)) * kLdDs + 32 * (lane & 1);
 #pragma unroll
                 for (int v = 0; v < 4; ++v) *reinterpret_cast<uint4*>(dst + 8 * v) = make_uint4(0u, 0u, 0u, 0u);
+            } else if (need_mask) {
+                phase1(std::true_type{});
             } else {
-                const BwdTcMask mask{kw, q0, p.N, p.Nk, diag, causal};
-                if (need_mask) bwd_tc_phase1<T, D, true>(dv, dk, kf, vf, k_arow, v_arow, Qb, dOb, lse_b, dd_b, ds_row, frag, mask, p.scale_log2);
-                else bwd_tc_phase1<T, D, false>(dv, dk, kf, vf, k_arow, v_arow, Qb, dOb, lse_b, dd_b, ds_row, frag, mask, p.scale_log2);
+                phase1(std::false_type{});
             }
 
             __syncthreads();  // every warp's dS^T in place; every warp done with Q, dO, LSE, D buffer `buf`
