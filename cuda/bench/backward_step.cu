@@ -20,6 +20,8 @@ namespace {
 
 using namespace fasim::cuda_detail;
 
+static_assert(kBwdWarps == 4 * kBackwardStepWarpsPerScheduler, "one block per SM of 4 schedulers, as fa2_bwd_tc runs");
+
 // grid = one block per SM, kBwdThreads threads; shared memory laid out as fa2_bwd_tc's (tile_rules::
 // fa2_bwd_tc_smem_bytes). Each step: barrier, phase 1 on Q/dO buffer step & 1, barrier, phase 2 and its dQ
 // atomics into rows (step & 1) * 64 .. of the block's 128 rows of dq_acc. cycles[warp] = its clock64 span.

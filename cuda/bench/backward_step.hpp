@@ -16,6 +16,16 @@ namespace fasim::bench {
 
 // The head dims the probe is built for (fa2_bwd_tc's).
 inline constexpr int kBackwardStepDims[] = {64, 128};
+// Its warps per scheduler: one block of 8 warps per SM of 4 schedulers, as fa2_bwd_tc runs.
+inline constexpr int kBackwardStepWarpsPerScheduler = 2;
+
+// Warp instructions one warp issues per step, as this probe compiles for sm_90a with nvcc 13.0: Nsight Compute's
+// smsp__inst_executed over warps and steps of the timed launch on an H200
+// (cuda/results/2026-12-01-h200-backward-step/: 610.2 at d = 64, 919.0 at d = 128). clock64 gives the cycles a
+// step takes without a profiler; 2 warps x these over them is the issue rate fa-calibrate writes
+// (model.fa2_bwd_step_issue_d64/_d128). Another compiler or architecture may emit a few percent more or fewer:
+// run the probe under Nsight Compute to check.
+inline constexpr double kBackwardStepWarpInstructions(int d) { return d == 64 ? 610.2 : d == 128 ? 919.0 : 0.0; }
 
 struct BackwardStepIssue {
     int d = 0;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/attention_step.hpp"
+#include "bench/backward_step.hpp"
 #include "bench/cublas_rates.hpp"
 #include "bench/microbench.hpp"
 #include "common/check.hpp"
@@ -206,6 +207,19 @@ int main(int argc, char** argv) {
                         step_cycles[d].push_back(a.cycles_per_step);
                     }
                 }
+        // fa2_bwd_tc's step in its own shape (bench/backward_step.hpp): 2 warps per scheduler x its warp instructions
+        // per step over its cycles per step (model.fa2_bwd_step_issue_d64/_d128, below).
+        std::map<int, double> bwd_step_issue, bwd_step_cycles;  // d -> share of cycles, cycles per step
+        if (has_mma)
+            for (const int d : bench::kBackwardStepDims) {
+                const bench::BackwardStepIssue b = bench::backward_step_issue(sms, d, /*shared_dq=*/false);
+                if (!b.ran) continue;
+                raw["backward_step"].push_back({{"d", d}, {"registers", b.registers}, {"cycles_per_step", b.cycles_per_step}});
+                if (b.cycles_per_step > 0) {
+                    bwd_step_issue[d] = bench::kBackwardStepWarpsPerScheduler * bench::kBackwardStepWarpInstructions(d) / b.cycles_per_step;
+                    bwd_step_cycles[d] = b.cycles_per_step;
+                }
+            }
 
         // The GPU file: the preset for this card where fa-sim has one (its datasheet numbers and
         // sources), else the device's properties and architecture facts.
@@ -332,6 +346,23 @@ int main(int argc, char** argv) {
                                       fmt("%.0f", bench::kAttentionStepWarpInstructions(d)) +
                                       " warp instructions per step (Nsight Compute on sm_90a) over clock64 cycles per step (" +
                                       cycles + ")";
+        }
+        // fa2_bwd_tc's step measured alone, likewise.
+        for (const auto& [d, rate] : bwd_step_issue) {
+            if (!(rate >= 0.01 && rate <= 1.0)) {
+                std::cerr << "fa-calibrate: fa2_bwd_tc's step at d = " << d << " issues " << rate << " of cycles by the assumed "
+                          << bench::kBackwardStepWarpInstructions(d) << " warp instructions per step, outside 0.01..1: "
+                          << "this compiler or GPU builds the step otherwise; model.fa2_bwd_step_issue_d" << d
+                          << " is left out (count the step's instructions with Nsight Compute and write it by hand)\n";
+                continue;
+            }
+            const std::string key = "fa2_bwd_step_issue_d" + std::to_string(d);
+            doc["model"][key] = rate;
+            sources["model." + key] = "measured by fa-calibrate " + where + ": fa2_bwd_tc's step alone (five products, dS^T "
+                                      "between two barriers, dQ atomics; bench/backward_step.hpp) at d = " + std::to_string(d) +
+                                      ", one block of 8 warps per SM: 2 x " + fmt("%.0f", bench::kBackwardStepWarpInstructions(d)) +
+                                      " warp instructions per step (Nsight Compute on sm_90a) over " +
+                                      fmt("%.0f", bwd_step_cycles[d]) + " clock64 cycles per step";
         }
         measured["source"] = "fa-calibrate " + where + " (each number's method: sources.measured.*)";
         doc["measured"] = measured;

@@ -37,19 +37,9 @@ for d in 64 128; do
     --heads 8 --runs 1 --warmup 0
   grep -E "issue_active|inst_executed|cycles_active|warps_active|Issued Warp|No Eligible|Active Warps|Stall" "$out/fa2_bwd_tc_d$d.txt" | head -24
 done
-pass() {  # NAME BUILD_DIR: fa2_bwd_tc in the FA2 paper's setting (fp16, batch x N = 16k tokens, hidden 2048)
-  local name=$1 dir=$2
-  for d in 64 128; do
-    for N in 2048 8192; do
-      log "bwd $name d=$d N=$N"
-      timeout 100 "$dir/cuda/validate/fa-validate" --pass bwd --algo fa2_bwd_tc --dtype fp16 --d "$d" --N "$N" \
-        --batch $((16384 / N)) --heads $((2048 / d)) --runs 5 --warmup 1 --sample-rows 4 --causal both \
-        --out "$out/bwd_${name}_d${d}_N${N}.json" >>"$out/bwd_$name.txt" 2>&1
-    done
-  done
-}
-pass old /tmp/old_tree/build-gpu
-pass new "$build"
-pass old2 /tmp/old_tree/build-gpu
-pass new2 "$build"
+source "$(dirname "$0")/backward_ab_pass.sh"
+ab_pass old /tmp/old_tree/build-gpu
+ab_pass new "$build"
+ab_pass old2 /tmp/old_tree/build-gpu
+ab_pass new2 "$build"
 log "done"

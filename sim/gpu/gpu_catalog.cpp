@@ -199,8 +199,8 @@ struct ModelField {
     ModelMember member;
 };
 
-const std::array<ModelField, 14>& model_fields() {
-    static const std::array<ModelField, 14> fields = {{
+const std::array<ModelField, 16>& model_fields() {
+    static const std::array<ModelField, 16> fields = {{
         {"schedulers_per_sm", true, 1, 16, "schedulers", "the warp schedulers per SM (4 on sm_50 and later)",
          &GpuSpec::Model::schedulers_per_sm},
         {"cuda_core_warp_ready_fraction", false, 0.01, 1, "of cycles",
@@ -240,6 +240,14 @@ const std::array<ModelField, 14>& model_fields() {
          "a list of the shares of cycles a scheduler issues FA2's step with 1, 2, ... warps on it at d = 128, e.g. "
          "[0.318, 0.365, 0.372] (fa-calibrate writes it), or [] where not measured",
          &GpuSpec::Model::fa2_step_issue_d128},
+        {"fa2_bwd_step_issue_d64", false, 0, 1, "of cycles",
+         "the share of cycles a scheduler issues fa2_bwd_tc's backward step at d = 64, one block of 8 warps per SM, "
+         "e.g. 0.263 (fa-calibrate writes it), or 0 where not measured",
+         &GpuSpec::Model::fa2_bwd_step_issue_d64},
+        {"fa2_bwd_step_issue_d128", false, 0, 1, "of cycles",
+         "the share of cycles a scheduler issues fa2_bwd_tc's backward step at d = 128, one block of 8 warps per SM, "
+         "e.g. 0.218 (fa-calibrate writes it), or 0 where not measured",
+         &GpuSpec::Model::fa2_bwd_step_issue_d128},
     }};
     return fields;
 }

@@ -37,6 +37,12 @@ const std::vector<double>& GpuSpec::Model::fa2_step_issue(int d) const {
     return d <= 64 + (128 - 64) / 2 ? fa2_step_issue_d64 : fa2_step_issue_d128;
 }
 
+double GpuSpec::Model::fa2_bwd_step_issue(int d) const {
+    if (fa2_bwd_step_issue_d64 <= 0) return fa2_bwd_step_issue_d128;
+    if (fa2_bwd_step_issue_d128 <= 0) return fa2_bwd_step_issue_d64;
+    return d <= 64 + (128 - 64) / 2 ? fa2_bwd_step_issue_d64 : fa2_bwd_step_issue_d128;
+}
+
 double GpuSpec::step_issue_fraction(const std::vector<double>& table, double n) {
     if (table.empty() || !(n > 0)) return 0;
     if (n >= static_cast<double>(table.size())) return table.back();

@@ -98,6 +98,15 @@ struct GpuSpec {
         // The table for head dimension d: the measured d nearest to it (d <= 96: d = 64's), or the other
         // where only one was measured; empty where neither was.
         const std::vector<double>& fa2_step_issue(int d) const;
+        // The issue rate of fa2_bwd_tc's backward step, measured alone by the backward-step probe
+        // (cuda/bench/backward_step.hpp) in the kernel's own shape, one block of 8 warps per SM (2 per
+        // scheduler, its barriers and dQ atomics included): warp instructions a scheduler issues per cycle,
+        // at d = 64 and d = 128. Kernels whose loop is that step (KernelExecution::fa2_bwd_step_d) issue at
+        // it; 0: not measured for this architecture, and they take the readiness law.
+        double fa2_bwd_step_issue_d64 = 0, fa2_bwd_step_issue_d128 = 0;
+        // The rate for head dimension d: the measured d nearest to it (d <= 96: d = 64's), or the other where
+        // only one was measured; 0 where neither was.
+        double fa2_bwd_step_issue(int d) const;
         // Bytes of L2 bandwidth per L2 request, where the request rate is not measured:
         // l2_request_rate() = l2_bandwidth / this.
         double l2_bytes_per_request = 0;

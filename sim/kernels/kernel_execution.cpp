@@ -70,6 +70,10 @@ ExecutionModel fasim_kernel_executions(const AttentionProblem& p, const TileConf
                 e.fa2_step_d = static_cast<int>(p.d);
             }
         }
+        // fa2_bwd_tc's shape (tile_rules::kFa2BwdTcBr x kFa2BwdTcBc, 8 warps), which FlashAttention-2's own
+        // backward also takes at d = 128: the backward step the probe times.
+        if (k.name == "fa2_backward" && k.warps == 8 && Br == tile_rules::kFa2BwdTcBr && Bc == tile_rules::kFa2BwdTcBc)
+            e.fa2_bwd_step_d = static_cast<int>(p.d);
         if (k.name == "flash_decoding_split" && e.warp_rows > 0)  // rows per row head: a packed group, or N
             e.key_groups = tile_rules::flash_decoding_key_groups(p.N == 1 && p.grouped() ? p.group_size() : p.N);
         if (k.name == "fa2_forward" || k.name == "tiled_two_pass")

@@ -102,6 +102,11 @@ struct KernelExecution {
     // issues it at the GPU's measured rate for that step at this head dimension (GpuSpec::Model::
     // fa2_step_issue). 0: another loop body.
     int fa2_step_d = 0;
+    // Its loop body is fa2_bwd_tc's backward step (one block of 8 warps per K/V tile of 128 keys, 64 query
+    // rows a step: five products, dS^T through shared memory between two barriers, dQ added atomically):
+    // the step the backward-step probe times alone (cuda/bench/backward_step.hpp), so the model issues it at
+    // the GPU's measured rate for that step (GpuSpec::Model::fa2_bwd_step_issue). 0: another loop body.
+    int fa2_bwd_step_d = 0;
 };
 
 // A kernel's model, by the kernel the program launches.

@@ -37,6 +37,12 @@ namespace {
 // a grid smaller than the SMs) leaves those waits exposed: it keeps the readiness p, read from whole
 // kernels' counters, which hold such waits, and so does a computing warp alone in its block for its own
 // chain (2026-11-30-h200-lone-warps/: fa2_tc's lone decode warp issues 0.23 per cycle, its step alone 0.32).
+//
+// fa2_bwd_tc's step is another loop body: five products per tile pair, dS^T through shared memory between two
+// barriers, dQ added with atomics, one block of 8 warps per SM. The backward-step probe times that step in that
+// shape (gpu.model.fa2_bwd_step_issue_d64/_d128; cuda/results/2026-12-01-h200-backward-step/: 0.26 and 0.22
+// of cycles on the H200, where the law gives 0.77 for its 2 warps x 4 mma blocks per scheduler), barriers and
+// shared-memory waits included, so the kernel, always alone on its SM, takes the rate as it is.
 
 struct SmRates {
     double matmul, fp32, sfu, smem, l2, l2_requests;  // per SM, per second
@@ -93,6 +99,7 @@ const char* issue_law_name(IssueLaw law) {
     switch (law) {
         case IssueLaw::readiness: return "readiness";
         case IssueLaw::fa2_step: return "fa2_step";
+        case IssueLaw::fa2_bwd_step: return "fa2_bwd_step";
         case IssueLaw::none: break;
     }
     return "none";
@@ -140,6 +147,13 @@ KernelTiming time_kernel(const KernelRecord& k, const GpuSpec& gpu, DType dtype,
         t.issue_law = k.execution.fa2_step_d > 0 && !step.empty() && resident >= 2 ? IssueLaw::fa2_step : IssueLaw::readiness;
         t.issue_fraction = t.issue_law == IssueLaw::fa2_step ? GpuSpec::step_issue_fraction(step, row_blocks_per_scheduler)
                                                              : 1.0 - std::pow(1.0 - gpu.model.mma_sync_warp_ready, row_blocks_per_scheduler);
+        // fa2_bwd_tc's step, measured in the kernel's own shape (one block of 8 warps per SM, its barriers
+        // included): its rate as it is, where the GPU file has it and the kernel runs in that shape.
+        const double bwd_step = gpu.model.fa2_bwd_step_issue(k.execution.fa2_bwd_step_d);
+        if (k.execution.fa2_bwd_step_d > 0 && bwd_step > 0 && resident == 1 && k.desc.warps == 2 * gpu.model.schedulers_per_sm) {
+            t.issue_law = IssueLaw::fa2_bwd_step;
+            t.issue_fraction = bwd_step;
+        }
     }
     const double issue = options.tensor_cores ? 1.0 : t.issue_fraction;  // CUDA cores: scales their rates
     // A library GEMM on the tensor cores moves its operands through shared memory its own way

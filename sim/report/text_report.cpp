@@ -122,7 +122,9 @@ void kernel_lines(std::ostream& out, const KernelRecord& k, const KernelTiming& 
             << units::fixed(warps, warps == static_cast<int>(warps) ? 0 : 1) << (warps == 1 ? " warp" : " warps") << " per scheduler"
             << (k.row_blocks_per_warp > 1 ? " x " + std::to_string(k.row_blocks_per_warp) + " row blocks each" : "")
             << " issue in " << static_cast<int>(t.issue_fraction * 100 + 0.5) << "% of cycles"
-            << (t.issue_law == IssueLaw::fa2_step ? " (FA2's step timed alone: the GPU file's table)" : "");
+            << (t.issue_law == IssueLaw::fa2_step       ? " (FA2's step timed alone: the GPU file's table)"
+                : t.issue_law == IssueLaw::fa2_bwd_step ? " (the backward step timed alone: the GPU file's rate)"
+                                                        : "");
         if (k.active_warps > 0 && k.active_warps < k.desc.warps)  // split-Q with few rows (docs/model.md)
             out << dot(st) << k.active_warps << " of " << k.desc.warps << " warps compute (the others copy): too few rows for every warp's 16-row fragments";
         out << '\n';
