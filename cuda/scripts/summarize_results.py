@@ -23,9 +23,10 @@ def catalog(fa_sim):
 
 
 def main_launch(launches):
-    """The attention kernel of a run's launches, as sim/model/kernel_setup.cpp picks it: the last with a
-    K/V tile (fa1's init kernel comes first, FA2 backward's dQ conversion last), else the last."""
-    with_tile = [l for l in launches if l.get("Bc")]
+    """The attention kernel of a run's launches, as fa-validate picks it (cuda/validate/fa_validate_main.cpp):
+    the last with a Q and a K/V tile (fa1's init kernel comes first; FA2 backward's dQ conversion, Br only, and
+    its sum over grouped K/V heads, Bc only, come after), else the last."""
+    with_tile = [l for l in launches if l.get("Br") and l.get("Bc")]
     return with_tile[-1] if with_tile else (launches[-1] if launches else {})
 
 
@@ -51,6 +52,8 @@ def predict(fa_sim, gpu, r):
             "--batch", str(r["batch"]), "--heads", str(r["heads"]), "--dtype", r["dtype"]]
     if r.get("causal"):
         args.append("--causal")
+    if r.get("kv_heads", r["heads"]) != r["heads"]:  # grouped-query attention
+        args += ["--kv-heads", str(r["kv_heads"])]
     main = main_launch(r.get("launches", []))
     if algorithms[kernels[r["algo"]]["algorithm"]]["tunable_tiles"] and main.get("Br") and main.get("Bc"):
         args += ["--Br", str(main["Br"]), "--Bc", str(main["Bc"])]
