@@ -138,6 +138,8 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.model.dram_latency_s == b.model.dram_latency_s);
     CHECK(a.model.fa2_step_issue_d64 == b.model.fa2_step_issue_d64);
     CHECK(a.model.fa2_step_issue_d128 == b.model.fa2_step_issue_d128);
+    CHECK(a.model.fa2_bwd_step_issue_d64 == b.model.fa2_bwd_step_issue_d64);
+    CHECK(a.model.fa2_bwd_step_issue_d128 == b.model.fa2_bwd_step_issue_d128);
     CHECK(a.sources == b.sources);
 }
 
@@ -395,7 +397,7 @@ TEST_CASE("a user GPU file round-trips through a temporary file", "[gpu]") {
     CHECK(mine.measured.source.empty());
     CHECK(mine.effective_hbm_bandwidth() == 1.008e12);
     CHECK(mine.matmul_flops(DType::bf16) == 165.2e12);
-    REQUIRE(mine.sources.size() == kNumericKeys.size() + 14);  // and the 14 model constants, defaulted
+    REQUIRE(mine.sources.size() == kNumericKeys.size() + 16);  // and the 16 model constants, defaulted
     for (const auto& [key, text] : mine.sources) {
         INFO(key);
         if (key.rfind("model.", 0) == 0) {
@@ -763,7 +765,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
                     {"library_gemm_o_tile_outputs", 8192}, {"library_gemm_o_tile_max_rows", 256},
                     {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8},
                     {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7},
-                    {"fa2_step_issue_d64", {0.3, 0.4}}, {"fa2_step_issue_d128", json::array()}};
+                    {"fa2_step_issue_d64", {0.3, 0.4}}, {"fa2_step_issue_d128", json::array()},
+                    {"fa2_bwd_step_issue_d64", 0.27},   {"fa2_bwd_step_issue_d128", 0}};
     doc["sources"] = {{"model.schedulers_per_sm", "a test"}};
     const GpuSpec g = fasim::parse_gpu_json(doc.dump(), "test.json");
     CHECK(g.model.schedulers_per_sm == 2);
@@ -781,6 +784,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
     CHECK(g.model.dram_latency_s == 7e-7);
     CHECK(g.model.fa2_step_issue_d64 == std::vector<double>{0.3, 0.4});
     CHECK(g.model.fa2_step_issue_d128.empty());
+    CHECK(g.model.fa2_bwd_step_issue_d64 == 0.27);
+    CHECK(g.model.fa2_bwd_step_issue_d128 == 0);
     for (const auto& [key, text] : g.sources) {
         if (key == "model.schedulers_per_sm") CHECK(text == "a test");
         if (key == "model.l2_bytes_per_request") CHECK(contains(text, "no source stated"));
@@ -796,7 +801,9 @@ TEST_CASE("model constants out of range are usage errors naming key and range", 
         {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1},
         {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500},
         {"fa2_step_issue_d64", 0.35},             {"fa2_step_issue_d128", {0.3, 1.5}},
-        {"fa2_step_issue_d64", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}}, {"fa2_step_issue_d128", {"0.3"}}};
+        {"fa2_step_issue_d64", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}}, {"fa2_step_issue_d128", {"0.3"}},
+        {"fa2_bwd_step_issue_d64", 1.5},          {"fa2_bwd_step_issue_d128", -0.2},
+        {"fa2_bwd_step_issue_d128", {0.2}}};
     for (const auto& [key, value] : bad) {
         json doc = user_json();
         doc["model"] = {{key, value}};
@@ -851,6 +858,29 @@ TEST_CASE("FA2's step issue table: Hopper's from the H200's probe, none before H
     CHECK(GpuSpec::step_issue_fraction(t, 3) == Approx(0.372));
     CHECK(GpuSpec::step_issue_fraction(t, 6) == Approx(0.372));
     CHECK(GpuSpec::step_issue_fraction({}, 2) == 0);
+}
+
+TEST_CASE("FA2 backward step's issue rate: Hopper's from the H200's probe, none before Hopper, the nearer d",
+          "[gpu][model]") {
+    // peak-rates --backward-step ran on an H200 only (cuda/results/2026-12-01-h200-backward-step/): 2 warps per
+    // scheduler x 610.2 (d = 64) and 919.0 (d = 128) warp instructions per step over 4631.6 and 8431.1 cycles.
+    const GpuSpec h200 = fasim::find_gpu_preset("H200");
+    CHECK(h200.model.fa2_bwd_step_issue_d64 == Approx(2 * 610.2 / 4631.6).margin(0.0005));
+    CHECK(h200.model.fa2_bwd_step_issue_d128 == Approx(2 * 919.0 / 8431.1).margin(0.0005));
+    for (const GpuSpec& g : fasim::gpu_presets()) {
+        INFO(g.name);
+        const bool hopper = g.compute_capability >= 90;
+        CHECK((g.model.fa2_bwd_step_issue_d64 > 0) == hopper);
+        CHECK((g.model.fa2_bwd_step_issue_d128 > 0) == hopper);
+        if (hopper) CHECK(g.model.fa2_bwd_step_issue_d128 == h200.model.fa2_bwd_step_issue_d128);
+    }
+    CHECK(h200.model.fa2_bwd_step_issue(64) == h200.model.fa2_bwd_step_issue_d64);
+    CHECK(h200.model.fa2_bwd_step_issue(96) == h200.model.fa2_bwd_step_issue_d64);
+    CHECK(h200.model.fa2_bwd_step_issue(97) == h200.model.fa2_bwd_step_issue_d128);
+    GpuSpec only128 = h200;
+    only128.model.fa2_bwd_step_issue_d64 = 0;
+    CHECK(only128.model.fa2_bwd_step_issue(64) == h200.model.fa2_bwd_step_issue_d128);
+    CHECK(fasim::find_gpu_preset("A100-SXM4-40GB").model.fa2_bwd_step_issue(128) == 0);
 }
 
 TEST_CASE("a preset without measured mma.sync gets its architecture's share of the tensor peak, with its source",

@@ -223,3 +223,40 @@ TEST_CASE("a block alone on its SM waits for its first tiles and stores its outp
     const KernelSetup cublas = kernel_setup(*find_kernel("standard_cublas"), p, h200);
     for (const KernelTiming& t : simulate(*cublas.algorithm, p, h200, cublas.tiles, cublas.options).timing) CHECK(t.fill_s == 0);
 }
+
+TEST_CASE("fa2_bwd_tc's step issues at its rate measured alone (the backward-step probe) where the GPU file has one "
+          "and the kernel runs as the probe did, one block of 8 warps per SM", "[model][backward]") {
+    const AttentionProblem p64 = problem(4096, 64, 16, DType::fp16), p128 = problem(4096, 128, 16, DType::fp16);
+    auto backward = [](const AttentionProblem& p, const GpuSpec& gpu) {
+        const KernelSetup s = kernel_setup(*find_kernel("fa2_bwd_tc"), p, gpu);
+        const AlgorithmResult r = simulate(*s.algorithm, p, gpu, s.tiles, s.options);
+        for (const KernelTiming& t : r.timing)
+            if (t.name == "fa2_backward") return t;
+        FAIL("no fa2_backward kernel");
+        return KernelTiming{};
+    };
+    // The H200's probe (cuda/results/2026-12-01-h200-backward-step/): 2 warps per scheduler issue in 26.3% of cycles
+    // at d = 64 and 21.8% at d = 128, barriers and dQ atomics included, where 1 - 0.83^n over the warps' 16-row mma
+    // blocks would give 0.77.
+    const GpuSpec h200 = find_gpu_preset("H200");
+    const KernelTiming t64 = backward(p64, h200), t128 = backward(p128, h200);
+    CHECK(t64.issue_law == IssueLaw::fa2_bwd_step);
+    CHECK(t64.issue_fraction == h200.model.fa2_bwd_step_issue_d64);
+    CHECK(t128.issue_law == IssueLaw::fa2_bwd_step);
+    CHECK(t128.issue_fraction == h200.model.fa2_bwd_step_issue_d128);
+    CHECK(std::string(issue_law_name(t128.issue_law)) == "fa2_bwd_step");
+    // The same instructions at another rate: the issue term scales by the rates' ratio, and at 22% it binds.
+    GpuSpec unmeasured = h200;
+    unmeasured.model.fa2_bwd_step_issue_d64 = unmeasured.model.fa2_bwd_step_issue_d128 = 0;
+    const KernelTiming law = backward(p128, unmeasured);
+    CHECK(law.issue_law == IssueLaw::readiness);
+    CHECK(law.issue_fraction > 0.7);
+    CHECK(law.issue_s * law.issue_fraction == Approx(t128.issue_s * t128.issue_fraction).epsilon(1e-9));
+    CHECK(t128.bound.find("instruction issue") != std::string::npos);
+    // A GPU whose file has no rate (every preset before Hopper: the probe has run on an H200 only) keeps the law.
+    CHECK(backward(p128, find_gpu_preset("A100-SXM4-40GB")).issue_law == IssueLaw::readiness);
+    // Another shape than the probe's (4 warps a block, FA2's CUDA-core backward): the law.
+    const KernelSetup cores = kernel_setup(*find_kernel("fa2_bwd"), p64, h200);
+    for (const KernelTiming& t : simulate(*cores.algorithm, p64, h200, cores.tiles, cores.options).timing)
+        CHECK(t.issue_law != IssueLaw::fa2_bwd_step);
+}
