@@ -704,12 +704,14 @@ TEST_CASE("the backward kernels meet the gradient rule on the H100: cuda-check's
     CHECK(timed == 120 + 16 + 8);
 }
 
-TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, FA2 within 26-30%",
+TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, fa2_bwd_tc within 10% by its step's rate "
+          "measured on the H200 (held out: no H100 timing entered it), the CUDA-core FA2 within 30%",
           "[hardware][backward][time]") {
-    // The issue's target is 20% for every backward kernel; the flash ones miss it (cuda/results/README.md):
-    // fa2_bwd_tc -25..-13% (N=2048, one to two waves of 1 block per SM, is the worst), its time set in the model
-    // by shared-memory bandwidth (ldmatrix) at the 128 B/clk per SM it takes for every kernel; fa2_bwd -29..+0%,
-    // d=64 worst (2 blocks of 4 warps per SM, whose issue rate the model takes from a lone forward warp, 37%).
+    // The issue's target is 20% for every backward kernel. fa2_bwd_tc was -25..-13% here while the model took its issue
+    // rate from the readiness law (1 - 0.83^n, read from forward kernels): its step, timed alone in its own shape on the
+    // H200 (peak-rates --backward-step, 2026-12-01-h200-backward-step/), issues in 26% (d=64) and 22% (d=128) of cycles,
+    // and the H100 has the same SM. fa2_bwd -32..+0%, d=64 worst (2 blocks of 4 warps per SM, whose issue rate the model
+    // takes from a lone forward warp, 37%).
     const GpuSpec gpu = find_gpu_preset("H100-SXM");
     std::map<std::string, int> checked, within_20;
     for (const char* file : {"validate_bwd_half.json", "validate_bwd_fp32.json"}) {
@@ -717,12 +719,12 @@ TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, FA
         for_each_timed_result(doc, gpu, {}, [&](const json& r, double rt) {
             const std::string algo = r.at("algo");
             const bool fp32 = r.at("dtype").get<std::string>() == "fp32";
-            CHECK(rt < 1.01);  // the model is fast for all of them (fa2_bwd at N=16384 d=128: +0.3%)
             // fp32 at N=2048, d=64 (B*H = 16): the GEMMs' 256 blocks are 2 per SM, not the 5 that fit, and the
             // model gives each the SM's rates shared by 2 (-28%); cuBLAS's SGEMM does not speed up as much.
             if (algo == "standard_cublas_bwd") CHECK(rt == Approx(1.0).epsilon(fp32 ? 0.29 : 0.20));
-            if (algo == "fa2_bwd_tc") CHECK(rt == Approx(1.0).epsilon(0.26));
-            if (algo == "fa2_bwd") CHECK(rt == Approx(1.0).epsilon(0.30));
+            // -9..+6% at d=64, -8..+1% at d=128 (N=2048, one to two waves of 1 block per SM, the most fast).
+            if (algo == "fa2_bwd_tc") CHECK(rt == Approx(1.0).epsilon(0.10));
+            if (algo == "fa2_bwd") CHECK((rt > 0.67 && rt < 1.01));
             ++checked[algo];
             within_20[algo] += std::abs(rt - 1.0) <= 0.20;
         });
@@ -730,7 +732,7 @@ TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, FA
     CHECK(checked["standard_cublas_bwd"] == 32 + 8);
     CHECK(checked["fa2_bwd_tc"] == 32);
     CHECK(checked["fa2_bwd"] == 32 + 8);
-    CHECK(within_20["fa2_bwd_tc"] == 24);
+    CHECK(within_20["fa2_bwd_tc"] == 32);
 }
 
 TEST_CASE("tensor-core FA2 backward at 88-108% of PyTorch's at d=128 and N >= 4096 (the issue asks 70%), and a "
@@ -1542,13 +1544,17 @@ TEST_CASE("H200 backward: every timed configuration meets the gradient rule", "[
     CHECK(timed == 120 + 16 + 8);
 }
 
-TEST_CASE("H200 backward from 2k tokens, predicted before the run: cuBLAS within 18%, the flash kernels not yet within 20%",
+TEST_CASE("H200 backward from 2k tokens: cuBLAS within 18% as predicted before the run, fa2_bwd_tc within 10% since its "
+          "step's issue rate is measured, the CUDA-core FA2 not within 20% at d=128",
           "[hardware][backward][time]") {
     // The issue's target is 20% for every backward kernel on both cards. On the H200 (predictions written on the card
     // before it timed anything, cuda/results/2026-11-26-h200/predicted_before_bwd_*.json): cuBLAS standard -17..+2%
     // (fp32 d=128 +13..+17%); fa2_bwd_tc -26..-14%, fast as on the H100 (ncu in profile_bwd_d128/: its 8 warps per SM
     // issue in 22% of cycles at a 1.8 GHz clock, where the model has them bound by shared memory at 1.98 GHz); the
     // CUDA-core fa2_bwd d=64 -8..+9%, d=128 +7..+33% (slow: 1 block of 4 warps per SM at the lone warp's issue rate).
+    // Since 2026-12-02 fa2_bwd_tc issues at its step's rate, timed alone on an H200 days later (2026-12-01-h200-backward-
+    // step/; the calibrated file of this run predates the probe and takes the Hopper default, the same numbers):
+    // -7..+5% at d=64, -9..-1% at d=128.
     const GpuSpec preset = find_gpu_preset("H200");
     const GpuSpec calibrated = load_gpu_file(kRunH200 + "calibrated-gpu.json");
     std::map<std::string, int> checked, within_20;
@@ -1559,7 +1565,7 @@ TEST_CASE("H200 backward from 2k tokens, predicted before the run: cuBLAS within
                 const std::string algo = r.at("algo");
                 const int d = r.at("d");
                 if (algo == "standard_cublas_bwd") CHECK(rt == Approx(1.0).epsilon(0.18));
-                if (algo == "fa2_bwd_tc") CHECK((rt > 0.73 && rt < 0.87));
+                if (algo == "fa2_bwd_tc") CHECK((rt > 0.90 && rt < 1.06));
                 if (algo == "fa2_bwd") CHECK(rt == Approx(1.0).epsilon(d == 64 ? 0.14 : 0.34));
                 if (gpu == &calibrated) {
                     ++checked[algo];
@@ -1574,8 +1580,8 @@ TEST_CASE("H200 backward from 2k tokens, predicted before the run: cuBLAS within
     CHECK(within_20["standard_cublas_bwd"] == 40);
     // 21 as predicted before the run; 27 since a block alone on its SM (fa2_bwd_tc holds 155 KB of shared memory)
     // pays its fill and drain: K_j, V_j and the first Q, dO tiles before its first product, dK_j and dV_j after
-    // its last (BlockTerms::fill, 2026-11-29).
-    CHECK(within_20["fa2_bwd_tc"] == 27);
+    // its last (BlockTerms::fill, 2026-11-29); all 32 at the step's measured rate.
+    CHECK(within_20["fa2_bwd_tc"] == 32);
 }
 
 TEST_CASE("H200: the tensor-core FA2 backward at 87-123% of PyTorch's at d=128 and N >= 4096 (the issue asks 70%)",
@@ -2696,6 +2702,82 @@ TEST_CASE("fa-calibrate writes FA2's step issue table on the H200: the preset's 
         if (key.rfind("model.fa2_step_issue_d", 0) == 0) CHECK(text.rfind("measured by fa-calibrate on this NVIDIA H200", 0) == 0);
 }
 
+TEST_CASE("the FA2 backward step alone on the H200 (peak-rates --backward-step): 2 warps per scheduler issue in 26% of "
+          "cycles at d=64 and 22% at d=128, the preset's rates, dQ atomics into shared rows cost nothing, fa-calibrate "
+          "writes the same rates, and fa2_bwd_tc with its step in a header is within 2% of the kernel before",
+          "[hardware][issue][backward]") {
+    // cuda/results/2026-12-01-h200-backward-step: the probe (clock64) and Nsight Compute on its launches.
+    const std::string run = kResults + "2026-12-01-h200-backward-step/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(run + "check.txt").find("390 passed, 0 failed") != std::string::npos);
+    std::map<std::pair<int, bool>, double> cycles;  // (d, every block's dQ into the same rows) -> cycles a step
+    const json doc = load(run + "backward_step.json");
+    for (const json& b : doc.at("backward_step")) {
+        REQUIRE(b.at("ran").get<bool>());
+        CHECK(b.at("steps").get<int>() == 1000);
+        cycles[{b.at("d").get<int>(), b.at("shared_dq").get<bool>()}] = b.at("cycles_per_step");
+    }
+    REQUIRE(cycles.size() == 4);
+    for (const int d : {64, 128}) CHECK(cycles.at({d, true}) == Approx(cycles.at({d, false})).epsilon(0.002));
+    // Nsight Compute: each configuration's second launch is the timed one; one block of 8 warps on each of 132 SMs.
+    const auto launches = ncu_raw_kernels(run + "backward_step_ncu.csv");
+    REQUIRE(launches.size() == 8);
+    const GpuSpec h200 = find_gpu_preset("H200");
+    for (const auto& [launch, d] : std::vector<std::pair<std::size_t, int>>{{1, 64}, {5, 128}}) {
+        CAPTURE(d);
+        const double per_warp_step = ncu_number(launches[launch], "smsp__inst_executed.sum") / (132.0 * 8 * 1000);
+        CHECK(per_warp_step == Approx(d == 64 ? 610.2 : 919.0).margin(0.1));
+        const double rate = 2 * per_warp_step / cycles.at({d, false});  // 2 warps per scheduler
+        CHECK(ncu_number(launches[launch], "smsp__issue_active.avg.per_cycle_active") == Approx(rate).margin(0.006));
+        CHECK(h200.model.fa2_bwd_step_issue(d) == Approx(rate).margin(0.001));
+        CHECK(find_gpu_preset("H100-SXM").model.fa2_bwd_step_issue(d) == h200.model.fa2_bwd_step_issue(d));  // GH100
+    }
+    // The whole kernel at N = 4096 issues near its step's rate at d = 128 (0.22) and above it at d = 64 (0.30: its
+    // copies' instructions issue while the step's products wait).
+    CHECK(ncu_text_counter(read_text(run + "fa2_bwd_tc_d128.txt"), "smsp__issue_active.avg.per_cycle_active", false) ==
+          Approx(0.22).margin(0.005));
+    CHECK(ncu_text_counter(read_text(run + "fa2_bwd_tc_d64.txt"), "smsp__issue_active.avg.per_cycle_active", false) ==
+          Approx(0.30).margin(0.005));
+
+    // cuda/results/2026-12-02-h200-backward-calibrate: fa-calibrate writing the rates, then fa2_bwd_tc as it is (its
+    // phase 1 through a lambda again) against commit 1d8de9e (the kernel before its step moved), old, new, old, new.
+    const std::string calibrate = kResults + "2026-12-02-h200-backward-calibrate/";
+    CHECK(read_text(calibrate + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    CHECK(read_text(calibrate + "check.txt").find("390 passed, 0 failed") != std::string::npos);
+    const GpuSpec calibrated = load_gpu_file(calibrate + "calibrated-gpu.json");
+    const json raw = load(calibrate + "calibrate_raw.json");
+    REQUIRE(raw.at("backward_step").size() == 2);
+    for (const json& b : raw.at("backward_step")) {
+        const int d = b.at("d");
+        CAPTURE(d);
+        CHECK(b.at("cycles_per_step").get<double>() == Approx(cycles.at({d, false})).epsilon(0.002));  // a day later
+        CHECK(calibrated.model.fa2_bwd_step_issue(d) == Approx(2 * (d == 64 ? 610.2 : 919.0) / b.at("cycles_per_step").get<double>()));
+        CHECK(calibrated.model.fa2_bwd_step_issue(d) == Approx(h200.model.fa2_bwd_step_issue(d)).margin(0.001));
+    }
+    for (const auto& [key, text] : calibrated.sources)
+        if (key.rfind("model.fa2_bwd_step_issue_d", 0) == 0) CHECK(text.rfind("measured by fa-calibrate on this NVIDIA H200", 0) == 0);
+    int compared = 0;
+    for (const int d : {64, 128})
+        for (const int N : {2048, 8192}) {
+            std::map<std::string, std::map<bool, double>> t;  // build -> causal -> measured
+            for (const char* build : {"old", "new", "old2", "new2"}) {
+                const json v = load(calibrate + "bwd_" + build + "_d" + std::to_string(d) + "_N" + std::to_string(N) + ".json");
+                for (const json& r : v.at("results")) {
+                    CHECK(r.at("accuracy").at("pass").get<bool>());
+                    t[build][r.at("causal").get<bool>()] = r.at("measured_s");
+                }
+            }
+            for (const bool causal : {false, true}) {
+                CAPTURE(d, N, causal);
+                const double before = t["old"][causal] + t["old2"][causal], after = t["new"][causal] + t["new2"][causal];
+                // d = 64: 0.0-0.8% faster; d = 128: 0.9-1.6% slower (its fp16 SASS has one instruction more).
+                CHECK(after / before == Approx(1.0).margin(0.02));
+                ++compared;
+            }
+        }
+    CHECK(compared == 8);
+}
+
 TEST_CASE("one online-softmax step for fa2_tc, FlashDecoding and the step probe on the H200: exact, sanitizer-clean, "
           "timed as the build before it",
           "[hardware][accuracy][time]") {
@@ -2846,7 +2928,7 @@ void check_gqa_predictions(const std::string& call, const std::vector<std::strin
 
 TEST_CASE("grouped-query attention in training on the H200 (2026-11-30): fa2_tc and fa2_bwd_tc pass cuda-check and the "
           "sanitizers with grouped K/V heads, summing each group's dK, dV costs 0.2-12%, the backward runs at 0.88-1.21x "
-          "PyTorch's flash GQA backward, and the model is -28..-16% as without grouping",
+          "PyTorch's flash GQA backward, and the model is -13..+2% as without grouping",
           "[hardware][backward][grouped]") {
     check_gqa_call_clean("call2", "call1");
     // Ours (call 2) and PyTorch's flash backend with enable_gqa (call 1, the same machine minutes before), by problem.
@@ -2856,10 +2938,10 @@ TEST_CASE("grouped-query attention in training on the H200 (2026-11-30): fa2_tc 
     CHECK(std::count_if(ours.begin(), ours.end(), [](const auto& x) { return std::get<4>(x.first) != 16; }) == 32);
     check_gqa_times(ours, gqa_times("call1", {"torch_bwd_d128.json", "torch_bwd_d64.json"}, "torch_flash_bwd"), 1.0, 1.125,
                     0.87, 1.22);
-    // Fast by 16-28%, the fa2_bwd_tc miss of every H200 run (the ungrouped rows of this run too), not a new one. The
-    // run's group sum gave a block 128 keys; the model's follows the kernel since (16 or 32 keys a block), so it finds
-    // one K/V head 1-2 points faster.
-    check_gqa_predictions("call2", validate, 0.70, 0.86);
+    // -13..+2%, as the ungrouped rows of this run: fast by 16-28% until fa2_bwd_tc's step took its measured issue
+    // rate (2026-12-02). The run's group sum gave a block 128 keys; the model's follows the kernel since (16 or 32
+    // keys a block), so it finds one K/V head 1-2 points faster.
+    check_gqa_predictions("call2", validate, 0.86, 1.02);
 }
 
 TEST_CASE("grouped-query attention on the H200, call 3: with 16-32 keys a block the group sum costs 0.6-3.3% (one K/V head "
@@ -2881,7 +2963,7 @@ TEST_CASE("grouped-query attention on the H200, call 3: with 16-32 keys a block 
     }
     check_gqa_times(ours, gqa_times("call3", {"torch_bwd_d128.json", "torch_bwd_d64.json"}, "torch_flash_bwd"), 0.998, 1.035,
                     0.91, 1.33);
-    check_gqa_predictions("call3", validate, 0.76, 0.86);
+    check_gqa_predictions("call3", validate, 0.93, 1.02);  // -7..+2%
 }
 
 namespace {
