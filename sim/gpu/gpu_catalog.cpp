@@ -199,8 +199,8 @@ struct ModelField {
     ModelMember member;
 };
 
-const std::array<ModelField, 16>& model_fields() {
-    static const std::array<ModelField, 16> fields = {{
+const std::array<ModelField, 17>& model_fields() {
+    static const std::array<ModelField, 17> fields = {{
         {"schedulers_per_sm", true, 1, 16, "schedulers", "the warp schedulers per SM (4 on sm_50 and later)",
          &GpuSpec::Model::schedulers_per_sm},
         {"cuda_core_warp_ready_fraction", false, 0.01, 1, "of cycles",
@@ -229,6 +229,10 @@ const std::array<ModelField, 16>& model_fields() {
          "the mma.sync rate over the datasheet dense tensor-core rate, e.g. 0.65 on Hopper (better, measure "
          "measured.mma_sync_fp16_flops_per_s with fa-calibrate)",
          &GpuSpec::Model::mma_sync_peak_fraction},
+        {"fp32_peak_fraction", false, 0.1, 1, "of the datasheet FP32 rate",
+         "the FP32 rate kernels reach over the datasheet FP32 rate, e.g. 0.76 on Hopper (better, measure "
+         "measured.fp32_flops_per_s with fa-calibrate)",
+         &GpuSpec::Model::fp32_peak_fraction},
         {"dram_latency_s", false, 1e-7, 1e-5, "s",
          "the latency of a load that misses L2 in seconds, e.g. 5e-7 (fa-calibrate --raw: dram_latency_s)",
          &GpuSpec::Model::dram_latency_s},

@@ -16,7 +16,8 @@ double prefer_measured(double measured_value, double datasheet_value) {
 }  // namespace
 
 double GpuSpec::effective_fp32_flops() const {
-    return prefer_measured(measured.fp32_flops, fp32_flops);
+    const double fraction = model.fp32_peak_fraction > 0 ? model.fp32_peak_fraction : 1.0;
+    return prefer_measured(measured.fp32_flops, fraction * fp32_flops);
 }
 
 double GpuSpec::effective_hbm_bandwidth() const {

@@ -120,6 +120,10 @@ struct GpuSpec {
         // mma.sync ceiling is not measured: 1 where mma.sync is the tensor cores' full path (sm_75 to
         // sm_89), about two thirds on Hopper, whose dense peak needs wgmma (docs/model.md).
         double mma_sync_peak_fraction = 0;
+        // The FP32 rate the model uses (what cuBLAS's SGEMM reaches, measured.fp32_flops where fa-calibrate ran) as a
+        // share of the datasheet FP32 rate, where the card's is not measured: on Hopper 0.76 (the H200's SGEMM; the
+        // datasheet counts every FFMA at the 1.98 GHz boost clock), 1 before Hopper, where nothing was measured.
+        double fp32_peak_fraction = 0;
         // Seconds from a load that misses L2 to its data: with F bytes in flight a block streams from
         // DRAM at most F / this (Little's law; docs/model.md, "Memory latency").
         double dram_latency_s = 0;
@@ -137,6 +141,8 @@ struct GpuSpec {
     // else model.mma_sync_peak_fraction of the datasheet tensor-core rate (1 before Hopper, where
     // mma.sync is the tensor cores' only instruction); without tensor cores for the dtype, matmul_flops.
     double mma_sync_flops(DType dtype) const;
+    // Every FP32 rate of the model (CUDA-core products, non-matmul work): the measured SGEMM rate where known, else
+    // model.fp32_peak_fraction of the datasheet FP32 rate.
     double effective_fp32_flops() const;
     double effective_hbm_bandwidth() const;
     double effective_sfu_ops() const;

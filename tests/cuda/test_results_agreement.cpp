@@ -704,27 +704,28 @@ TEST_CASE("the backward kernels meet the gradient rule on the H100: cuda-check's
     CHECK(timed == 120 + 16 + 8);
 }
 
-TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, fa2_bwd_tc within 10% by its step's rate "
-          "measured on the H200 (held out: no H100 timing entered it), the CUDA-core FA2 within 30%",
+TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 16%, fa2_bwd_tc within 10% by its step's rate "
+          "measured on the H200 (held out: no H100 timing entered it), the CUDA-core FA2 within 15% at d=64 and 7-33% slow "
+          "at d=128",
           "[hardware][backward][time]") {
     // The issue's target is 20% for every backward kernel. fa2_bwd_tc was -25..-13% here while the model took its issue
     // rate from the readiness law (1 - 0.83^n, read from forward kernels): its step, timed alone in its own shape on the
     // H200 (peak-rates --backward-step, 2026-12-01-h200-backward-step/), issues in 26% (d=64) and 22% (d=128) of cycles,
-    // and the H100 has the same SM. fa2_bwd -32..+0%, d=64 worst (2 blocks of 4 warps per SM, whose issue rate the model
-    // takes from a lone forward warp, 37%).
+    // and the H100 has the same SM. The CUDA-core kernels run at the SGEMM rate, which the preset takes as Hopper's 0.76 of
+    // the datasheet FP32 rate (the H200's cuBLAS; at the datasheet rate fa2_bwd was -29..-13% at d=64, cuBLAS fp32 -28%):
+    // fa2_bwd -8..+14% at d=64 and +7..+32% at d=128 (1 block of 4 warps per SM at the lone forward warp's issue rate,
+    // 37%, as on the H200).
     const GpuSpec gpu = find_gpu_preset("H100-SXM");
     std::map<std::string, int> checked, within_20;
     for (const char* file : {"validate_bwd_half.json", "validate_bwd_fp32.json"}) {
         const json doc = load(kRunBwd + file);
         for_each_timed_result(doc, gpu, {}, [&](const json& r, double rt) {
             const std::string algo = r.at("algo");
-            const bool fp32 = r.at("dtype").get<std::string>() == "fp32";
-            // fp32 at N=2048, d=64 (B*H = 16): the GEMMs' 256 blocks are 2 per SM, not the 5 that fit, and the
-            // model gives each the SM's rates shared by 2 (-28%); cuBLAS's SGEMM does not speed up as much.
-            if (algo == "standard_cublas_bwd") CHECK(rt == Approx(1.0).epsilon(fp32 ? 0.29 : 0.20));
+            // -15..+0% at d=64, -16..+15% at d=128 (fp32 at d=128 the slow end, +11..+15%).
+            if (algo == "standard_cublas_bwd") CHECK(rt == Approx(1.0).epsilon(0.16));
             // -9..+6% at d=64, -8..+1% at d=128 (N=2048, one to two waves of 1 block per SM, the most fast).
             if (algo == "fa2_bwd_tc") CHECK(rt == Approx(1.0).epsilon(0.10));
-            if (algo == "fa2_bwd") CHECK((rt > 0.67 && rt < 1.01));
+            if (algo == "fa2_bwd") CHECK(rt == Approx(1.0).epsilon(r.at("d").get<int>() == 64 ? 0.15 : 0.33));
             ++checked[algo];
             within_20[algo] += std::abs(rt - 1.0) <= 0.20;
         });
@@ -733,6 +734,8 @@ TEST_CASE("backward kernels on the H100 from 2k tokens: cuBLAS within 20-29%, fa
     CHECK(checked["fa2_bwd_tc"] == 32);
     CHECK(checked["fa2_bwd"] == 32 + 8);
     CHECK(within_20["fa2_bwd_tc"] == 32);
+    CHECK(within_20["standard_cublas_bwd"] == 40);
+    CHECK(within_20["fa2_bwd"] == 20 + 4);
 }
 
 TEST_CASE("tensor-core FA2 backward at 88-108% of PyTorch's at d=128 and N >= 4096 (the issue asks 70%), and a "
@@ -1459,6 +1462,9 @@ TEST_CASE("calibrated H100: the FA2 paper's setting predicted from fa-calibrate'
     // cuBLAS's SGEMM, 52 TFLOP/s, below the FFMA peak of 61.7 the same run measured; run at that peak (the
     // test below), fa2 d = 64 falls to 3.8% but fa1 d = 128 rises to 27.9% and fa2 d = 128 to 21.5%, so the
     // FFMA peak is recorded, not used (docs/gpu-file.md). Unchanged: fa2_tc (instruction issue: 8.5/18.4%).
+    // Since 2026-12-02 a Hopper preset without a measured FP32 rate takes 0.76 of its datasheet rate (the H200's SGEMM,
+    // model.fp32_peak_fraction), 50.8 where this file has 52.0: the preset's CUDA-core errors are now the file's within
+    // 3 points (fa1 6.0/12.8% at d = 64/128).
     const std::string run = kResults + "2026-11-25-h100-d/";
     const GpuSpec preset = find_gpu_preset("H100-SXM");
     const GpuSpec calibrated = load_gpu_file(kRunCalibrated + "calibrated-gpu.json");
@@ -1484,12 +1490,12 @@ TEST_CASE("calibrated H100: the FA2 paper's setting predicted from fa-calibrate'
         CAPTURE(d);
         CHECK(calibrated_mape("standard_cublas", d) < 0.10);
         CHECK(preset_mape("standard_cublas", d) > 0.15);
-        CHECK(calibrated_mape("fa1", d) < preset_mape("fa1", d) - 0.14);
+        CHECK(calibrated_mape("fa1", d) == Approx(preset_mape("fa1", d)).margin(0.03));
+        CHECK(calibrated_mape("fa2", d) == Approx(preset_mape("fa2", d)).margin(0.03));
         CHECK(calibrated_mape("fa2_tc", d) == Approx(preset_mape("fa2_tc", d)).margin(0.01));
     }
     CHECK(calibrated_mape("fa1", 64) < 0.06);
     CHECK(calibrated_mape("fa2", 128) < 0.08);
-    CHECK(preset_mape("fa2", 128) > 0.25);
     CHECK(calibrated_mape("fa2", 64) > 0.18);  // the FP32 ceiling above: a known gap, not hidden
     CHECK(calibrated_mape("fa1_tc", 64) < 0.08);  // with the launcher's recorded q_splits
 }
@@ -1946,7 +1952,10 @@ TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and
     // block per SM, moves; its errors now have a band of their own (now_lo, now_hi, now_within_15). So do the
     // kernels whose loop is FA2's step, which now issue at the step's rate measured alone on the H200 (2026-12-01,
     // model.fa2_step_issue_*, Hopper's default): fa2_tc at d = 128, 0 of 8 within 15% before, is 8 of 8 on this
-    // card, which no number of the table came from; where nothing moved, the band is the one written before.
+    // card, which no number of the table came from; where nothing moved, the band is the one written before. And the
+    // preset's FP32 rate is Hopper's 0.76 of the datasheet rate since 2026-12-02 (the H200's SGEMM, model.
+    // fp32_peak_fraction), as the calibrated file's measured 52.0 TFLOP/s: the CUDA-core fa2 moves as it did with that
+    // file (d = 64 +16..+29%, d = 128 -8..-1%), and so do the d = 64 kernels whose softmax the FP32 rate times.
     struct Band {
         const char* file;
         const char* algo;
@@ -1962,11 +1971,11 @@ TEST_CASE("kernel ladder on the H100, predicted before the run: fa2_tc_tuned and
         {"calibrated", "fa2_tc_tuned", 64, -3, 8, 8},   {"calibrated", "fa2_tc_tuned", 128, -15, -5, 8, -5, 1, 8},
         {"calibrated", "fa2_wgmma", 64, -31, -10, 3, -19, -9, 6}, {"calibrated", "fa2_wgmma", 128, -37, -23, 0, -23, -21, 0},
         {"calibrated", "torch_flash", 64, -1, 8, 8},    {"calibrated", "torch_flash", 128, -15, -2, 8, -8, 6, 8},
-        {"preset", "fa2", 64, -11, 0, 8},               {"preset", "fa2", 128, -30, -24, 0},
+        {"preset", "fa2", 64, -11, 0, 8, 16, 29, 0},    {"preset", "fa2", 128, -30, -24, 0, -8, -1, 8},
         {"preset", "fa2_tc", 64, 6, 12, 8, -1, 5, 8},   {"preset", "fa2_tc", 128, -21, -16, 0, -9, -3, 8},
-        {"preset", "fa2_tc_tuned", 64, -7, 3, 8},       {"preset", "fa2_tc_tuned", 128, -18, -9, 6, -6, 1, 8},
-        {"preset", "fa2_wgmma", 64, -36, -16, 0, -25, -15, 0}, {"preset", "fa2_wgmma", 128, -39, -30, 0, -30, -24, 0},
-        {"preset", "torch_flash", 64, -5, 4, 8},        {"preset", "torch_flash", 128, -18, -6, 6, -8, 6, 8},
+        {"preset", "fa2_tc_tuned", 64, -7, 3, 8, -1, 10, 8}, {"preset", "fa2_tc_tuned", 128, -18, -9, 6, -6, 1, 8},
+        {"preset", "fa2_wgmma", 64, -36, -16, 0, -17, -5, 7}, {"preset", "fa2_wgmma", 128, -39, -30, 0, -30, -24, 0},
+        {"preset", "torch_flash", 64, -5, 4, 8, 1, 11, 8},        {"preset", "torch_flash", 128, -18, -6, 6, -8, 6, 8},
     };
     // The run's fp16 timings (what --paper predicts), each with its record for the current simulator.
     std::map<std::tuple<std::string, int, int, bool>, json> measured;

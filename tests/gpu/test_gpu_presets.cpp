@@ -135,6 +135,7 @@ void check_same_spec(const GpuSpec& a, const GpuSpec& b) {
     CHECK(a.model.library_gemm_k_step_bytes == b.model.library_gemm_k_step_bytes);
     CHECK(a.model.library_gemm_warps == b.model.library_gemm_warps);
     CHECK(a.model.mma_sync_peak_fraction == b.model.mma_sync_peak_fraction);
+    CHECK(a.model.fp32_peak_fraction == b.model.fp32_peak_fraction);
     CHECK(a.model.dram_latency_s == b.model.dram_latency_s);
     CHECK(a.model.fa2_step_issue_d64 == b.model.fa2_step_issue_d64);
     CHECK(a.model.fa2_step_issue_d128 == b.model.fa2_step_issue_d128);
@@ -397,7 +398,7 @@ TEST_CASE("a user GPU file round-trips through a temporary file", "[gpu]") {
     CHECK(mine.measured.source.empty());
     CHECK(mine.effective_hbm_bandwidth() == 1.008e12);
     CHECK(mine.matmul_flops(DType::bf16) == 165.2e12);
-    REQUIRE(mine.sources.size() == kNumericKeys.size() + 16);  // and the 16 model constants, defaulted
+    REQUIRE(mine.sources.size() == kNumericKeys.size() + 17);  // and the 17 model constants, defaulted
     for (const auto& [key, text] : mine.sources) {
         INFO(key);
         if (key.rfind("model.", 0) == 0) {
@@ -764,7 +765,7 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
                     {"library_gemm_s_tile_rows", 128},  {"library_gemm_s_tile_cols", 64},
                     {"library_gemm_o_tile_outputs", 8192}, {"library_gemm_o_tile_max_rows", 256},
                     {"library_gemm_k_step_bytes", 64},  {"library_gemm_warps_per_block", 8},
-                    {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7},
+                    {"mma_sync_peak_fraction", 0.5},    {"dram_latency_s", 7e-7}, {"fp32_peak_fraction", 0.8},
                     {"fa2_step_issue_d64", {0.3, 0.4}}, {"fa2_step_issue_d128", json::array()},
                     {"fa2_bwd_step_issue_d64", 0.27},   {"fa2_bwd_step_issue_d128", 0}};
     doc["sources"] = {{"model.schedulers_per_sm", "a test"}};
@@ -781,6 +782,8 @@ TEST_CASE("a GPU file sets every model constant", "[gpu][model]") {
     CHECK(g.model.library_gemm_k_step_bytes == 64);
     CHECK(g.model.library_gemm_warps == 8);
     CHECK(g.model.mma_sync_peak_fraction == 0.5);
+    CHECK(g.model.fp32_peak_fraction == 0.8);
+    CHECK(g.effective_fp32_flops() == Approx(0.8 * g.fp32_flops));  // no measured.fp32_flops_per_s in this file
     CHECK(g.model.dram_latency_s == 7e-7);
     CHECK(g.model.fa2_step_issue_d64 == std::vector<double>{0.3, 0.4});
     CHECK(g.model.fa2_step_issue_d128.empty());
@@ -799,7 +802,7 @@ TEST_CASE("model constants out of range are usage errors naming key and range", 
         {"mma_sync_warp_ready_fraction", 17},     {"cuda_core_warp_ready_fraction", 0},
         {"schedulers_per_sm", 2.5},               {"l2_bytes_per_request", 4096},
         {"library_gemm_o_tile_outputs", "32768"}, {"library_gemm_warps_per_block", -1},
-        {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500},
+        {"mma_sync_peak_fraction", 1.5},          {"dram_latency_s", 500}, {"fp32_peak_fraction", 0},
         {"fa2_step_issue_d64", 0.35},             {"fa2_step_issue_d128", {0.3, 1.5}},
         {"fa2_step_issue_d64", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}}, {"fa2_step_issue_d128", {"0.3"}},
         {"fa2_bwd_step_issue_d64", 1.5},          {"fa2_bwd_step_issue_d128", -0.2},
@@ -881,6 +884,25 @@ TEST_CASE("FA2 backward step's issue rate: Hopper's from the H200's probe, none 
     only128.model.fa2_bwd_step_issue_d64 = 0;
     CHECK(only128.model.fa2_bwd_step_issue(64) == h200.model.fa2_bwd_step_issue_d128);
     CHECK(fasim::find_gpu_preset("A100-SXM4-40GB").model.fa2_bwd_step_issue(128) == 0);
+}
+
+TEST_CASE("a preset without a measured FP32 rate gets its architecture's share of the datasheet rate, with its source",
+          "[gpu][model]") {
+    // Hopper: cuBLAS's SGEMM reaches 0.76 of the datasheet FP32 rate on the H200 (50.8 of 66.9 TFLOP/s), a
+    // microbenchmark; before Hopper nothing was measured and the datasheet rate stands.
+    for (const GpuSpec& g : fasim::gpu_presets()) {
+        INFO(g.name);
+        const bool hopper = g.compute_capability >= 90;
+        CHECK(g.model.fp32_peak_fraction == (hopper ? 0.76 : 1.0));
+        if (g.measured.fp32_flops == 0) CHECK(g.effective_fp32_flops() == Approx(g.model.fp32_peak_fraction * g.fp32_flops));
+        for (const auto& [key, text] : g.sources)
+            if (key == "model.fp32_peak_fraction" && g.name != "H200")
+                CHECK(contains(text, hopper ? "50.8 TFLOP/s" : "not measured"));
+    }
+    // The H200 states the SGEMM rate it measured, and the H100, on the same SM, gets about that rate from its datasheet.
+    const GpuSpec h200 = fasim::find_gpu_preset("H200"), h100 = fasim::find_gpu_preset("H100-SXM");
+    CHECK(h200.model.fp32_peak_fraction == Approx(h200.measured.fp32_flops / h200.fp32_flops).margin(0.005));
+    CHECK(h100.effective_fp32_flops() == Approx(h200.effective_fp32_flops()).epsilon(0.01));
 }
 
 TEST_CASE("a preset without measured mma.sync gets its architecture's share of the tensor peak, with its source",
