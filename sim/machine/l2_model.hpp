@@ -191,7 +191,18 @@ void L2Model::for_each_entry(const Region& r, Visit&& visit) {
         visit(static_cast<Entry*>(nullptr), r.bytes());
         return;
     }
-    for_each_index(r, [&](std::int64_t index, std::int64_t bytes) { visit(&s.tiles.at(index), bytes); });
+    // Visiting changes states, never runs: a stretch of stored tiles found holds for the rest of the region.
+    TileStates::Stored stored;
+    for_each_index(r, [&](std::int64_t index, std::int64_t bytes) {
+        if (index < stored.first || index >= stored.end) {
+            stored = s.tiles.stored_around(index);
+            if (stored.first == stored.end) {  // in a run: at() cuts it
+                visit(&s.tiles.at(index), bytes);
+                return;
+            }
+        }
+        visit(stored.tiles + (index - stored.first), bytes);
+    });
 }
 
 }  // namespace fasim

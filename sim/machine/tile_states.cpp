@@ -94,6 +94,18 @@ TileState& TileStates::at(std::int64_t index) {
     return stored(index);
 }
 
+TileStates::Stored TileStates::stored_around(std::int64_t index) {
+    const auto next = runs_.upper_bound(index);
+    std::int64_t first = index / kPageTiles * kPageTiles, end = std::min(size_, first + kPageTiles);
+    if (next != runs_.end()) end = std::min(end, next->first);
+    if (next != runs_.begin()) {
+        const Run& run = std::prev(next)->second;
+        if (index < run.end) return {};
+        first = std::max(first, run.end);
+    }
+    return {first, end, &stored(index) - (index - first)};
+}
+
 void TileStates::set_run(std::int64_t first, std::int64_t periods, std::vector<TileState> base, const Advance& step) {
     const auto period = static_cast<std::int64_t>(base.size());
     const std::int64_t end = first + periods * period;

@@ -74,6 +74,15 @@ public:
     // The tile's state, stored on its own from now on (a run covering it is cut around it).
     TileState& at(std::int64_t index);
     void set(std::int64_t index, const TileState& state) { at(index) = state; }
+    // The tiles around `index` that at() would hand out as they are: stored one by one, in index's page, no
+    // run over any of them. [first, end) with a pointer to tile `first` (index's page allocated, as at()
+    // would), or first == end where a run covers `index`. An access over many tiles (a 128-row Q tile on a
+    // grid of one row: 128 tiles) looks its runs up once, not per tile.
+    struct Stored {
+        std::int64_t first = 0, end = 0;
+        TileState* tiles = nullptr;
+    };
+    Stored stored_around(std::int64_t index);
     // Tiles first + q * period + r for q < periods, r < period become base[r] advanced by q steps.
     void set_run(std::int64_t first, std::int64_t periods, std::vector<TileState> base, const Advance& step);
     Piece piece_at(std::int64_t index) const;
