@@ -18,7 +18,7 @@ void L2Model::end_kernel(std::int64_t heads) {
     if (others > 0) clock_ += others;
 }
 
-void L2Model::insert(std::int64_t bytes) {
+inline void L2Model::insert(std::int64_t bytes) {
     clock_ += static_cast<L2Clock>(bytes) * scale_;
     kernel_inserted_ += bytes;
     kernel_inserted_scaled_ += static_cast<L2Clock>(bytes) * scale_;
@@ -61,13 +61,13 @@ L2Model::TensorState& L2Model::state_for(const GlobalTensor& t) {
     return s;
 }
 
-bool L2Model::resident(const Entry& e) const {
+inline bool L2Model::resident(const Entry& e) const {
     if (e.clock < 0) return false;          // never fetched
     if (concurrent_hit(e)) return true;     // a concurrent block fetched it
     return clock_ - e.clock <= capacity_;   // fewer than an L2's worth of bytes touched since
 }
 
-void L2Model::touch(Entry& e) {
+inline void L2Model::touch(Entry& e) {
     e.clock = clock_;
     e.wave = wave_;
     e.set_block(block_);
@@ -77,7 +77,7 @@ void L2Model::touch(Entry& e) {
 // brings bytes in, and a hit on data this head used earlier re-touches them (both
 // push other data towards eviction). A hit on what a concurrent block of the same
 // wave just fetched is the same bytes, shared: it does not age anything.
-bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block() != block_; }
+inline bool L2Model::concurrent_hit(const Entry& e) const { return e.clock >= 0 && e.wave == wave_ && e.block() != block_; }
 
 // A read of a region another block of this wave read: shared. Otherwise this block is now its reader.
 bool L2Model::read_by_concurrent_block(const Region& r) {
