@@ -230,19 +230,21 @@ void set_row_steps(AccessList& first_row, const AccessList& second_row) {
 
 namespace {
 
-// The record `rows` rows further down the grid.
-AccessList moved_rows(const AccessList& nodes, std::int64_t rows) {
-    AccessList out = nodes;
-    for (AccessNode& n : out) {
+// `out`, a copy of `nodes`, becomes the record `rows` rows further down the grid (its accesses moved, all
+// else as in `nodes`). In place: a row's replay reuses one copy rather than copying the tree per row.
+void move_rows(const AccessList& nodes, std::int64_t rows, AccessList& out) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const AccessNode& n = nodes[i];
         if (n.count > 0) {
-            n.body = moved_rows(n.body, rows);
+            move_rows(n.body, rows, out[i].body);
             continue;
         }
-        n.region.head += rows * n.row_step.head;
-        n.region.row0 += rows * n.row_step.rows;
-        n.region.col0 += rows * n.row_step.cols;
+        Region& r = out[i].region;
+        r = n.region;
+        r.head += rows * n.row_step.head;
+        r.row0 += rows * n.row_step.rows;
+        r.col0 += rows * n.row_step.cols;
     }
-    return out;
 }
 
 // Every access's row_step, in flatten's order.
@@ -253,11 +255,12 @@ void row_steps(const AccessList& nodes, std::vector<Step>& out) {
     }
 }
 
-// Row `row` of a run of alike rows, as runs of blocks of its own.
-std::vector<BlockRunAccesses> row_of(const RowRunAccesses& rr, std::int64_t row) {
-    std::vector<BlockRunAccesses> runs;
-    for (const BlockRunAccesses& run : rr.row)
-        runs.push_back({run.first + (row - rr.first_row) * rr.row_blocks, run.count, moved_rows(run.block, row - rr.first_row)});
+// Row `row` of a run of alike rows, as runs of blocks of its own, into `runs` (a copy of rr.row).
+const std::vector<BlockRunAccesses>& row_of(const RowRunAccesses& rr, std::int64_t row, std::vector<BlockRunAccesses>& runs) {
+    for (std::size_t i = 0; i < rr.row.size(); ++i) {
+        runs[i].first = rr.row[i].first + (row - rr.first_row) * rr.row_blocks;
+        move_rows(rr.row[i].block, row - rr.first_row, runs[i].block);
+    }
     return runs;
 }
 
@@ -270,11 +273,12 @@ void replay(L2Model& l2, const RowRunAccesses& rr, std::int64_t slots) {
     std::int64_t row = rr.first_row;
     const std::int64_t end = rr.first_row + rr.rows;
     auto first_block = [&](std::int64_t r) { return rr.row.front().first + (r - rr.first_row) * rr.row_blocks; };
-    while (row < end && first_block(row) % slots != 0) replay(l2, row_of(rr, row++), slots);
+    std::vector<BlockRunAccesses> at_row = rr.row;  // the row being replayed
+    while (row < end && first_block(row) % slots != 0) replay(l2, row_of(rr, row++, at_row), slots);
     const std::int64_t groups = (end - row) / per_group;
     if (groups >= 3) {
         std::vector<L2Model::ItemAccess> accesses;
-        for (const BlockRunAccesses& run : row_of(rr, row)) {
+        for (const BlockRunAccesses& run : row_of(rr, row, at_row)) {
             std::vector<L2Model::ItemAccess> in_run = item_accesses(run.block, {0}, 0);
             std::vector<Step> down;
             row_steps(run.block, down);
@@ -290,11 +294,11 @@ void replay(L2Model& l2, const RowRunAccesses& rr, std::int64_t slots) {
         L2Model::LoopShape shape{groups, std::move(accesses), blocks, blocks / slots};
         const std::int64_t first = row;
         l2.loop(shape, [&](std::int64_t g) {
-            for (std::int64_t r = first + g * per_group; r < first + (g + 1) * per_group; ++r) replay(l2, row_of(rr, r), slots);
+            for (std::int64_t r = first + g * per_group; r < first + (g + 1) * per_group; ++r) replay(l2, row_of(rr, r, at_row), slots);
         });
         row += groups * per_group;
     }
-    while (row < end) replay(l2, row_of(rr, row++), slots);
+    while (row < end) replay(l2, row_of(rr, row++, at_row), slots);
 }
 
 void replay(L2Model& l2, const std::vector<BlockRunAccesses>& runs, std::int64_t slots) {
