@@ -174,6 +174,18 @@ TEST_CASE("FA1's causal backward with 83-row tiles grows in units of 32 K/V tile
         check_same({&algorithm("fa1"), pass, problem(60000, 60000, 128, DType::fp16, true, 1, 1), &gpu("A100-SXM4-40GB"), {}, {}, ""});
 }
 
+TEST_CASE("Issue 24's slowest long-context lines, at lengths the by-block path runs, count as the by-block path",
+          "[counting]") {
+    // fa1 --pass fwd+bwd --d 128 --causal: the passes' 128-, 163- and 83-row tiles share a grid of one row, so
+    // every Q, O, l and m access visits a tile state per row (TileStates::stored_around, L2Model::read).
+    check_same({&algorithm("fa1"), PassSelection::fwd_bwd, problem(4099, 4099, 128, DType::fp16, true, 1, 16), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+    // standard --causal at an odd length: rows of 2-byte elements taken 64 at a time, and on the T4 (fp16 rows
+    // of 40,003 keys longer than shared memory) a run of rows per chunk the diagonal enters, each replayed row
+    // by row into one reused record (replay of RowRunAccesses).
+    check_same({&algorithm("standard"), PassSelection::fwd, problem(4099, 4099, 64, DType::fp16, true, 1, 16), &gpu("A100-SXM4-40GB"), {}, {}, ""});
+    check_same({&algorithm("standard"), PassSelection::fwd, problem(40003, 40003, 64, DType::fp16, true, 1, 2), &gpu("T4"), {}, {}, ""});
+}
+
 TEST_CASE("change_points finds every index where a non-decreasing step function changes", "[counting]") {
     std::mt19937_64 rng(20261128);
     for (int trial = 0; trial < 200; ++trial) {
