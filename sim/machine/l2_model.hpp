@@ -135,8 +135,8 @@ private:
     TensorState& state_for(const GlobalTensor& t);
     template <class Visit> void for_each_entry(const Region& r, Visit&& visit);
     template <class Visit> void for_each_index(const Region& r, Visit&& visit);
-    // Per tile of every read() and write(): inlined, since a call each cost a quarter of FA1's forward and
-    // backward together at d = 128, whose grid of one row gives a 128-row read 128 tiles.
+    // Per tile of every read() and write(): inlined, as GCC left them calls (one of each per tile; FA1's
+    // forward and backward together at d = 128 track Q on a grid of one row, 83 to 128 tiles an access).
     [[gnu::always_inline]] inline bool resident(const Entry& e) const;
     [[gnu::always_inline]] inline bool concurrent_hit(const Entry& e) const;
     [[gnu::always_inline]] inline void insert(std::int64_t bytes);
