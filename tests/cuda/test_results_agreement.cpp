@@ -2711,6 +2711,57 @@ TEST_CASE("fa-calibrate writes FA2's step issue table on the H200: the preset's 
         if (key.rfind("model.fa2_step_issue_d", 0) == 0) CHECK(text.rfind("measured by fa-calibrate on this NVIDIA H200", 0) == 0);
 }
 
+TEST_CASE("backward kernels at unseen shapes on the H200, predicted before the run: fa2_bwd_tc and cuBLAS within 5%, "
+          "the CUDA-core fa2_bwd 28-31% slow at d=128 (its lone warp issues in 54% of cycles, the model takes 37%)",
+          "[hardware][backward][time]") {
+    // cuda/results/2026-12-02-h200-backward-unseen: N = 3072 and 6144, batch 3, 12 heads (36 heads a grid), fp16.
+    const std::string run = kResults + "2026-12-02-h200-backward-unseen/";
+    CHECK(read_text(run + "device.txt").find("NVIDIA H200, 580.159.04") != std::string::npos);
+    const json before = load(run + "predicted_before.json");
+    CHECK(before.at("simulator_commit").get<std::string>().rfind("0bb06c9", 0) == 0);
+    CHECK(before.at("gpu_preset") == "H200");
+    using Key = std::tuple<std::string, int, int, bool>;  // algo, N, d, causal
+    auto key = [](const json& r) { return Key{r.at("algo"), r.at("N"), r.at("d"), r.at("causal")}; };
+    std::map<Key, double> written;
+    for (const json& p : before.at("results")) written[key(p)] = p.at("predicted_s");
+    REQUIRE(written.size() == 32);
+    std::map<Key, double> measured;
+    for (const char* file : {"validate_bwd_half.json", "torch_bwd.json"}) {
+        const json doc = load(run + file);  // held: a loop over load(...).at(...) would outlive it
+        for (const json& r : doc.at("results")) {
+            if (!r.contains("measured_s")) continue;
+            if (r.contains("accuracy")) CHECK(r.at("accuracy").at("pass").get<bool>());
+            measured[key(r)] = r.at("measured_s");
+        }
+    }
+    int checked = 0;
+    for (const auto& [k, p] : written) {
+        const auto& [algo, N, d, causal] = k;
+        CAPTURE(algo, N, d, causal);
+        REQUIRE(measured.count(k));
+        const double e = p / measured.at(k) - 1;
+        if (algo == "fa2_bwd_tc" || algo == "standard_cublas_bwd") CHECK(std::abs(e) <= 0.05);
+        if (algo == "fa2_bwd") CHECK((d == 64 ? std::abs(e) <= 0.05 : (e > 0.27 && e < 0.31)));
+        if (algo == "torch_flash_bwd") CHECK((d == 64 ? (e > -0.34 && e < -0.23) : (e >= 0 && e < 0.12)));
+        ++checked;
+    }
+    CHECK(checked == 32);
+    // fa2_bwd_tc at 0.88-0.97x PyTorch's flash backward at d = 128 (the issue asks 70%).
+    for (const int N : {3072, 6144})
+        for (const bool causal : {false, true}) {
+            const double against = measured.at({"torch_flash_bwd", N, 128, causal}) / measured.at({"fa2_bwd_tc", N, 128, causal});
+            CHECK((against > 0.87 && against < 0.98));
+        }
+    // Nsight Compute on fa2_bwd: d = 128, one warp per scheduler issuing in 54% of cycles against the model's 37%
+    // (the 30% it predicts slow); d = 64, 1.91 warps issuing in 69%, near the law's 1 - 0.63^2.
+    const GpuSpec h200 = find_gpu_preset("H200");
+    const double lone = ncu_text_counter(read_text(run + "ncu_fa2_bwd_d128.txt"), "smsp__issue_active.avg.per_cycle_active", false);
+    CHECK(ncu_text_counter(read_text(run + "ncu_fa2_bwd_d128.txt"), "smsp__warps_active.avg.per_cycle_active") == Approx(1.0));
+    CHECK(lone == Approx(0.54));
+    CHECK(lone / h200.model.cuda_core_warp_ready == Approx(1.46).margin(0.02));
+    CHECK(ncu_text_counter(read_text(run + "ncu_fa2_bwd_d64.txt"), "smsp__issue_active.avg.per_cycle_active", false) == Approx(0.69));
+}
+
 TEST_CASE("the FA2 backward step alone on the H200 (peak-rates --backward-step): 2 warps per scheduler issue in 26% of "
           "cycles at d=64 and 22% at d=128, the preset's rates, dQ atomics into shared rows cost nothing, fa-calibrate "
           "writes the same rates, and fa2_bwd_tc with its step in a header is within 2% of the kernel before",
