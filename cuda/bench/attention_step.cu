@@ -12,12 +12,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/step_cycles.hpp"
 #include "common/check.hpp"
 #include "kernels/warp_tile_products.cuh"
 
@@ -128,17 +128,11 @@ AttentionStepIssue run(int sms, int warps_per_scheduler, int steps) {
     CUDA_CHECK(cudaMemcpy(host.data(), cycles, sizeof(long long) * host.size(), cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaFree(cycles));
     CUDA_CHECK(cudaFree(sink));
-    double sum = 0;
-    long long lo = host.front(), hi = host.front();
-    for (long long c : host) {
-        sum += static_cast<double>(c);
-        lo = std::min(lo, c);
-        hi = std::max(hi, c);
-    }
+    const StepCycles c = step_cycles(host, steps);
     out.ran = true;
-    out.cycles_per_step = sum / static_cast<double>(host.size()) / steps;
-    out.min_cycles_per_step = static_cast<double>(lo) / steps;
-    out.max_cycles_per_step = static_cast<double>(hi) / steps;
+    out.cycles_per_step = c.mean;
+    out.min_cycles_per_step = c.min;
+    out.max_cycles_per_step = c.max;
     return out;
 }
 

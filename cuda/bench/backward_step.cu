@@ -5,11 +5,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/step_cycles.hpp"
 #include "common/check.hpp"
 #include "kernels/fa2_backward_step.cuh"
 #include "kernels/tile_rules.hpp"
@@ -136,17 +136,11 @@ BackwardStepIssue run(int sms, bool shared_dq, int steps) {
     CUDA_CHECK(cudaFree(dq_acc));
     CUDA_CHECK(cudaFree(cycles));
     CUDA_CHECK(cudaFree(sink));
-    double sum = 0;
-    long long lo = host.front(), hi = host.front();
-    for (long long c : host) {
-        sum += static_cast<double>(c);
-        lo = std::min(lo, c);
-        hi = std::max(hi, c);
-    }
+    const StepCycles c = step_cycles(host, steps);
     out.ran = true;
-    out.cycles_per_step = sum / static_cast<double>(host.size()) / steps;
-    out.min_cycles_per_step = static_cast<double>(lo) / steps;
-    out.max_cycles_per_step = static_cast<double>(hi) / steps;
+    out.cycles_per_step = c.mean;
+    out.min_cycles_per_step = c.min;
+    out.max_cycles_per_step = c.max;
     return out;
 }
 

@@ -7,15 +7,7 @@ set -uo pipefail
 old=${OLD:?the commit to compare with}
 source "$(dirname "$0")/session_preamble.sh" fa-calibrate cuda-check fa-validate
 source "$(dirname "$0")/backward_ab_pass.sh"
-log "cuda-check fa2_bwd_tc (while $old builds)"
-(timeout 240 "$build/cuda/cuda-check" --quiet --algo fa2_bwd_tc >"$out/check.txt" 2>&1
-echo "exit $?" >>"$out/check.txt") &
-check_pid=$!
-BUILD_JOBS=12 build_commit "$old" fa-validate
-log "built $old"
-wait "$check_pid"
-log "cuda-check done"
-tail -3 "$out/check.txt"
+check_while_old_builds "$old"
 log "fa-calibrate --raw"
 step 300 calibrate "${into[@]}" "$out/calibrate.txt" "$build/cuda/fa-calibrate" --out "$out/calibrated-gpu.json" \
   --raw "$out/calibrate_raw.json"

@@ -7,20 +7,13 @@
 set -uo pipefail
 old=${OLD:?the commit to compare with}
 source "$(dirname "$0")/session_preamble.sh" peak-rates cuda-check fa-validate
+source "$(dirname "$0")/backward_ab_pass.sh"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 metrics="smsp__issue_active.avg.per_cycle_active,smsp__inst_executed.sum,smsp__cycles_active.max,\
 smsp__warps_active.avg.per_cycle_active,sm__cycles_elapsed.avg.per_second,\
 sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,\
 sm__cycles_elapsed.max,gpu__time_duration.sum"
-log "cuda-check fa2_bwd_tc (while $old builds)"
-(timeout 240 "$build/cuda/cuda-check" --quiet --algo fa2_bwd_tc >"$out/check.txt" 2>&1
-echo "exit $?" >>"$out/check.txt") &
-check_pid=$!
-BUILD_JOBS=12 build_commit "$old" fa-validate
-log "built $old"
-wait "$check_pid"
-log "cuda-check done"
-tail -3 "$out/check.txt"
+check_while_old_builds "$old"
 log "peak-rates --backward-step (text, then JSON)"
 step 120 backward_step "${into[@]}" "$out/backward_step.txt" "$build/cuda/peak-rates" --backward-step
 step 120 backward_step_json "${into[@]}" "$out/backward_step.json" "$build/cuda/peak-rates" --backward-step --json
@@ -37,7 +30,6 @@ for d in 64 128; do
     --heads 8 --runs 1 --warmup 0
   grep -E "issue_active|inst_executed|cycles_active|warps_active|Issued Warp|No Eligible|Active Warps|Stall" "$out/fa2_bwd_tc_d$d.txt" | head -24
 done
-source "$(dirname "$0")/backward_ab_pass.sh"
 ab_pass old /tmp/old_tree/build-gpu
 ab_pass new "$build"
 ab_pass old2 /tmp/old_tree/build-gpu
