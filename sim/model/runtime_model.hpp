@@ -43,7 +43,8 @@ struct ModelOptions {
 };
 
 // How the model takes an mma.sync kernel's issue rate (model/runtime_model.cpp): the readiness law
-// 1 - (1 - p)^n, or FA2's step measured alone (GpuSpec::Model::fa2_step_issue); none for other runs.
+// 1 - (1 - p)^n, FA2's step measured alone (GpuSpec::Model::fa2_step_issue), or fa2_bwd_tc's backward step
+// measured alone (GpuSpec::Model::fa2_bwd_step_issue); none for other runs.
 enum class IssueLaw : std::uint8_t { none, readiness, fa2_step, fa2_bwd_step };
 const char* issue_law_name(IssueLaw law);
 
