@@ -77,6 +77,17 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
+// A step's share of cycles (its assumed warp instructions per step over the cycles the probe measured) outside
+// 0.01..1 says this build's step has another instruction count than the one assumed: the GPU file leaves model.KEY
+// out (the model then takes the readiness law), and fa-calibrate says so.
+bool issue_share_plausible(double share, const std::string& step, const std::string& key, double instructions) {
+    if (share >= 0.01 && share <= 1.0) return true;
+    std::cerr << "fa-calibrate: " << step << " issues " << share << " of cycles by the assumed " << instructions
+              << " warp instructions per step, outside 0.01..1: this compiler or GPU builds the step otherwise; model." << key
+              << " is left out (count the step's instructions with Nsight Compute and write it by hand)\n";
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -326,17 +337,12 @@ int main(int argc, char** argv) {
         // FA2's step measured alone: the model's issue rate for the kernels built on it (docs/model.md).
         for (const auto& [d, rates] : step_issue) {
             if (rates.empty()) continue;
-            // A share of cycles above 1 (or absurdly low) says this build's step has another instruction count than
-            // the one assumed: leave the table out (the model then takes the readiness law) and say so.
-            const auto bad = std::find_if(rates.begin(), rates.end(), [](double r) { return !(r >= 0.01 && r <= 1.0); });
-            if (bad != rates.end()) {
-                std::cerr << "fa-calibrate: FA2's step at d = " << d << " issues " << *bad << " of cycles by the assumed "
-                          << bench::kAttentionStepWarpInstructions(d) << " warp instructions per step, outside 0.01..1: "
-                          << "this compiler or GPU builds the step otherwise; model.fa2_step_issue_d" << d
-                          << " is left out (count the step's instructions with Nsight Compute and write the table by hand)\n";
-                continue;
-            }
             const std::string key = "fa2_step_issue_d" + std::to_string(d);
+            if (!std::all_of(rates.begin(), rates.end(), [&](double r) {
+                    return issue_share_plausible(r, "FA2's step at d = " + std::to_string(d), key,
+                                                 bench::kAttentionStepWarpInstructions(d));
+                }))
+                continue;
             std::string cycles;
             for (double c : step_cycles[d]) cycles += (cycles.empty() ? "" : ", ") + fmt("%.0f", c);
             doc["model"][key] = rates;
@@ -349,14 +355,10 @@ int main(int argc, char** argv) {
         }
         // fa2_bwd_tc's step measured alone, likewise.
         for (const auto& [d, rate] : bwd_step_issue) {
-            if (!(rate >= 0.01 && rate <= 1.0)) {
-                std::cerr << "fa-calibrate: fa2_bwd_tc's step at d = " << d << " issues " << rate << " of cycles by the assumed "
-                          << bench::kBackwardStepWarpInstructions(d) << " warp instructions per step, outside 0.01..1: "
-                          << "this compiler or GPU builds the step otherwise; model.fa2_bwd_step_issue_d" << d
-                          << " is left out (count the step's instructions with Nsight Compute and write it by hand)\n";
-                continue;
-            }
             const std::string key = "fa2_bwd_step_issue_d" + std::to_string(d);
+            if (!issue_share_plausible(rate, "fa2_bwd_tc's step at d = " + std::to_string(d), key,
+                                       bench::kBackwardStepWarpInstructions(d)))
+                continue;
             doc["model"][key] = rate;
             sources["model." + key] = "measured by fa-calibrate " + where + ": fa2_bwd_tc's step alone (five products, dS^T "
                                       "between two barriers, dQ atomics; bench/backward_step.hpp) at d = " + std::to_string(d) +

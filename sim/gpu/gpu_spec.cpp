@@ -8,6 +8,10 @@ namespace fasim {
 
 namespace {
 
+// A probe measured at d = 64 and d = 128 (the head dims the kernels are built for): which of the two a kernel
+// at head dimension d takes, where both were measured.
+bool nearer_d64(int d) { return d <= 64 + (128 - 64) / 2; }
+
 // The measured value where present (> 0), else the datasheet value.
 double prefer_measured(double measured_value, double datasheet_value) {
     return measured_value > 0 ? measured_value : datasheet_value;
@@ -35,13 +39,13 @@ double GpuSpec::l2_request_rate() const {
 const std::vector<double>& GpuSpec::Model::fa2_step_issue(int d) const {
     if (fa2_step_issue_d64.empty()) return fa2_step_issue_d128;
     if (fa2_step_issue_d128.empty()) return fa2_step_issue_d64;
-    return d <= 64 + (128 - 64) / 2 ? fa2_step_issue_d64 : fa2_step_issue_d128;
+    return nearer_d64(d) ? fa2_step_issue_d64 : fa2_step_issue_d128;
 }
 
 double GpuSpec::Model::fa2_bwd_step_issue(int d) const {
     if (fa2_bwd_step_issue_d64 <= 0) return fa2_bwd_step_issue_d128;
     if (fa2_bwd_step_issue_d128 <= 0) return fa2_bwd_step_issue_d64;
-    return d <= 64 + (128 - 64) / 2 ? fa2_bwd_step_issue_d64 : fa2_bwd_step_issue_d128;
+    return nearer_d64(d) ? fa2_bwd_step_issue_d64 : fa2_bwd_step_issue_d128;
 }
 
 double GpuSpec::step_issue_fraction(const std::vector<double>& table, double n) {
